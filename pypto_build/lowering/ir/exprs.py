@@ -1,0 +1,141 @@
+"""IR expressions.
+
+Variables are named as in the source (orchestration bodies rebind names, e.g. ``data =
+all_to_all_v(..., data, ...)``); each use carries the type of the definition that reaches it.
+``span`` never takes part in equality, so ``==`` on two trees is structural equality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pypto_build.lowering.diagnostics import SYNTHETIC, Span
+from pypto_build.lowering.ir.types import BOOL, INDEX, DataType, Layout, ScalarType, TupleType, Type
+
+#: A literal keyword/attribute value that is not an expression.
+Literal = int | float | bool | str | DataType | Layout | None
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Base of all expressions; ``type`` is fixed at construction (deduced by the op table)."""
+
+    if TYPE_CHECKING:
+        type: Type
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    name: str
+    type: Type
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ConstInt(Expr):
+    value: int
+    type: Type = INDEX
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ConstFloat(Expr):
+    value: float
+    type: Type = ScalarType(DataType.FP32)
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class ConstBool(Expr):
+    value: bool
+    type: Type = BOOL
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class BinaryOp(Expr):
+    """Scalar arithmetic or comparison: ``op`` is the Python operator text (``+``, ``//``, ``<``...)."""
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+    type: Type
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    """``-x`` or ``not x`` on scalars."""
+
+    op: str
+    operand: Expr
+    type: Type
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class MakeTuple(Expr):
+    """A literal list/tuple of expressions (shapes, offsets, device lists)."""
+
+    items: tuple[Expr, ...]
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+    @property
+    def type(self) -> Type:  # type: ignore[override]
+        return TupleType(tuple(item.type for item in self.items))
+
+
+@dataclass(frozen=True)
+class TupleGetItem(Expr):
+    tuple: Expr
+    index: int
+    type: Type
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class GlobalVar:
+    """Reference to a function of the same program (``self.f`` in the DSL)."""
+
+    name: str
+
+
+#: Keyword arguments of op calls and attributes of calls/functions: name -> value.
+AttrValue = Expr | Literal | tuple["AttrValue", ...]
+Attrs = tuple[tuple[str, AttrValue], ...]
+
+
+def get_attr(attrs: Attrs, key: str, default: AttrValue = None) -> AttrValue:
+    for name, value in attrs:
+        if name == key:
+            return value
+    return default
+
+
+def set_attr(attrs: Attrs, key: str, value: AttrValue) -> Attrs:
+    """Return ``attrs`` with ``key`` set (replacing an existing entry in place, else appended)."""
+    if any(name == key for name, _ in attrs):
+        return tuple((name, value if name == key else old) for name, old in attrs)
+    return (*attrs, (key, value))
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A call of an op (``op`` is its registered name, e.g. ``"pld.tensor.all_to_all_v"``) or
+    of a program function (``op`` is a :class:`GlobalVar`).
+
+    ``kwargs`` are the op's keyword operands (``core_num=``, ``dtype=``); ``attrs`` are
+    properties of the call site that are not operands (``device``, ``core_num``/``sync_start``
+    launch specs, ``arg_directions``)."""
+
+    op: str | GlobalVar
+    args: tuple[Expr, ...]
+    type: Type
+    kwargs: Attrs = ()
+    attrs: Attrs = ()
+    span: Span = field(default=SYNTHETIC, compare=False, repr=False)
+
+    @property
+    def callee_name(self) -> str:
+        return self.op.name if isinstance(self.op, GlobalVar) else self.op
