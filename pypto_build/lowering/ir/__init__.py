@@ -1,8 +1,8 @@
 """The program model's IR: immutable, typed nodes whose ``==`` is structural equality."""
 
 from pypto_build.lowering.ir.exprs import (
-    AttrValue,
     Attrs,
+    AttrValue,
     BinaryOp,
     Call,
     ConstBool,
@@ -78,6 +78,7 @@ __all__ = [
     "GlobalVar",
     "IfStmt",
     "Layout",
+    "Level",
     "Literal",
     "MakeTuple",
     "Param",

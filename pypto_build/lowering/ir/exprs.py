@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
-from pypto_build.lowering.ir.types import BOOL, INDEX, DataType, Layout, ScalarType, TupleType, Type
+from pypto_build.lowering.ir.types import BOOL, FP32, INDEX, DataType, Layout, TupleType, Type
 
 #: A literal keyword/attribute value that is not an expression.
 Literal = int | float | bool | str | DataType | Layout | None
@@ -42,7 +42,7 @@ class ConstInt(Expr):
 @dataclass(frozen=True)
 class ConstFloat(Expr):
     value: float
-    type: Type = ScalarType(DataType.FP32)
+    type: Type = FP32
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
@@ -55,7 +55,7 @@ class ConstBool(Expr):
 
 @dataclass(frozen=True)
 class BinaryOp(Expr):
-    """Scalar arithmetic or comparison: ``op`` is the Python operator text (``+``, ``//``, ``<``...)."""
+    """Scalar arithmetic or comparison; ``op`` is the Python operator text (``+``, ``//``, ``<``)."""
 
     op: str
     lhs: Expr

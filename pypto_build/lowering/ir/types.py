@@ -151,3 +151,4 @@ class TupleType(Type):
 TASK_ID = ScalarType(DataType.TASK_ID)
 INDEX = ScalarType(DataType.INDEX)
 BOOL = ScalarType(DataType.BOOL)
+FP32 = ScalarType(DataType.FP32)
