@@ -55,7 +55,7 @@ class ConstBool(Expr):
 
 @dataclass(frozen=True)
 class BinaryOp(Expr):
-    """Scalar arithmetic or comparison; ``op`` is the Python operator text (``+``, ``//``, ``<``)."""
+    """Scalar arithmetic or comparison; ``op`` is the operator text (``+``, ``//``, ``<``)."""
 
     op: str
     lhs: Expr
