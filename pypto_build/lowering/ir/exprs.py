@@ -17,12 +17,18 @@ from pypto_build.lowering.ir.types import BOOL, FP32, INDEX, DataType, Layout, T
 Literal = int | float | bool | str | DataType | Layout | None
 
 
-@dataclass(frozen=True)
 class Expr:
-    """Base of all expressions; ``type`` is fixed at construction (deduced by the op table)."""
+    """Base of all expressions; ``type`` is fixed at construction (deduced by the op table).
+
+    Not a dataclass itself, so that every subclass can declare ``type`` where its fields need it.
+    """
+
+    __slots__ = ()
 
     if TYPE_CHECKING:
-        type: Type
+
+        @property
+        def type(self) -> Type: ...
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ class MakeTuple(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
     @property
-    def type(self) -> Type:  # type: ignore[override]
+    def type(self) -> Type:
         return TupleType(tuple(item.type for item in self.items))
 
 
