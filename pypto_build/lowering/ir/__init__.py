@@ -25,6 +25,7 @@ from pypto_build.lowering.ir.function import (
     Param,
     ParamDirection,
     Program,
+    Role,
 )
 from pypto_build.lowering.ir.stmts import (
     AssignStmt,
@@ -85,6 +86,7 @@ __all__ = [
     "ParamDirection",
     "Program",
     "ReturnStmt",
+    "Role",
     "ScalarType",
     "SeqStmts",
     "Shape",

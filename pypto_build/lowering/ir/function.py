@@ -39,6 +39,14 @@ class Level(enum.Enum):
     CHIP = "CHIP"
 
 
+class Role(enum.Enum):
+    """``pl.Role``: upstream's spelling of a function's place in the hierarchy. Not stored on
+    :class:`Function` (the function type implies it); the front end checks that they agree."""
+
+    Orchestrator = "Orchestrator"
+    SubWorker = "SubWorker"
+
+
 class ParamDirection(enum.Enum):
     """Direction of a function parameter (``pl.Out[...]``, ``pl.InOut[...]``, plain = In)."""
 

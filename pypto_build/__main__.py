@@ -1,0 +1,5 @@
+"""``python -m pypto_build``: the same command line as the ``pypto-build`` script."""
+
+from pypto_build.plugin.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""The static front end: PyPTO program files -> IR programs, without running them.
+
+Program files are parsed with :mod:`ast`, never imported or executed: building a wheel must not
+run the model's code, and a parse is a pure function of the file's text. Every mistake in a
+program is a :class:`~pypto_build.lowering.diagnostics.ProgramError` located in the file (as the
+caller named it), never a Python traceback.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+
+from pypto_build.lowering.diagnostics import ProgramError, Span
+from pypto_build.lowering.frontend.program import parse_module
+from pypto_build.lowering.frontend.source import Source
+from pypto_build.lowering.ir import Program
+
+__all__ = ["parse_file", "parse_source"]
+
+
+def parse_file(path: str | os.PathLike[str]) -> tuple[Program, ...]:
+    """Every ``@pl.program`` class of the file at ``path``, in source order."""
+    filename = os.fspath(path)
+    try:
+        with open(filename, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ProgramError(
+            f"cannot read program file: {exc.strerror}", Span(filename, 1, 0)
+        ) from exc
+    try:
+        # Honours a PEP 263 coding cookie and normalises newlines, as the interpreter would.
+        source = importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        raise ProgramError(f"cannot decode program file: {exc}", Span(filename, 1, 0)) from exc
+    return parse_source(source, filename)
+
+
+def parse_source(source: str, filename: str) -> tuple[Program, ...]:
+    """Every ``@pl.program`` class of ``source`` in source order; spans name ``filename``."""
+    try:
+        return parse_module(_parse_python(source, filename), Source(filename))
+    except RecursionError as exc:
+        # Python's own parser and the recursive converters share this limit.
+        raise ProgramError("program is nested too deeply to parse", Span(filename, 1, 0)) from exc
+
+
+def _parse_python(source: str, filename: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        span = Span(filename, exc.lineno or 1, max((exc.offset or 1) - 1, 0))
+        raise ProgramError(f"invalid syntax: {exc.msg}", span) from exc
+    except ValueError as exc:  # "source code string cannot contain null bytes" on some versions
+        raise ProgramError(f"invalid source: {exc}", Span(filename, 1, 0)) from exc

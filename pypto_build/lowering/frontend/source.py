@@ -1,0 +1,37 @@
+"""The program file being parsed: turns AST positions into spans and diagnostics.
+
+Every user error of the front end is raised through :meth:`Source.error` so that it carries the
+file name exactly as the caller gave it and the position of the most precise offending node.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import NoReturn
+
+from pypto_build.lowering.diagnostics import ProgramError, Span
+
+#: AST nodes that carry a source position.
+Located = ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias
+
+
+@dataclass(frozen=True)
+class Source:
+    filename: str
+
+    def span(self, node: Located) -> Span:
+        return Span(self.filename, node.lineno, node.col_offset)
+
+    def error(self, node: Located, message: str) -> NoReturn:
+        raise ProgramError(message, self.span(node), phase="frontend")
+
+
+def text(node: ast.AST) -> str:
+    """The node as the user wrote it (normalised), for quoting in messages."""
+    return ast.unparse(node)
+
+
+def keyword_name(keyword: ast.keyword) -> str:
+    """The keyword's name, or ``**value`` for a dict unpacking."""
+    return keyword.arg if keyword.arg is not None else "**" + text(keyword.value)

@@ -1,0 +1,161 @@
+"""Binding a call's operands to an op's signature, and (re-)deducing its type.
+
+The binding fixes one normal form for every op call, so structurally equal programs print and
+compare equal however the user spelled the call: required expression operands go to
+``Call.args`` in signature order; literal and optional operands go to ``Call.kwargs`` in
+signature order, only when given (an explicit ``None`` is the same as omitting the operand).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+
+from pypto_build.lowering.diagnostics import InternalError, Span
+from pypto_build.lowering.ir import (
+    AttrValue,
+    Call,
+    ConstInt,
+    DataType,
+    Expr,
+    GlobalVar,
+    Layout,
+    Type,
+)
+from pypto_build.lowering.ops.checks import expr_text
+from pypto_build.lowering.ops.registry import lookup
+from pypto_build.lowering.ops.signature import (
+    Kind,
+    OpDef,
+    Operand,
+    Operands,
+    expr_span,
+    fail,
+)
+
+_LITERAL_TYPES: dict[Kind, type] = {Kind.DTYPE: DataType, Kind.LAYOUT: Layout, Kind.STR: str}
+
+
+def _value_text(value: AttrValue) -> str:
+    if isinstance(value, Expr):
+        return expr_text(value)
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return repr(value)
+
+
+def _coerce(opdef: OpDef, spec: Operand, value: AttrValue, span: Span) -> AttrValue:
+    """Check ``value`` against the operand's kind; a plain ``int`` for an expression operand
+    (``core_num=4`` given as a literal) becomes a ``ConstInt`` at the call's span."""
+    if spec.kind is Kind.ANY:
+        return value
+    if spec.kind is Kind.EXPR:
+        if isinstance(value, Expr):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return ConstInt(value, span=span)
+    elif isinstance(value, _LITERAL_TYPES[spec.kind]):
+        return value
+    fail(
+        f"{opdef.name}() argument '{spec.name}' must be {spec.kind.value}, "
+        f"got {_value_text(value)}",
+        expr_span(value, span),
+    )
+
+
+def _arity_text(opdef: OpDef, given: int) -> str:
+    positional = opdef.positional
+    required = sum(1 for spec in positional if spec.required)
+    count = f"{len(positional)}"
+    if required != len(positional):
+        count = f"from {required} to {count}"
+    noun = "argument" if len(positional) == 1 else "arguments"
+    verb = "was" if given == 1 else "were"
+    return f"{opdef.name}() takes {count} positional {noun} but {given} {verb} given"
+
+
+def _bind(
+    opdef: OpDef,
+    args: Sequence[AttrValue],
+    kwargs: Sequence[tuple[str, AttrValue]],
+    span: Span,
+) -> dict[str, AttrValue]:
+    positional = opdef.positional
+    if len(args) > len(positional):
+        fail(_arity_text(opdef, len(args)), expr_span(args[len(positional)], span))
+    given: dict[str, AttrValue] = {
+        spec.name: value for spec, value in zip(positional, args, strict=False)
+    }
+    for key, value in kwargs:
+        if opdef.operand(key) is None:
+            fail(
+                f"{opdef.name}() got an unexpected keyword argument '{key}'",
+                expr_span(value, span),
+            )
+        if key in given:
+            fail(
+                f"{opdef.name}() got multiple values for argument '{key}'",
+                expr_span(value, span),
+            )
+        given[key] = value
+    values: dict[str, AttrValue] = {}
+    for spec in opdef.operands:
+        value = given.get(spec.name)
+        if spec.name not in given or (value is None and not spec.required):
+            if spec.required:
+                fail(f"{opdef.name}() missing required argument '{spec.name}'", span)
+            continue
+        values[spec.name] = _coerce(opdef, spec, value, span)
+    return values
+
+
+def make_call(
+    op: str,
+    args: Sequence[AttrValue],
+    kwargs: Sequence[tuple[str, AttrValue]],
+    span: Span,
+) -> Call:
+    """Bind positional and keyword operands to op ``op``, deduce the result type and return the
+    normalized :class:`Call`. Positional operands are normally expressions; a literal given
+    positionally (``pl.create_tensor([4], pl.FP32)``) is accepted where the signature allows.
+    Every misuse raises a front-end ``ProgramError`` at the offending operand (or the call)."""
+    opdef = lookup(op)
+    operands = Operands(opdef, _bind(opdef, args, kwargs, span), span)
+    result = opdef.deduce(operands)
+    return Call(
+        op,
+        tuple(operands.expr(spec.name) for spec in opdef.operands if spec.is_arg),
+        result,
+        kwargs=tuple(
+            (spec.name, operands.values[spec.name])
+            for spec in opdef.operands
+            if not spec.is_arg and spec.name in operands.values
+        ),
+        span=span,
+    )
+
+
+def deduce_type(call: Call) -> Type:
+    """Re-deduce the type of an already built op call (the verifier compares it with
+    ``call.type``). A call that is not in the normal form ``make_call`` produces is a bug in
+    whatever built it."""
+    if isinstance(call.op, GlobalVar):
+        raise InternalError(f"deduce_type needs an op call, got a call of '{call.op.name}'")
+    opdef = lookup(call.op)
+    arg_specs = [spec for spec in opdef.operands if spec.is_arg]
+    if len(call.args) != len(arg_specs):
+        raise InternalError(
+            f"{opdef.name} call has {len(call.args)} args, its signature {len(arg_specs)}"
+        )
+    values: dict[str, AttrValue] = {
+        spec.name: arg for spec, arg in zip(arg_specs, call.args, strict=True)
+    }
+    for key, value in call.kwargs:
+        spec = opdef.operand(key)
+        if spec is None or spec.is_arg or key in values:
+            raise InternalError(f"{opdef.name} call has a misplaced kwarg '{key}'")
+        values[key] = _coerce(opdef, spec, value, call.span)
+    missing = [s.name for s in opdef.operands if s.required and s.name not in values]
+    if missing:
+        raise InternalError(f"{opdef.name} call lacks required operands {missing}")
+    return opdef.deduce(Operands(opdef, values, call.span))

@@ -1,0 +1,94 @@
+"""``pld.*`` window primitives: allocate a per-rank window slot, view it, ask the rank count.
+
+A window view records the *name* of the buffer variable it views; the HOST rail traces operands
+back to their allocation through that name, and the fit check here guarantees every view lies
+inside its slot.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pypto_build.lowering.ir import (
+    INDEX,
+    CommCtxType,
+    ConstInt,
+    DistributedTensorType,
+    MakeTuple,
+    Type,
+    Var,
+    WindowBufferType,
+)
+from pypto_build.lowering.ops.checks import dims_text, expr_text, static_shape
+from pypto_build.lowering.ops.signature import Kind, OpDef, Operand, Operands, optional
+
+
+def _alloc_window_buffer(ops: Operands) -> Type:
+    """``size`` is a byte count, or a shape whose element type ``dtype=`` gives."""
+    size = ops.expr("size")
+    dtype = ops.dtype("dtype")
+    if isinstance(size, ConstInt):
+        if dtype is not None:
+            ops.error("dtype", "applies only to a shape size, but size is a byte count")
+        if size.value <= 0:
+            ops.error("size", f"must be positive, got {size.value}")
+        return WindowBufferType(size.value)
+    if not isinstance(size, MakeTuple):
+        ops.error(
+            "size",
+            f"must be a byte count or a shape of compile-time integers, got {expr_text(size)}",
+        )
+    shape = static_shape(ops, "size")
+    if dtype is None:
+        ops.error("size", f"is a shape {dims_text(shape)}, so dtype= is required")
+    return WindowBufferType(math.prod(shape) * dtype.byte_size)
+
+
+def _window(ops: Operands) -> Type:
+    buf = ops.expr("buf")
+    if not (isinstance(buf, Var) and isinstance(buf.type, WindowBufferType)):
+        ops.error("buf", f"must be a pld.alloc_window_buffer variable, got {expr_text(buf)}")
+    shape = static_shape(ops, "shape")
+    dtype = ops.dtype("dtype")
+    assert dtype is not None
+    nbytes = math.prod(shape) * dtype.byte_size
+    if nbytes > buf.type.nbytes:
+        ops.error(
+            "shape",
+            f"{dims_text(shape)} of {dtype.value} needs {nbytes} bytes but window buffer "
+            f"'{buf.name}' has {buf.type.nbytes}",
+        )
+    return DistributedTensorType(shape, dtype, window=buf.name)
+
+
+def _world_size(ops: Operands) -> Type:
+    return INDEX
+
+
+def _get_comm_ctx(ops: Operands) -> Type:
+    """The CommContext of the domain a window view belongs to (MaterializeDistTensorCtx passes
+    it where a HOST orchestrator hands a window view to a function with a CommCtx parameter)."""
+    tensor = ops.expr("tensor")
+    if not (isinstance(tensor.type, DistributedTensorType) and tensor.type.window is not None):
+        ops.error("tensor", f"must be a pld.window view, got {expr_text(tensor)}")
+    return CommCtxType()
+
+
+DISTRIBUTED_OPS: tuple[OpDef, ...] = (
+    OpDef(
+        "pld.alloc_window_buffer",
+        (
+            Operand("size"),
+            optional("dtype", Kind.DTYPE, keyword_only=True),
+            optional("name", Kind.STR, keyword_only=True, default=""),
+        ),
+        _alloc_window_buffer,
+    ),
+    OpDef(
+        "pld.window",
+        (Operand("buf"), Operand("shape"), Operand("dtype", Kind.DTYPE, keyword_only=True)),
+        _window,
+    ),
+    OpDef("pld.world_size", (), _world_size),
+    OpDef("pld.get_comm_ctx", (Operand("tensor"),), _get_comm_ctx),
+)

@@ -1,0 +1,1055 @@
+"""The op table: DSL names, operand binding and normal form, type deduction and diagnostics."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+
+from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
+from pypto_build.lowering.ir import (
+    INDEX,
+    AttrValue,
+    BinaryOp,
+    Call,
+    ConstFloat,
+    ConstInt,
+    DataType,
+    DistributedTensorType,
+    Expr,
+    GlobalVar,
+    Layout,
+    MakeTuple,
+    ScalarType,
+    TensorType,
+    Type,
+    Var,
+    WindowBufferType,
+    compact_strides,
+)
+from pypto_build.lowering.ops import (
+    MANAGED_COLLECTIVES,
+    deduce_type,
+    dsl_spelling,
+    is_managed_collective,
+    make_call,
+    resolve_dsl_name,
+)
+from pypto_build.lowering.ops.collectives import ALL_TO_ALL_V, INDEXED_ALL_TO_ALL_V, Contract
+from pypto_build.lowering.ops.registry import OPS
+
+FP32 = DataType.FP32
+INT32 = DataType.INT32
+CALL_SPAN = Span("prog.py", 1, 4)
+
+
+def at(line: int, col: int = 0) -> Span:
+    return Span("prog.py", line, col)
+
+
+def ints(*values: int, line: int = 90) -> MakeTuple:
+    """A list literal of constants; element i sits at column i of ``line``."""
+    return MakeTuple(tuple(ConstInt(v, span=at(line, i)) for i, v in enumerate(values)), at(line))
+
+
+def tensor(
+    *shape: int,
+    dtype: DataType = FP32,
+    layout: Layout = Layout.ND,
+    stride: tuple[int, ...] | None = None,
+    valid_shape: tuple[int, ...] | None = None,
+) -> TensorType:
+    return TensorType(shape, dtype, layout, stride, valid_shape)
+
+
+def window(
+    *shape: int,
+    dtype: DataType = FP32,
+    layout: Layout = Layout.ND,
+    stride: tuple[int, ...] | None = None,
+    valid_shape: tuple[int, ...] | None = None,
+) -> DistributedTensorType:
+    """A window tensor viewing the buffer variable ``buf``."""
+    return DistributedTensorType(shape, dtype, layout, stride, valid_shape, window="buf")
+
+
+def index_var(name: str = "i", line: int = 80) -> Var:
+    return Var(name, INDEX, at(line))
+
+
+def call(op: str, *args: AttrValue, **kwargs: AttrValue) -> Call:
+    return make_call(op, args, tuple(kwargs.items()), CALL_SPAN)
+
+
+def error_of(op: str, *args: AttrValue, **kwargs: AttrValue) -> ProgramError:
+    with pytest.raises(ProgramError) as info:
+        call(op, *args, **kwargs)
+    assert info.value.phase == "frontend"
+    return info.value
+
+
+# --------------------------------------------------------------------------- names
+
+
+@pytest.mark.parametrize(
+    ("path", "op"),
+    [
+        ("pl.tensor.create", "tensor.create"),
+        ("pl.create_tensor", "tensor.create"),
+        ("pl.tensor.slice", "tensor.slice"),
+        ("pl.slice", "tensor.slice"),
+        ("pl.reshape", "tensor.reshape"),
+        ("pl.view", "tensor.view"),
+        ("pl.assemble", "tensor.assemble"),
+        ("pl.transpose", "tensor.transpose"),
+        ("pl.set_validshape", "tensor.set_validshape"),
+        ("pl.write", "tensor.write"),
+        ("pl.tensor.write", "tensor.write"),
+        ("pld.window", "pld.window"),
+        ("pld.alloc_window_buffer", "pld.alloc_window_buffer"),
+        ("pld.world_size", "pld.world_size"),
+        ("pld.tensor.all_to_all_v", "pld.tensor.all_to_all_v"),
+        ("pld.tensor.indexed_all_to_all_v", "pld.tensor.indexed_all_to_all_v"),
+        ("pld.tensor.allreduce", "pld.tensor.allreduce"),
+    ],
+)
+def test_resolve_dsl_name(path: str, op: str) -> None:
+    assert resolve_dsl_name(path) == op
+
+
+@pytest.mark.parametrize(
+    "path", ["tensor.create", "pl.range", "pl.submit", "pld.tensor.foo", "pl.window", "pl.create"]
+)
+def test_resolve_dsl_name_rejects_non_ops(path: str) -> None:
+    assert resolve_dsl_name(path) is None
+
+
+@pytest.mark.parametrize(
+    ("op", "spelling"),
+    [
+        ("tensor.create", "pl.tensor.create"),
+        ("tensor.set_validshape", "pl.tensor.set_validshape"),
+        ("pld.window", "pld.window"),
+        ("pld.tensor.all_to_all_v", "pld.tensor.all_to_all_v"),
+    ],
+)
+def test_dsl_spelling(op: str, spelling: str) -> None:
+    assert dsl_spelling(op) == spelling
+
+
+def test_every_op_spelling_resolves_back() -> None:
+    for op in OPS:
+        assert resolve_dsl_name(dsl_spelling(op)) == op
+
+
+def test_dsl_spelling_of_unknown_op_is_internal_error() -> None:
+    with pytest.raises(InternalError):
+        dsl_spelling("tensor.frobnicate")
+
+
+def test_managed_collectives() -> None:
+    assert sorted(MANAGED_COLLECTIVES) == [
+        "pld.tensor.all_to_all",
+        "pld.tensor.all_to_all_v",
+        "pld.tensor.allgather",
+        "pld.tensor.allreduce",
+        "pld.tensor.broadcast",
+        "pld.tensor.indexed_all_to_all_v",
+        "pld.tensor.reduce_scatter",
+    ]
+    assert is_managed_collective("pld.tensor.all_to_all_v")
+    assert not is_managed_collective("pld.window")
+    assert not is_managed_collective("tensor.create")
+
+
+# --------------------------------------------------------------------------- binding
+
+
+def test_literal_operands_go_to_kwargs_whether_positional_or_keyword() -> None:
+    by_position = call("tensor.create", ints(4, 8), FP32)
+    by_keyword = call("tensor.create", ints(4, 8), dtype=FP32)
+    assert by_position == by_keyword
+    assert by_position.args == (ints(4, 8),)
+    assert by_position.kwargs == (("dtype", FP32),)
+    assert by_position.span == CALL_SPAN
+
+
+def test_kwargs_follow_signature_order() -> None:
+    result = call("tensor.create", ints(4), layout=Layout.DN, dtype=FP32)
+    assert result.kwargs == (("dtype", FP32), ("layout", Layout.DN))
+
+
+def test_optional_expression_operands_go_to_kwargs() -> None:
+    src = Var("x", tensor(8, 8), at(10))
+    result = call("tensor.slice", src, ints(4, 8), ints(0, 0), ints(2, 8))
+    assert result.args == (src, ints(4, 8), ints(0, 0))
+    assert result.kwargs == (("valid_shape", ints(2, 8)),)
+
+
+def test_explicit_none_for_optional_operand_is_omitted() -> None:
+    src = Var("x", tensor(8, 8), at(10))
+    result = call("tensor.view", src, None, None, layout=None)
+    assert result.kwargs == ()
+    assert result.type == src.type
+
+
+def test_plain_int_for_expression_operand_becomes_const_int() -> None:
+    result = call("pld.alloc_window_buffer", 256)
+    assert result.args == (ConstInt(256),)
+    assert result.args[0].span == CALL_SPAN
+
+
+def test_missing_required_argument() -> None:
+    buf = Var("buf", WindowBufferType(64), at(10))
+    err = error_of("pld.window", buf, dtype=FP32)
+    assert err.message == "pld.window() missing required argument 'shape'"
+    assert err.span == CALL_SPAN
+
+
+def test_unexpected_keyword_argument() -> None:
+    src = Var("x", tensor(8, 8), at(10))
+    err = error_of("tensor.slice", src, ints(4, 8), ints(0, 0), foo=ConstInt(1, span=at(11)))
+    assert err.message == "tensor.slice() got an unexpected keyword argument 'foo'"
+    assert err.span == at(11)
+
+
+def test_multiple_values_for_argument() -> None:
+    src = Var("x", tensor(8, 8), at(10))
+    err = error_of("tensor.reshape", src, ints(64), shape=ints(64, line=12))
+    assert err.message == "tensor.reshape() got multiple values for argument 'shape'"
+    assert err.span == at(12)
+
+
+@pytest.mark.parametrize(
+    ("op", "count", "message"),
+    [
+        ("pld.world_size", 1, "pld.world_size() takes 0 positional arguments but 1 was given"),
+        ("tensor.reshape", 3, "tensor.reshape() takes 2 positional arguments but 3 were given"),
+        (
+            "tensor.slice",
+            5,
+            "tensor.slice() takes from 3 to 4 positional arguments but 5 were given",
+        ),
+        ("tensor.view", 4, "tensor.view() takes from 1 to 3 positional arguments but 4 were given"),
+        ("pld.window", 3, "pld.window() takes 2 positional arguments but 3 were given"),
+    ],
+)
+def test_too_many_positional_arguments(op: str, count: int, message: str) -> None:
+    args = [ConstInt(i, span=at(20 + i)) for i in range(count)]
+    err = error_of(op, *args)
+    assert err.message == message
+    first_extra = len([spec for spec in OPS[op].operands if not spec.keyword_only])
+    assert err.span == at(20 + first_extra)
+
+
+def test_literal_operand_of_wrong_kind() -> None:
+    err = error_of("tensor.create", ints(4), Layout.ND)
+    assert err.message == (
+        "tensor.create() argument 'dtype' must be a data type (e.g. pl.FP32), got Layout.ND"
+    )
+    x = Var("x", INDEX, at(33))
+    err = error_of("tensor.create", ints(4), dtype=x)
+    assert "argument 'dtype' must be a data type" in err.message
+    assert "'x' of type Scalar[index]" in err.message
+    assert err.span == at(33)
+
+
+def test_expression_operand_given_a_literal() -> None:
+    err = error_of("tensor.reshape", "x", ints(4))
+    assert err.message == "tensor.reshape() argument 'tensor' must be an expression, got 'x'"
+
+
+def test_string_operand() -> None:
+    result = call("pld.alloc_window_buffer", 64, name="stage")
+    assert result.kwargs == (("name", "stage"),)
+    err = error_of("pld.alloc_window_buffer", 64, name=3)
+    assert (
+        err.message == "pld.alloc_window_buffer() argument 'name' must be a string literal, got 3"
+    )
+
+
+def test_unknown_op_is_internal_error() -> None:
+    with pytest.raises(InternalError):
+        call("tensor.frobnicate")
+
+
+# --------------------------------------------------------------------------- deduce_type
+
+
+def test_deduce_type_agrees_with_make_call() -> None:
+    src = Var("x", tensor(8, 8), at(10))
+    for built in (
+        call("tensor.create", ints(4, 8), FP32, Layout.DN),
+        call("tensor.slice", src, ints(4, 8), MakeTuple((index_var(), ConstInt(0))), ints(2, 8)),
+        call("tensor.view", src, ints(64), layout=Layout.DN),
+        call("pld.alloc_window_buffer", ints(4, 4), dtype=FP32, name="b"),
+        call("pld.world_size"),
+        _a2av(core_num=ConstInt(4)),
+    ):
+        assert deduce_type(built) == built.type
+
+
+def test_deduce_type_reports_user_errors_at_operand_spans() -> None:
+    good = _a2av()
+    bad_signal = Var("signal", window(4, 1, dtype=FP32), at(12))
+    broken = dataclasses.replace(good, args=(*good.args[:2], bad_signal, *good.args[3:]))
+    with pytest.raises(ProgramError) as info:
+        deduce_type(broken)
+    assert info.value.message == "pld.tensor.all_to_all_v signal must be INT32, got fp32"
+    assert info.value.span == at(12)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        Call(GlobalVar("kernel"), (), INDEX),
+        Call("tensor.reshape", (Var("x", tensor(4)),), INDEX),
+        Call("tensor.create", (ints(4),), INDEX),
+        Call("tensor.create", (ints(4),), INDEX, kwargs=(("shape", ints(4)),)),
+        Call("tensor.create", (ints(4),), INDEX, kwargs=(("dtype", FP32), ("bogus", 1))),
+    ],
+)
+def test_deduce_type_rejects_malformed_calls(broken: Call) -> None:
+    with pytest.raises(InternalError):
+        deduce_type(broken)
+
+
+# --------------------------------------------------------------------------- tensor ops
+
+
+def test_create() -> None:
+    assert call("tensor.create", ints(4, 8), FP32).type == TensorType((4, 8), FP32)
+    assert call("tensor.create", ints(4), DataType.INT8, Layout.DN).type == TensorType(
+        (4,), DataType.INT8, Layout.DN
+    )
+
+
+def test_create_rejects_dynamic_dim_at_the_dim() -> None:
+    n = Var("n", INDEX, at(7, 12))
+    err = error_of("tensor.create", MakeTuple((ConstInt(4), n), at(7, 5)), FP32)
+    assert err.message == (
+        "tensor.create shape dim 1 must be a compile-time integer, got 'n' of type Scalar[index]"
+    )
+    assert err.span == at(7, 12)
+
+
+def test_create_rejects_non_positive_dim() -> None:
+    err = error_of("tensor.create", ints(4, 0, line=7), FP32)
+    assert err.message == "tensor.create shape dim 1 must be positive, got 0"
+    assert err.span == at(7, 1)
+
+
+def test_create_rejects_shape_that_is_not_a_list() -> None:
+    err = error_of("tensor.create", ConstInt(4, span=at(7)), FP32)
+    assert err.message == (
+        "tensor.create shape must be a list of compile-time integers, "
+        "got an expression of type Scalar[index]"
+    )
+    assert err.span == at(7)
+
+
+def test_slice_type() -> None:
+    src = Var("x", window(8, 16, stride=(32, 1)), at(10))
+    result = call("tensor.slice", src, ints(4, 16), ints(2, 0))
+    assert result.type == TensorType((4, 16), FP32)
+    assert type(result.type) is TensorType
+
+
+def test_slice_keeps_layout_and_records_static_valid_shape() -> None:
+    src = Var("x", tensor(8, 16, layout=Layout.DN), at(10))
+    result = call("tensor.slice", src, ints(4, 16), ints(0, 0), valid_shape=ints(3, 16))
+    assert result.type == TensorType((4, 16), FP32, Layout.DN, valid_shape=(3, 16))
+
+
+def test_slice_with_dynamic_offset_and_valid_shape() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    offsets = MakeTuple((index_var(), ConstInt(0)))
+    result = call("tensor.slice", src, ints(4, 16), offsets, MakeTuple((index_var(), ConstInt(16))))
+    assert result.type == TensorType((4, 16), FP32)
+
+
+@pytest.mark.parametrize(
+    ("shape", "offset", "message", "col"),
+    [
+        ((4, 16), (6, 0), "tensor.slice offset dim 0: [6, 10) exceeds the extent 8", 0),
+        ((4, 8), (0, 9), "tensor.slice offset dim 1: [9, 17) exceeds the extent 16", 1),
+        ((4, 16), (-1, 0), "tensor.slice offset dim 0 must be non-negative, got -1", 0),
+    ],
+)
+def test_slice_out_of_bounds(
+    shape: tuple[int, ...], offset: tuple[int, ...], message: str, col: int
+) -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    err = error_of("tensor.slice", src, ints(*shape), ints(*offset, line=11))
+    assert err.message == message
+    assert err.span == at(11, col)
+
+
+def test_slice_with_dynamic_offset_still_bounds_the_size() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    offsets = MakeTuple((index_var(line=12), ConstInt(0)))
+    err = error_of("tensor.slice", src, ints(9, 16), offsets)
+    assert err.message == "tensor.slice offset dim 0: size 9 exceeds the extent 8"
+    assert err.span == at(12)
+
+
+def test_slice_rank_mismatches() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    err = error_of("tensor.slice", src, ints(8, line=11), ints(0, 0))
+    assert (
+        err.message
+        == "tensor.slice shape [8] has rank 1 but the tensor Tensor[[8, 16], fp32] has rank 2"
+    )
+    assert err.span == at(11)
+    err = error_of("tensor.slice", src, ints(8, 16), ints(0, line=12))
+    assert err.message == "tensor.slice offset has 1 entries but the tensor has rank 2"
+    assert err.span == at(12)
+
+
+def test_slice_rejects_non_integer_offset_and_bad_valid_shape() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    f = Var("f", ScalarType(FP32), at(13))
+    err = error_of("tensor.slice", src, ints(4, 16), MakeTuple((f, ConstInt(0))))
+    assert (
+        err.message == "tensor.slice offset dim 0 must be an integer, got 'f' of type Scalar[fp32]"
+    )
+    assert err.span == at(13)
+    err = error_of("tensor.slice", src, ints(4, 16), ints(0, 0), valid_shape=ints(5, 16, line=14))
+    assert err.message == "tensor.slice valid_shape dim 0 (5) must be in [0, 4]"
+    assert err.span == at(14, 0)
+
+
+def test_slice_of_non_tensor() -> None:
+    err = error_of("tensor.slice", index_var(line=10), ints(4), ints(0))
+    assert (
+        err.message
+        == "tensor.slice tensor must be a Tensor or DistributedTensor, got Scalar[index]"
+    )
+    assert err.span == at(10)
+
+
+def test_reshape_keeps_window_and_drops_stride() -> None:
+    src = Var("x", window(8, 16), at(10))
+    assert call("tensor.reshape", src, ints(2, 64)).type == window(2, 64)
+    padded = Var("p", tensor(8, 16, stride=(32, 1)), at(10))
+    assert call("tensor.reshape", padded, ints(128)).type == tensor(128)
+
+
+def test_reshape_element_count_must_match() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    err = error_of("tensor.reshape", src, ints(5, 16, line=11))
+    assert err.message == (
+        "tensor.reshape shape [5, 16] has 80 elements but the tensor Tensor[[8, 16], fp32] has 128"
+    )
+    assert err.span == at(11)
+
+
+@pytest.mark.parametrize(
+    ("valid", "shape", "carried"),
+    [
+        ((3, 16), (32, 4), (12, 4)),
+        ((8, 16), (128,), None),
+        ((3, 16), (8, 16), (3, 16)),
+    ],
+)
+def test_reshape_carries_a_row_prefix_valid_shape(
+    valid: tuple[int, ...], shape: tuple[int, ...], carried: tuple[int, ...] | None
+) -> None:
+    src = Var("x", tensor(8, 16, valid_shape=valid), at(10))
+    assert call("tensor.reshape", src, ints(*shape)).type.valid_shape == carried  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("valid", "shape"), [((8, 6), (128,)), ((3, 16), (4, 32))])
+def test_reshape_rejects_uncarriable_valid_shape(
+    valid: tuple[int, ...], shape: tuple[int, ...]
+) -> None:
+    src = Var("x", tensor(8, 16, valid_shape=valid), at(10))
+    err = error_of("tensor.reshape", src, ints(*shape))
+    assert "cannot be carried to shape" in err.message
+    assert err.span == at(10)
+
+
+def test_view_replaces_given_metadata() -> None:
+    src = Var("x", window(8, 16, stride=(16, 1)), at(10))
+    assert call("tensor.view", src).type == src.type
+    assert call("tensor.view", src, layout=Layout.DN).type == window(
+        8, 16, stride=(16, 1), layout=Layout.DN
+    )
+    assert call("tensor.view", src, ints(4, 32)).type == window(4, 32)
+    assert call("tensor.view", src, None, ints(2, 16)).type == window(
+        8, 16, stride=(16, 1), valid_shape=(2, 16)
+    )
+
+
+def test_view_with_dynamic_valid_shape_keeps_the_static_region() -> None:
+    src = Var("x", tensor(8, 16, valid_shape=(2, 16)), at(10))
+    dynamic = MakeTuple((index_var(), ConstInt(16)))
+    assert call("tensor.view", src, valid_shape=dynamic).type == src.type
+    assert call("tensor.view", src, ints(4, 32), dynamic).type == tensor(4, 32, valid_shape=(1, 32))
+
+
+def test_view_checks_element_count_and_valid_shape() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    err = error_of("tensor.view", src, ints(4, 4, line=11))
+    assert "has 16 elements but the tensor" in err.message
+    err = error_of("tensor.view", src, valid_shape=ints(8, 17, line=12))
+    assert err.message == "tensor.view valid_shape dim 1 (17) must be in [0, 16]"
+    assert err.span == at(12, 1)
+
+
+def test_assemble() -> None:
+    target = Var("t", window(8, 16), at(10))
+    source = Var("s", tensor(4, 16), at(11))
+    assert call("tensor.assemble", target, source, ints(4, 0)).type == target.type
+
+
+def test_assemble_errors() -> None:
+    target = Var("t", tensor(8, 16), at(10))
+    err = error_of(
+        "tensor.assemble", target, Var("s", tensor(4, 16, dtype=INT32), at(11)), ints(0, 0)
+    )
+    assert err.message == "tensor.assemble source dtype int32 does not match target dtype fp32"
+    assert err.span == at(11)
+    err = error_of("tensor.assemble", target, Var("s", tensor(4, 16), at(11)), ints(5, 0, line=12))
+    assert err.message == "tensor.assemble offset dim 0: [5, 9) exceeds the extent 8"
+    assert err.span == at(12, 0)
+    err = error_of("tensor.assemble", target, Var("s", tensor(64), at(11)), ints(0))
+    assert err.message.startswith("tensor.assemble source [64] has rank 1 but the tensor")
+
+
+@pytest.mark.parametrize(("a", "b"), [(0, 1), (1, 0), (-1, -2), (0, -1)])
+def test_transpose_swaps_shape_and_stride(a: int, b: int) -> None:
+    src = Var("x", window(8, 16), at(10))
+    result = call("tensor.transpose", src, ConstInt(a), ConstInt(b))
+    assert result.type == window(16, 8, stride=(1, 16))
+    assert isinstance(result.type, TensorType)
+    assert not result.type.is_compact_nd
+
+
+def test_transpose_of_explicit_stride_and_valid_shape() -> None:
+    src = Var("x", tensor(2, 8, 16, stride=(256, 32, 1), valid_shape=(2, 4, 16)), at(10))
+    result = call("tensor.transpose", src, ConstInt(0), ConstInt(2))
+    assert result.type == tensor(16, 8, 2, stride=(1, 32, 256), valid_shape=(16, 4, 2))
+
+
+def test_transpose_axis_errors() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    err = error_of("tensor.transpose", src, ConstInt(0), ConstInt(2, span=at(11)))
+    assert err.message == "tensor.transpose axis2 2 is out of range for a rank-2 tensor"
+    assert err.span == at(11)
+    err = error_of("tensor.transpose", src, index_var(line=12), ConstInt(1))
+    assert err.message == (
+        "tensor.transpose axis1 must be a compile-time integer, got 'i' of type Scalar[index]"
+    )
+    assert err.span == at(12)
+
+
+def test_set_validshape_static_is_recorded() -> None:
+    src = Var("x", window(8, 16), at(10))
+    result = call("tensor.set_validshape", src, ConstInt(3), ConstInt(16))
+    assert result.type == window(8, 16, valid_shape=(3, 16))
+
+
+@pytest.mark.parametrize("dynamic", ["rows", "cols"])
+def test_set_validshape_dynamic_keeps_source_type(dynamic: str) -> None:
+    src = Var("x", tensor(8, 16, valid_shape=(4, 16)), at(10))
+    rows = index_var() if dynamic == "rows" else ConstInt(2)
+    cols = index_var() if dynamic == "cols" else ConstInt(8)
+    assert call("tensor.set_validshape", src, rows, cols).type == src.type
+
+
+def test_set_validshape_errors() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    err = error_of("tensor.set_validshape", src, ConstInt(9, span=at(11)), ConstInt(1))
+    assert err.message == "tensor.set_validshape valid_rows (9) must be in [0, 8]"
+    assert err.span == at(11)
+    f = Var("f", ScalarType(FP32), at(12))
+    err = error_of("tensor.set_validshape", src, ConstInt(1), f)
+    assert (
+        err.message
+        == "tensor.set_validshape valid_cols must be an integer, got 'f' of type Scalar[fp32]"
+    )
+    assert err.span == at(12)
+    err = error_of("tensor.set_validshape", Var("y", tensor(8), at(13)), ConstInt(1), ConstInt(1))
+    assert err.message == "tensor.set_validshape tensor must be 2D, got Tensor[[8], fp32]"
+    assert err.span == at(13)
+
+
+def test_write() -> None:
+    src = Var("x", tensor(8, 16), at(10))
+    assert (
+        call("tensor.write", src, MakeTuple((index_var(), ConstInt(3))), ConstFloat(1.0)).type
+        == src.type
+    )
+    err = error_of("tensor.write", src, ints(8, 0, line=11), ConstFloat(1.0))
+    assert err.message == "tensor.write indices dim 0: [8, 9) exceeds the extent 8"
+    assert err.span == at(11, 0)
+    err = error_of("tensor.write", src, ints(0, 0), Var("t", tensor(1), at(12)))
+    assert err.message == "tensor.write value must be a scalar, got 't' of type Tensor[[1], fp32]"
+    assert err.span == at(12)
+
+
+# --------------------------------------------------------------------------- window primitives
+
+
+def test_alloc_window_buffer() -> None:
+    assert call("pld.alloc_window_buffer", ConstInt(4096)).type == WindowBufferType(4096)
+    assert call("pld.alloc_window_buffer", ints(8, 16), dtype=FP32).type == WindowBufferType(512)
+    assert call("pld.alloc_window_buffer", ints(4), dtype=DataType.INT8).type == WindowBufferType(4)
+
+
+def test_alloc_window_buffer_errors() -> None:
+    err = error_of("pld.alloc_window_buffer", ints(8, 16, line=11))
+    assert err.message == "pld.alloc_window_buffer size is a shape [8, 16], so dtype= is required"
+    assert err.span == at(11)
+    err = error_of("pld.alloc_window_buffer", ConstInt(64), dtype=FP32)
+    assert err.message == (
+        "pld.alloc_window_buffer dtype applies only to a shape size, but size is a byte count"
+    )
+    assert err.span == CALL_SPAN
+    err = error_of("pld.alloc_window_buffer", ConstInt(0, span=at(12)))
+    assert err.message == "pld.alloc_window_buffer size must be positive, got 0"
+    assert err.span == at(12)
+    err = error_of("pld.alloc_window_buffer", index_var(line=13))
+    assert err.message.startswith("pld.alloc_window_buffer size must be a byte count or a shape")
+    assert err.span == at(13)
+
+
+def test_window() -> None:
+    buf = Var("stage_buf", WindowBufferType(512), at(10))
+    result = call("pld.window", buf, ints(8, 16), dtype=FP32)
+    assert result.type == DistributedTensorType((8, 16), FP32, window="stage_buf")
+    assert result.args == (buf, ints(8, 16))
+    assert result.kwargs == (("dtype", FP32),)
+
+
+def test_window_errors() -> None:
+    buf = Var("stage_buf", WindowBufferType(256), at(10))
+    err = error_of("pld.window", buf, ints(8, 16, line=11), dtype=FP32)
+    assert err.message == (
+        "pld.window shape [8, 16] of fp32 needs 512 bytes but window buffer 'stage_buf' has 256"
+    )
+    assert err.span == at(11)
+    not_buf = Var("t", tensor(8, 16), at(12))
+    err = error_of("pld.window", not_buf, ints(8, 16), dtype=FP32)
+    assert err.message == (
+        "pld.window buf must be a pld.alloc_window_buffer variable, got 't' of type "
+        "Tensor[[8, 16], fp32]"
+    )
+    assert err.span == at(12)
+
+
+def test_world_size() -> None:
+    result = call("pld.world_size")
+    assert result == Call("pld.world_size", (), INDEX)
+
+
+# --------------------------------------------------------------------------- all_to_all_v
+
+A2AV_OPERANDS = ("input", "target", "signal", "send_counts", "recv_counts")
+A2AV_TYPES: dict[str, Type] = {
+    "input": window(8, 16),
+    "target": window(8, 16),
+    "signal": window(4, 1, dtype=INT32),
+    "send_counts": window(4, dtype=INT32),
+    "recv_counts": window(4, 1, dtype=INT32),
+}
+INDEXED_OPERANDS = (*A2AV_OPERANDS, "index")
+INDEXED_TYPES: dict[str, Type] = {
+    "input": tensor(20, 16),
+    "target": window(8, 16),
+    "signal": window(4, 2, dtype=INT32),
+    "send_counts": window(4, dtype=INT32),
+    "recv_counts": tensor(4, 1, dtype=INT32),
+    "index": tensor(8, dtype=INT32),
+}
+OPERAND_LINE = {name: 10 + i for i, name in enumerate(INDEXED_OPERANDS)}
+
+
+def _operand(name: str, ty: Type) -> Var:
+    return Var(name, ty, at(OPERAND_LINE[name]))
+
+
+def _collective(
+    op: str, names: tuple[str, ...], defaults: dict[str, Type], **overrides: Type | Expr
+) -> Call:
+    args: list[AttrValue] = []
+    for name in names:
+        given = overrides.pop(name, defaults[name])
+        args.append(_operand(name, given) if isinstance(given, Type) else given)
+    kwargs: list[tuple[str, AttrValue]] = []
+    for key, value in overrides.items():
+        assert not isinstance(value, Type), f"keyword operand {key} takes an expression"
+        kwargs.append((key, value))
+    return make_call(op, args, kwargs, CALL_SPAN)
+
+
+def _a2av(**overrides: Type | Expr) -> Call:
+    return _collective("pld.tensor.all_to_all_v", A2AV_OPERANDS, A2AV_TYPES, **overrides)
+
+
+def _indexed(**overrides: Type | Expr) -> Call:
+    return _collective(
+        "pld.tensor.indexed_all_to_all_v", INDEXED_OPERANDS, INDEXED_TYPES, **overrides
+    )
+
+
+Build = Callable[..., Call]
+COLLECTIVES: list[tuple[Build, str, tuple[str, ...], dict[str, Type]]] = [
+    (_a2av, "pld.tensor.all_to_all_v", A2AV_OPERANDS, A2AV_TYPES),
+    (_indexed, "pld.tensor.indexed_all_to_all_v", INDEXED_OPERANDS, INDEXED_TYPES),
+]
+EACH_COLLECTIVE = [
+    pytest.param(build, op, id=op.removeprefix("pld.tensor.")) for build, op, _, _ in COLLECTIVES
+]
+#: (build, op, operand name, that operand's valid type) for every tensor operand of both ops.
+EACH_OPERAND = [
+    pytest.param(build, op, name, defaults[name], id=f"{op.removeprefix('pld.tensor.')}-{name}")
+    for build, op, names, defaults in COLLECTIVES
+    for name in names
+]
+
+
+def _rejection(build: Build, **overrides: Type | Expr) -> ProgramError:
+    with pytest.raises(ProgramError) as info:
+        build(**overrides)
+    assert info.value.phase == "frontend"
+    return info.value
+
+
+@pytest.mark.parametrize("contract", [ALL_TO_ALL_V, INDEXED_ALL_TO_ALL_V], ids=["a2av", "indexed"])
+def test_contract_roles_cover_the_signature(contract: Contract) -> None:
+    assert sorted(role.name for role in contract.roles) == sorted(contract.signature)
+    assert [role.name for role in contract.roles[:2]] == ["target", "signal"]
+
+
+def test_all_to_all_v_type_is_target_type() -> None:
+    result = _a2av()
+    assert result.type == A2AV_TYPES["target"]
+    assert [arg.name for arg in result.args] == list(A2AV_OPERANDS)  # type: ignore[attr-defined]
+    assert result.kwargs == ()
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"input": tensor(8, 16)},
+        {"send_counts": tensor(4, dtype=INT32)},
+        {"send_counts": window(4, 1, dtype=INT32)},
+        {"send_counts": tensor(4, 1, dtype=INT32)},
+        {"signal": window(4, 8, dtype=INT32)},
+        {"input": window(8, 16, stride=(16, 1))},
+        {"target": window(8, 16, valid_shape=(8, 16))},
+        {"input": tensor(8, 16, dtype=DataType.INT8), "target": window(8, 16, dtype=DataType.INT8)},
+    ],
+    ids=str,
+)
+def test_all_to_all_v_accepts(overrides: dict[str, Type]) -> None:
+    assert _a2av(**overrides).type == overrides.get("target", A2AV_TYPES["target"])
+
+
+@pytest.mark.parametrize(
+    ("operand", "ty", "message"),
+    [
+        ("input", INDEX, "input must be a Tensor or DistributedTensor, got Scalar[index]"),
+        (
+            "input",
+            window(8, 16, dtype=DataType.INT8),
+            "input dtype int8 does not match target dtype fp32",
+        ),
+        (
+            "input",
+            tensor(6, 16),
+            "input must have shape [NR*MAX_RECV, SIZE], got [6, 16] "
+            "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
+        ),
+        (
+            "input",
+            tensor(8, 12),
+            "input must have shape [NR*MAX_RECV, SIZE], got [8, 12] "
+            "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
+        ),
+        (
+            "input",
+            tensor(128),
+            "input must have shape [NR*MAX_RECV, SIZE], got [128] "
+            "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
+        ),
+        (
+            "target",
+            tensor(8, 16),
+            "target must be a DistributedTensor (a pld.window view), got Tensor[[8, 16], fp32]",
+        ),
+        ("target", window(2, 4, 16), "target must have shape [NR*MAX_RECV, SIZE], got [2, 4, 16]"),
+        ("target", window(0, 16), "target dims must be positive, got [0, 16]"),
+        (
+            "signal",
+            tensor(4, 1, dtype=INT32),
+            "signal must be a DistributedTensor (a pld.window view), got Tensor[[4, 1], int32]",
+        ),
+        ("signal", window(4, 1), "signal must be INT32, got fp32"),
+        ("signal", window(4, dtype=INT32), "signal must have shape [NR, S], got [4]"),
+        ("signal", window(0, 1, dtype=INT32), "signal dims must be positive, got [0, 1]"),
+        ("signal", window(4, 0, dtype=INT32), "signal dims must be positive, got [4, 0]"),
+        (
+            "send_counts",
+            INDEX,
+            "send_counts must be a Tensor or DistributedTensor, got Scalar[index]",
+        ),
+        ("send_counts", window(4, dtype=DataType.INT64), "send_counts must be INT32, got int64"),
+        (
+            "send_counts",
+            window(8, dtype=INT32),
+            "send_counts must have shape [NR] or [NR, 1], got [8] (NR = 4 from signal dim 0)",
+        ),
+        (
+            "send_counts",
+            window(4, 2, dtype=INT32),
+            "send_counts must have shape [NR] or [NR, 1], got [4, 2] (NR = 4 from signal dim 0)",
+        ),
+        (
+            "recv_counts",
+            tensor(4, 1, dtype=INT32),
+            "recv_counts must be a DistributedTensor (a pld.window view), "
+            "got Tensor[[4, 1], int32]",
+        ),
+        ("recv_counts", window(4, 1, dtype=DataType.INT8), "recv_counts must be INT32, got int8"),
+        (
+            "recv_counts",
+            window(4, dtype=INT32),
+            "recv_counts must have shape [NR, 1], got [4] (NR = 4 from signal dim 0)",
+        ),
+        (
+            "recv_counts",
+            window(2, 1, dtype=INT32),
+            "recv_counts must have shape [NR, 1], got [2, 1] (NR = 4 from signal dim 0)",
+        ),
+    ],
+)
+def test_all_to_all_v_rejects(operand: str, ty: Type, message: str) -> None:
+    err = _rejection(_a2av, **{operand: ty})
+    assert err.message == f"pld.tensor.all_to_all_v {message}"
+    assert err.span == at(OPERAND_LINE[operand])
+
+
+def test_all_to_all_v_nr_must_divide_target_rows() -> None:
+    err = _rejection(_a2av, signal=window(3, 1, dtype=INT32))
+    assert err.message == (
+        "pld.tensor.all_to_all_v target dim 0 (8) must be divisible by NR (3, signal dim 0): "
+        "round the window's row count up to a multiple of NR"
+    )
+    assert err.span == at(OPERAND_LINE["target"])
+
+
+# ---- rejections shared by both lowered collectives, for every tensor operand
+
+
+def _tensor_type(ty: Type) -> TensorType:
+    assert isinstance(ty, TensorType)
+    return ty
+
+
+@pytest.mark.parametrize(("build", "op", "operand", "ty"), EACH_OPERAND)
+@pytest.mark.parametrize("layout", [Layout.DN, Layout.NZ])
+def test_rejects_non_nd_layout(
+    build: Build, op: str, operand: str, ty: Type, layout: Layout
+) -> None:
+    err = _rejection(build, **{operand: dataclasses.replace(_tensor_type(ty), layout=layout)})
+    assert err.message == f"{op} {operand} must have ND layout, got {layout.value}"
+    assert err.span == at(OPERAND_LINE[operand])
+
+
+@pytest.mark.parametrize(("build", "op", "operand", "ty"), EACH_OPERAND)
+def test_rejects_non_packed_stride(build: Build, op: str, operand: str, ty: Type) -> None:
+    shape = _tensor_type(ty).shape
+    padded = tuple(2 * s for s in compact_strides(shape))
+    err = _rejection(build, **{operand: dataclasses.replace(_tensor_type(ty), stride=padded)})
+    assert err.message == (
+        f"{op} {operand} must be packed row-major: stride {list(padded)} is not the compact "
+        f"stride {list(compact_strides(shape))} of shape {list(shape)}"
+    )
+    assert err.span == at(OPERAND_LINE[operand])
+
+
+@pytest.mark.parametrize(("build", "op", "operand", "ty"), EACH_OPERAND)
+def test_rejects_narrow_valid_shape(build: Build, op: str, operand: str, ty: Type) -> None:
+    shape = _tensor_type(ty).shape
+    narrow = (shape[0] - 1, *shape[1:])
+    err = _rejection(build, **{operand: dataclasses.replace(_tensor_type(ty), valid_shape=narrow)})
+    assert err.message == (
+        f"{op} {operand} valid_shape {list(narrow)} is narrower than its shape {list(shape)}; "
+        "the collective moves whole tensors"
+    )
+    assert err.span == at(OPERAND_LINE[operand])
+
+
+@pytest.mark.parametrize(("build", "op"), EACH_COLLECTIVE)
+def test_rejects_input_same_expression_as_target(build: Build, op: str) -> None:
+    target = _operand("target", window(8, 16))
+    same = Var("target", window(8, 16), at(40))
+    err = _rejection(build, input=same, target=target)
+    assert err.message == (
+        f"{op} input must not be the same expression as target: peers write target while this "
+        "rank still reads input"
+    )
+    assert err.span == at(40)
+
+
+@pytest.mark.parametrize(("build", "op"), EACH_COLLECTIVE)
+@pytest.mark.parametrize(
+    "core_num",
+    [ConstInt(1), ConstInt(8), Var("cores", INDEX), Var("cores", ScalarType(INT32)), 4],
+    ids=["const1", "const8", "var_index", "var_int32", "python_int"],
+)
+def test_core_num_accepted(build: Build, op: str, core_num: AttrValue) -> None:
+    result = build(core_num=core_num)
+    expected = ConstInt(core_num) if isinstance(core_num, int) else core_num
+    assert result.kwargs == (("core_num", expected),)
+    assert deduce_type(result) == result.type
+
+
+@pytest.mark.parametrize(("build", "op"), EACH_COLLECTIVE)
+@pytest.mark.parametrize(
+    ("core_num", "got"),
+    [
+        (ConstFloat(1.0, span=at(50)), "an expression of type Scalar[fp32]"),
+        (Var("f", ScalarType(FP32), at(50)), "'f' of type Scalar[fp32]"),
+        (
+            BinaryOp("+", Var("n", INDEX), ConstInt(1), INDEX, at(50)),
+            "an expression of type Scalar[index]",
+        ),
+        (Var("t", tensor(4), at(50)), "'t' of type Tensor[[4], fp32]"),
+    ],
+    ids=["const_float", "float_var", "binary_op", "tensor"],
+)
+def test_core_num_rejected(build: Build, op: str, core_num: Expr, got: str) -> None:
+    err = _rejection(build, core_num=core_num)
+    assert err.message == (
+        f"{op} core_num must be a compile-time integer or an integer scalar variable, got {got}"
+    )
+    assert err.span == at(50)
+
+
+# ---- indexed_all_to_all_v
+
+
+def test_indexed_type_and_operand_kinds() -> None:
+    result = _indexed(core_num=ConstInt(2))
+    assert result.type == INDEXED_TYPES["target"]
+    assert [arg.name for arg in result.args] == list(INDEXED_OPERANDS)  # type: ignore[attr-defined]
+    assert result.kwargs == (("core_num", ConstInt(2)),)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"input": window(3, 16)},
+        {"recv_counts": window(4, 1, dtype=INT32)},
+        {"index": window(8, dtype=INT32)},
+        {"signal": window(4, 1, dtype=INT32)},
+    ],
+    ids=str,
+)
+def test_indexed_accepts(overrides: dict[str, Type]) -> None:
+    assert _indexed(**overrides).type == INDEXED_TYPES["target"]
+
+
+@pytest.mark.parametrize(
+    ("operand", "ty", "message"),
+    [
+        (
+            "input",
+            tensor(20, 8),
+            "input must have shape [N, SIZE], got [20, 8] (SIZE = 16 from target dim 1)",
+        ),
+        (
+            "input",
+            tensor(20, 16, dtype=INT32),
+            "input dtype int32 does not match target dtype fp32",
+        ),
+        (
+            "target",
+            tensor(8, 16),
+            "target must be a DistributedTensor (a pld.window view), got Tensor[[8, 16], fp32]",
+        ),
+        ("signal", window(4, 2, dtype=DataType.INT16), "signal must be INT32, got int16"),
+        (
+            "send_counts",
+            tensor(4, dtype=INT32),
+            "send_counts must be a DistributedTensor (a pld.window view), got Tensor[[4], int32]",
+        ),
+        (
+            "send_counts",
+            window(4, 1, dtype=INT32),
+            "send_counts must have shape [NR], got [4, 1] (NR = 4 from signal dim 0)",
+        ),
+        (
+            "recv_counts",
+            tensor(4, dtype=INT32),
+            "recv_counts must have shape [NR, 1], got [4] (NR = 4 from signal dim 0)",
+        ),
+        ("index", tensor(8), "index must be INT32, got fp32"),
+        (
+            "index",
+            tensor(6, dtype=INT32),
+            "index must have shape [NR*MAX_RECV], got [6] (NR*MAX_RECV = 8 from target dim 0)",
+        ),
+        (
+            "index",
+            tensor(8, 1, dtype=INT32),
+            "index must have shape [NR*MAX_RECV], got [8, 1] (NR*MAX_RECV = 8 from target dim 0)",
+        ),
+        ("index", INDEX, "index must be a Tensor or DistributedTensor, got Scalar[index]"),
+    ],
+)
+def test_indexed_rejects(operand: str, ty: Type, message: str) -> None:
+    err = _rejection(_indexed, **{operand: ty})
+    assert err.message == f"pld.tensor.indexed_all_to_all_v {message}"
+    assert err.span == at(OPERAND_LINE[operand])
+
+
+def test_indexed_nr_must_divide_target_rows() -> None:
+    err = _rejection(_indexed, signal=window(3, 2, dtype=INT32))
+    assert "target dim 0 (8) must be divisible by NR (3, signal dim 0)" in err.message
+    assert err.span == at(OPERAND_LINE["target"])
+
+
+def test_indexed_missing_index() -> None:
+    names = A2AV_OPERANDS
+    args = [_operand(name, INDEXED_TYPES[name]) for name in names]
+    with pytest.raises(ProgramError) as info:
+        make_call("pld.tensor.indexed_all_to_all_v", args, (), CALL_SPAN)
+    assert info.value.message == (
+        "pld.tensor.indexed_all_to_all_v() missing required argument 'index'"
+    )
+
+
+# ---- parse-only collectives
+
+
+@pytest.mark.parametrize(
+    ("op", "keywords"),
+    [
+        ("pld.tensor.allreduce", {"op": "sum"}),
+        ("pld.tensor.allgather", {}),
+        ("pld.tensor.reduce_scatter", {"op": "max"}),
+        ("pld.tensor.broadcast", {"root": 0}),
+        ("pld.tensor.all_to_all", {}),
+    ],
+)
+def test_parse_only_collectives_return_target_type(op: str, keywords: dict[str, AttrValue]) -> None:
+    inp = Var("a", tensor(8, 16), at(10))
+    target = Var("b", window(8, 16), at(11))
+    signal = Var("s", window(4, 1, dtype=INT32), at(12))
+    result = make_call(op, (inp, target, signal), tuple(keywords.items()), CALL_SPAN)
+    assert result.type == target.type
+    assert result.args == (inp, target, signal)
+    assert result.kwargs == tuple(keywords.items())
+    assert deduce_type(result) == result.type
+
+
+def test_parse_only_collective_rejects_unknown_keyword() -> None:
+    args = [Var(n, window(8, 16), at(10)) for n in ("a", "b", "s")]
+    err = error_of("pld.tensor.allgather", *args, root=0)
+    assert err.message == "pld.tensor.allgather() got an unexpected keyword argument 'root'"

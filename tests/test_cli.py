@@ -1,0 +1,256 @@
+"""The ``pypto-build`` command line, run in-process through ``main`` (plus one real process)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+import pypto_build.lowering.frontend as frontend
+import pypto_build.lowering.passes as passes
+from pypto_build import __version__
+from pypto_build.lowering.diagnostics import InternalError
+from pypto_build.lowering.ir import Program
+from pypto_build.lowering.passes.base import Pass, PassManager
+from pypto_build.plugin.cli import ExitCode, main
+
+SAMPLE = "samples/moe_a2a/src/moe_a2a/pipelines.py"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "--version") == (0, f"pypto-build {__version__}\n", "")
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys)
+    assert code == ExitCode.USAGE_ERROR
+    assert out == ""
+    assert "a command is required" in err
+
+
+def test_bad_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "lower")
+    assert code == ExitCode.USAGE_ERROR
+    assert "the following arguments are required: PATH" in err
+
+
+def test_lower_prints_the_readme_sample(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, repo_root: Path
+) -> None:
+    monkeypatch.chdir(repo_root)
+    code, out, err = _run(capsys, "lower", SAMPLE)
+    assert (code, err) == (0, "")
+    assert out.startswith("import pypto.language as pl\n")
+    assert "class MoeDispatch:" in out
+    assert (
+        "data = pld.tensor.all_to_all_v(stage, data, signal, send_counts, recv_counts, "
+        "core_num=4)" in out
+    )
+    assert "device=r)" in out
+
+
+def test_lower_prints_the_chip_rail_test_program(
+    capsys: pytest.CaptureFixture[str], repo_root: Path
+) -> None:
+    code, out, _ = _run(capsys, "lower", str(repo_root / "tests" / "programs" / "chip_pipeline.py"))
+    assert code == 0
+    assert "data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv, core_num=1)" in out
+
+
+def test_lower_output_parses_back_to_the_same_programs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, sample_program: Path
+) -> None:
+    code, out, _ = _run(capsys, "lower", str(sample_program))
+    assert code == 0
+    printed = _write(tmp_path / "printed.py", out)
+    assert frontend.parse_file(printed) == frontend.parse_file(sample_program)
+
+
+def test_lower_class_selects_one_program(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    two = _write(
+        tmp_path / "two.py",
+        """\
+        import pypto_build.lang as pl
+
+
+        @pl.program
+        class First:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def orch(self, x: pl.Tensor[[8], pl.FP32]) -> pl.Tensor[[8], pl.FP32]:
+                return x
+
+
+        @pl.program
+        class Second:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def orch(self, x: pl.Tensor[[4], pl.FP32]) -> pl.Tensor[[4], pl.FP32]:
+                return x
+        """,
+    )
+    code, both, _ = _run(capsys, "lower", str(two))
+    assert code == 0
+    assert both.index("class First:") < both.index("class Second:")
+    code, second, _ = _run(capsys, "lower", str(two), "--class", "Second")
+    assert code == 0
+    assert "class Second:" in second
+    assert "class First:" not in second
+
+
+def test_lower_unknown_class_lists_the_classes(
+    capsys: pytest.CaptureFixture[str], sample_program: Path
+) -> None:
+    code, out, err = _run(capsys, "lower", str(sample_program), "--class", "Nope")
+    assert (code, out) == (ExitCode.USAGE_ERROR, "")
+    assert "no @pl.program class 'Nope'; classes: MoeDispatch" in err
+
+
+def test_lower_program_error_is_rendered_like_a_compiler(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    broken = _write(
+        tmp_path / "broken.py",
+        """\
+        import pypto_build.lang as pl
+
+
+        @pl.program
+        class Broken:
+            @pl.function(type=pl.FunctionType.Orchestration)
+            def orch(self, x: pl.Tensor[[8, 4], pl.FP32]) -> pl.Tensor[[8, 4], pl.FP32]:
+                y = pl.reshape(x, [3, 4])
+                return y
+        """,
+    )
+    code, out, err = _run(capsys, "lower", str(broken))
+    assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
+    header, source_line, caret = err.splitlines()
+    assert header.startswith(f"{broken}:8:27: error: ")
+    assert source_line == "        y = pl.reshape(x, [3, 4])"
+    assert caret == " " * 26 + "^"
+    assert "Traceback" not in err
+
+
+def test_lower_file_without_programs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    empty = _write(tmp_path / "empty.py", "import pypto_build.lang as pl\n")
+    code, out, err = _run(capsys, "lower", str(empty))
+    assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
+    assert "defines no @pl.program class" in err
+
+
+def test_lower_missing_file_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = _run(capsys, "lower", str(tmp_path / "absent.py"))
+    assert (code, out) == (ExitCode.USAGE_ERROR, "")
+    assert err == f"pypto-build: error: {tmp_path / 'absent.py'}: no such file\n"
+
+
+def test_internal_error_exits_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, sample_program: Path
+) -> None:
+    def broken_front_end(path: str) -> tuple[Program, ...]:
+        raise InternalError("front end lost its way")
+
+    monkeypatch.setattr(frontend, "parse_file", broken_front_end)
+    code, out, err = _run(capsys, "lower", str(sample_program))
+    assert (code, out) == (ExitCode.INTERNAL_ERROR, "")
+    assert "internal error (a bug in pypto-build, please report it): front end lost its way" in err
+
+
+def test_lower_after_a_pass_prints_the_lowered_program(
+    capsys: pytest.CaptureFixture[str], sample_program: Path
+) -> None:
+    code, out, _ = _run(capsys, "lower", str(sample_program), "--after", "LowerL2TensorCollectives")
+    assert code == 0
+    assert "pld.tensor.all_to_all_v" not in out
+    assert (
+        "data = self.__builtin_all_to_all_v__fp32(stage, data, signal, send_counts, recv_counts, "
+        "core_num=4, sync_start=True)" in out
+    )
+
+
+@dataclass(frozen=True)
+class _AppendName(Pass):
+    """Appends its name to the program's, so the printed class name shows which passes ran."""
+
+    def apply(self, program: Program) -> Program:
+        return Program(f"{program.name}_{self.name}", program.functions, program.span)
+
+
+@dataclass(frozen=True)
+class _First(_AppendName):
+    name: ClassVar[str] = "First"
+
+
+@dataclass(frozen=True)
+class _Second(_AppendName):
+    name: ClassVar[str] = "Second"
+
+
+@pytest.fixture
+def two_pass_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    def default_pipeline() -> PassManager:
+        return PassManager((_First(), _Second()))
+
+    monkeypatch.setattr(passes, "default_pipeline", default_pipeline, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("after", "program_name"),
+    [
+        ("First", "MoeDispatch_First"),
+        ("Second", "MoeDispatch_First_Second"),
+        ("all", "MoeDispatch_First_Second"),
+    ],
+)
+@pytest.mark.usefixtures("two_pass_pipeline")
+def test_lower_after_runs_the_pipeline_prefix(
+    capsys: pytest.CaptureFixture[str], sample_program: Path, after: str, program_name: str
+) -> None:
+    code, out, _ = _run(capsys, "lower", str(sample_program), "--after", after)
+    assert code == 0
+    assert f"class {program_name}:" in out
+
+
+@pytest.mark.usefixtures("two_pass_pipeline")
+def test_lower_after_unknown_pass_lists_the_passes(
+    capsys: pytest.CaptureFixture[str], sample_program: Path
+) -> None:
+    code, out, err = _run(capsys, "lower", str(sample_program), "--after", "Third")
+    assert (code, out) == (ExitCode.USAGE_ERROR, "")
+    assert "unknown pass 'Third'; passes (in order): First, Second, all" in err
+
+
+def _console_script() -> str:
+    return str(Path(sysconfig.get_path("scripts")) / "pypto-build")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[sys.executable, "-m", "pypto_build"], [_console_script()]],
+    ids=["python -m pypto_build", "pypto-build script"],
+)
+def test_installed_command_prints_its_version(command: list[str]) -> None:
+    done = subprocess.run(
+        [*command, "--version"], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"pypto-build {__version__}\n", "")
