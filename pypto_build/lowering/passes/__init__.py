@@ -1,0 +1,58 @@
+"""The collective lowering passes and the default pipeline that orders them.
+
+The order is the seed's and it is a correctness condition, not a preference: the CHIP rail's
+rewrite must come before DeriveCallDirections and AutoDeriveTaskDependencies (so the builtin
+collective gets directions and TensorMap edges like any kernel) and before
+MaterializeDistTensorCtx (which adds the kernel's CommCtx arguments). Each pass declares what it
+requires and produces, so the :class:`PassManager` refuses any other order.
+"""
+
+from pypto_build.lowering.passes.auto_derive_task_dependencies import AutoDeriveTaskDependencies
+from pypto_build.lowering.passes.base import (
+    Instrument,
+    Pass,
+    PassManager,
+    PipelineOrderError,
+    Property,
+)
+from pypto_build.lowering.passes.derive_call_directions import DeriveCallDirections
+from pypto_build.lowering.passes.fuse_create_assemble_to_slice import FuseCreateAssembleToSlice
+from pypto_build.lowering.passes.lower_composite_ops import LowerCompositeOps
+from pypto_build.lowering.passes.lower_l2_tensor_collectives import LowerL2TensorCollectives
+from pypto_build.lowering.passes.materialize_dist_tensor_ctx import MaterializeDistTensorCtx
+
+
+def default_pipeline(chips: tuple[str, ...] = ()) -> PassManager:
+    """The lowering pipeline for a build targeting ``chips`` (empty: chip not known)."""
+    return PassManager(
+        (
+            LowerCompositeOps(),
+            FuseCreateAssembleToSlice(),
+            LowerL2TensorCollectives(chips),
+            DeriveCallDirections(),
+            AutoDeriveTaskDependencies(),
+            # MaterializeCommDomainScopes and LowerHostTensorCollectives (the HOST rail) go
+            # here, before MaterializeDistTensorCtx.
+            MaterializeDistTensorCtx(),
+        )
+    )
+
+
+#: Names of the default pipeline's passes in order (the choices of ``lower --after``).
+PASS_NAMES: tuple[str, ...] = default_pipeline().names()
+
+__all__ = [
+    "PASS_NAMES",
+    "AutoDeriveTaskDependencies",
+    "DeriveCallDirections",
+    "FuseCreateAssembleToSlice",
+    "Instrument",
+    "LowerCompositeOps",
+    "LowerL2TensorCollectives",
+    "MaterializeDistTensorCtx",
+    "Pass",
+    "PassManager",
+    "PipelineOrderError",
+    "Property",
+    "default_pipeline",
+]

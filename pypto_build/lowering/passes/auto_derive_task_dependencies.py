@@ -1,0 +1,196 @@
+"""AutoDeriveTaskDependencies: the TensorMap edges between the tasks of a CHIP orchestration.
+
+Every kernel call of a CHIP orchestration (a self-call of an InCore/AIC/AIV function, plain or
+through ``pl.submit``) is one task of the chip's runtime. Tasks are numbered in program order
+(call attr ``task_id``) and each gets the sorted ids of the tasks it must wait for (call attr
+``deps``), computed as the runtime's TensorMap would:
+
+* reading a tensor waits for its last writer (read after write);
+* writing a tensor waits for its last writer (write after write) and for every task that read
+  it since (write after read).
+
+Which arguments a task reads and writes comes from ``arg_directions`` (DeriveCallDirections):
+``In`` reads, ``Out`` writes, ``InOut`` does both, ``Scalar`` neither. "A tensor" is a storage
+root from :mod:`provenance`, so renaming through kernel results and views does not hide an
+edge: in ``stage -> all_to_all_v -> consume`` the collective waits for ``stage`` (which wrote
+the stage and counts tensors it reads) and ``consume`` waits for the collective (which wrote
+the data and recv_counts windows).
+
+Control flow is treated conservatively. After an ``if`` a tensor's possible last writers are
+those of both branches. A loop body is analysed at its fixpoint, so a task in a loop also waits
+for the writers (and, when it writes, the readers) of the previous iteration; a task's edge to
+itself from the previous iteration is dropped, since it names no other task. A write through a
+value that may be one of several tensors counts as a write of each; that is still sound, since
+the writing task itself waits for every prior writer and reader of all of them.
+
+HOST orchestrators are skipped: their ``device=`` dispatches are whole chip pipelines, not tasks
+of one chip's TensorMap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import ClassVar, Self
+
+from pypto_build.lowering.diagnostics import InternalError
+from pypto_build.lowering.ir import (
+    Call,
+    Expr,
+    Function,
+    GlobalVar,
+    Program,
+    get_attr,
+    set_attr,
+)
+from pypto_build.lowering.passes.base import Pass, Property
+from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS
+from pypto_build.lowering.passes.provenance import (
+    ASSEMBLE,
+    FlowState,
+    Origin,
+    ProvenanceWalker,
+    Root,
+    roots,
+)
+from pypto_build.lowering.passes.rewrite import Mutator, map_functions, walk_calls
+
+TASK_ID = "task_id"
+DEPS = "deps"
+
+_READS = frozenset({"In", "InOut"})
+_WRITES = frozenset({"Out", "InOut"})
+
+_Tasks = frozenset[int]
+
+
+@dataclass(frozen=True)
+class AutoDeriveTaskDependencies(Pass):
+    name: ClassVar[str] = "AutoDeriveTaskDependencies"
+    requires: ClassVar[frozenset[Property]] = frozenset({Property.CALL_DIRECTIONS_DERIVED})
+    produces: ClassVar[frozenset[Property]] = frozenset({Property.TASK_DEPENDENCIES_DERIVED})
+
+    def apply(self, program: Program) -> Program:
+        return map_functions(
+            program,
+            lambda f: _derive(program, f) if f.is_chip_orchestration else f,
+        )
+
+
+def _derive(program: Program, func: Function) -> Function:
+    task_ids: dict[int, int] = {}
+    for call in walk_calls(func.body):
+        if id(call) not in task_ids and _is_kernel_call(program, call):
+            task_ids[id(call)] = len(task_ids)
+    if not task_ids:
+        return func
+    tensor_map = _TensorMap(program, func, task_ids)
+    tensor_map.run(_TaskState({}))
+    return _Annotate(task_ids, tensor_map.deps).function(func)
+
+
+def _is_kernel_call(program: Program, call: Call) -> bool:
+    if not isinstance(call.op, GlobalVar):
+        return False
+    callee = program.function(call.op.name)
+    return callee is not None and callee.func_type.is_kernel
+
+
+def _union(a: dict[Root, _Tasks], b: dict[Root, _Tasks]) -> dict[Root, _Tasks]:
+    merged = dict(a)
+    for key, tasks in b.items():
+        merged[key] = merged.get(key, frozenset()) | tasks
+    return merged
+
+
+@dataclass
+class _TaskState(FlowState):
+    """Per storage root: the tasks that may have written it last, and those that read it since."""
+
+    writers: dict[Root, _Tasks] = field(default_factory=dict)
+    readers: dict[Root, _Tasks] = field(default_factory=dict)
+
+    def copy(self) -> Self:
+        return dataclasses.replace(
+            super().copy(), writers=dict(self.writers), readers=dict(self.readers)
+        )
+
+    def join(self, other: Self) -> Self:
+        return dataclasses.replace(
+            super().join(other),
+            writers=_union(self.writers, other.writers),
+            readers=_union(self.readers, other.readers),
+        )
+
+
+class _TensorMap(ProvenanceWalker[_TaskState]):
+    def __init__(self, program: Program, func: Function, task_ids: dict[int, int]) -> None:
+        super().__init__(program, func)
+        self._task_ids = task_ids
+        #: Dependencies per task call (by identity), from the last visit of the call.
+        self.deps: dict[int, tuple[int, ...]] = {}
+
+    def op_result(self, call: Call, args: tuple[Origin, ...]) -> Origin:
+        """An assemble's result holds its source's data too: whoever reads it must wait for
+        the source's writers, not only for the target's."""
+        if call.op == ASSEMBLE:
+            return roots(args[0]) | roots(args[1])
+        return super().op_result(call, args)
+
+    def on_call(
+        self, call: Call, callee: Function, args: tuple[Origin, ...], state: _TaskState
+    ) -> None:
+        task = self._task_ids.get(id(call))
+        if task is None:
+            return
+        reads: set[Root] = set()
+        writes: set[Root] = set()
+        for direction, origin in zip(_directions(call, callee), args, strict=True):
+            if direction in _READS:
+                reads |= roots(origin)
+            if direction in _WRITES:
+                writes |= roots(origin)
+        deps: set[int] = set()
+        for root in reads:
+            deps |= state.writers.get(root, frozenset())
+        for root in writes:
+            deps |= state.writers.get(root, frozenset()) | state.readers.get(root, frozenset())
+        deps.discard(task)
+        self.deps[id(call)] = tuple(sorted(deps))
+        for root in reads:
+            state.readers[root] = state.readers.get(root, frozenset()) | {task}
+        for root in writes:
+            state.writers[root] = frozenset({task})
+            state.readers[root] = frozenset()
+
+
+def _directions(call: Call, callee: Function) -> tuple[str, ...]:
+    directions = get_attr(call.attrs, ARG_DIRECTIONS)
+    if not (
+        isinstance(directions, tuple)
+        and len(directions) == len(call.args)
+        and all(isinstance(d, str) for d in directions)
+    ):
+        raise InternalError(
+            f"AutoDeriveTaskDependencies: call of '{callee.name}' lacks a valid "
+            f"{ARG_DIRECTIONS} attr (got {directions!r}); DeriveCallDirections must run first"
+        )
+    return tuple(str(d) for d in directions)
+
+
+class _Annotate(Mutator):
+    """Attach ``task_id`` and ``deps`` to the task calls (looked up by original identity)."""
+
+    def __init__(self, task_ids: dict[int, int], deps: dict[int, tuple[int, ...]]) -> None:
+        self._task_ids = task_ids
+        self._deps = deps
+
+    def visit_call(self, call: Call) -> Expr:
+        key = id(call)
+        rebuilt = super().visit_call(call)
+        task = self._task_ids.get(key)
+        if task is None or not isinstance(rebuilt, Call):
+            return rebuilt
+        attrs = set_attr(rebuilt.attrs, TASK_ID, task)
+        attrs = set_attr(attrs, DEPS, self._deps[key])
+        return dataclasses.replace(rebuilt, attrs=attrs)

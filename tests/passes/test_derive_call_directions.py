@@ -1,0 +1,98 @@
+"""DeriveCallDirections: every self-call of an orchestration-like body records how each
+argument is passed, from the callee's parameters."""
+
+from __future__ import annotations
+
+import textwrap
+
+from pypto_build.lowering.frontend import parse_source
+from pypto_build.lowering.ir import Call, GlobalVar, Program, get_attr
+from pypto_build.lowering.passes import DeriveCallDirections
+from pypto_build.lowering.passes.rewrite import walk_calls
+from pypto_build.lowering.verifier import verify
+
+SOURCE = textwrap.dedent(
+    """\
+    import pypto.language as pl
+    import pypto.language.distributed as pld
+
+
+    @pl.program
+    class Directions:
+        @pl.function(type=pl.FunctionType.AIV, external_source="kernels/step.cpp")
+        def step(
+            self,
+            x: pl.Tensor[[4, 8], pl.FP32],
+            y: pl.Out[pl.Tensor[[4, 8], pl.FP32]],
+            w: pl.InOut[pld.DistributedTensor[[4, 8], pl.FP32]],
+            n: pl.Scalar[pl.INDEX],
+        ) -> tuple[pl.Tensor[[4, 8], pl.FP32], pld.DistributedTensor[[4, 8], pl.FP32]]: ...
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def chip_orch(
+            self,
+            x: pl.Tensor[[4, 8], pl.FP32],
+            y: pl.Out[pl.Tensor[[4, 8], pl.FP32]],
+            w: pl.InOut[pld.DistributedTensor[[4, 8], pl.FP32]],
+            n: pl.Scalar[pl.INDEX],
+        ) -> pl.Tensor[[4, 8], pl.FP32]:
+            v = pl.reshape(x, [8, 4])
+            for i in pl.range(2):
+                y, w = self.step(x, y, w, i)
+            result, tid = pl.submit(self.step, x, y, w, n)
+            return y
+
+        @pl.function(type=pl.FunctionType.Orchestration, level=pl.Level.HOST)
+        def host_orch(self, x: pl.Tensor[[4, 8], pl.FP32], y: pl.Out[pl.Tensor[[4, 8], pl.FP32]]):
+            buf = pld.alloc_window_buffer(128, name="w")
+            w = pld.window(buf, [4, 8], dtype=pl.FP32)
+            for r in pl.range(pld.world_size()):
+                self.chip_orch(x, y, w, 3, device=r)
+    """
+)
+
+
+def _derive() -> tuple[Program, Program]:
+    (program,) = parse_source(SOURCE, "directions.py")
+    derived = DeriveCallDirections().apply(program)
+    verify(derived)
+    return program, derived
+
+
+def _self_calls(program: Program, func: str) -> list[Call]:
+    body = program.function(func)
+    assert body is not None
+    return [c for c in walk_calls(body.body) if isinstance(c.op, GlobalVar)]
+
+
+def test_kernel_calls_get_param_directions_and_scalars() -> None:
+    _, derived = _derive()
+    calls = _self_calls(derived, "chip_orch")
+    assert len(calls) == 2  # the plain call in the loop and the pl.submit
+    for call in calls:
+        assert get_attr(call.attrs, "arg_directions") == ("In", "Out", "InOut", "Scalar")
+    assert get_attr(calls[1].attrs, "submit") is True
+
+
+def test_host_dispatches_get_directions_too_and_keep_their_attrs() -> None:
+    _, derived = _derive()
+    (dispatch,) = _self_calls(derived, "host_orch")
+    assert dispatch.attrs[0][0] == "device"
+    assert get_attr(dispatch.attrs, "arg_directions") == ("In", "Out", "InOut", "Scalar")
+
+
+def test_op_calls_and_kernel_bodies_are_untouched() -> None:
+    program, derived = _derive()
+    for before, after in zip(program.functions, derived.functions, strict=True):
+        if not after.func_type.is_orchestration_like:
+            assert after is before
+    op_calls = [c for c in walk_calls(derived.functions[1].body) if not isinstance(c.op, GlobalVar)]
+    assert op_calls and all(c.attrs == () for c in op_calls)
+
+
+def test_rerunning_replaces_instead_of_duplicating() -> None:
+    _, derived = _derive()
+    again = DeriveCallDirections().apply(derived)
+    assert again == derived
+    for call in _self_calls(again, "chip_orch"):
+        assert [key for key, _ in call.attrs].count("arg_directions") == 1
