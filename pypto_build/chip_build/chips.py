@@ -1,0 +1,183 @@
+"""The chip catalog: one sourced table of what differs between the Ascend chips we build for.
+
+Every fact the build needs per chip lives here, so a pass, the orchestration codegen, a
+toolchain and the simulator all agree on it. Each fact carries a comment naming where it comes
+from (``reference/<file>.md`` sections). Citation shorthand used below:
+
+* ``[toolchain B.2]`` = ``reference/cann-fused-op-and-toolchain.md`` §B.2 (SoC and arch names),
+  ``[toolchain B.3]`` = the same file's §B.3 (ccec command lines), ``[toolchain A.0]`` = §A.0
+  and ``[toolchain A.1]`` = §A.1 (the MC2 fused op's product support);
+* ``[simpler 1.1]`` / ``[simpler 1.2]`` / ``[simpler 5.1]`` =
+  ``reference/upstream-simpler-runtime.md`` §1.1 (platform names), §1.2 (a2a3 vs a5 table) and
+  §5.1 (sync-start capacity);
+* ``[collectives 3.8]`` / ``[collectives A]`` = ``reference/upstream-pypto-collectives.md``
+  §3.8 and Appendix A; ``[design 5]`` / ``[design 9]`` = ``DESIGN.md`` §5 and §9.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+
+class CoreType(enum.StrEnum):
+    """The two AI Core kinds a kernel runs on; the value is the upstream directory/config name."""
+
+    AIV = "aiv"
+    AIC = "aic"
+
+
+class Transport(enum.StrEnum):
+    """Ways a kernel moves data to a peer rank."""
+
+    #: Synchronous ``TPUT`` / ``TNOTIFY`` into the peer's symmetric ``CommContext`` window; what the
+    #: shipped collectives use on every chip.
+    WINDOW = "window"
+    #: The SDMA asynchronous engine (opt-in ``enable_sdma`` on a2a3, default on a5).
+    SDMA = "sdma"
+    #: The a5-only URMA asynchronous engine (``TPUT_ASYNC<DmaEngine::URMA>``, per-peer queues).
+    URMA = "urma"
+
+
+#: Launch-spec setter the orchestration codegen emits for a multi-block task.
+LaunchSpecMethod = Literal["set_block_num", "set_core_num"]
+
+#: Builtin template packages, named by their folder under ``pypto_build/builtins`` (DESIGN §2, §9).
+ALL_TO_ALL_V = "collectives/all_to_all_v"
+INDEXED_ALL_TO_ALL_V = "collectives/indexed_all_to_all_v"
+BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL = "mc2/batch_matmul_reduce_scatter_all_to_all"
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One buildable chip; the instances are :data:`CHIPS`, looked up with :func:`get_chip`."""
+
+    #: The name users write in ``[tool.pypto] chips`` and the sub-build directory name.
+    name: str
+    #: CANN ``Short_SoC_version``.
+    soc: str
+    #: The simpler/PyPTO runtime platform arch; ``<platform>sim`` is its host simulation.
+    platform: Literal["a2a3", "a5"]
+    #: ``--cce-aicore-arch`` value for vector (AIV) kernels.
+    aiv_arch: str
+    #: ``--cce-aicore-arch`` value for cube (AIC) kernels.
+    aic_arch: str
+    #: Extra ccec flags this chip needs on every AI Core compile.
+    ccec_extra_flags: tuple[str, ...]
+    #: Widest AIV-only sync-start launch the runtime admits (more blocks cannot all start).
+    aiv_capacity: int
+    #: Widest sync-start launch of any other shape (the runtime bounds it by cluster = AIC count).
+    aic_capacity: int
+    launch_spec_method: LaunchSpecMethod
+    transports: tuple[Transport, ...]
+    #: Builtin template packages whose kernels can run on this chip.
+    builtins: tuple[str, ...]
+
+    @property
+    def sim_platform(self) -> str:
+        """The host-simulation platform name for this chip's arch."""
+        # [simpler 1.1]: the platforms are a2a3, a2a3sim, a5, a5sim.
+        return f"{self.platform}sim"
+
+    def cce_arch(self, core_type: CoreType) -> str:
+        """The ``--cce-aicore-arch`` value for a kernel of ``core_type``."""
+        return self.aiv_arch if core_type is CoreType.AIV else self.aic_arch
+
+    def sync_start_limit(self, core_type: CoreType) -> int:
+        """Widest sync-start launch admitted for a task of ``core_type``.
+
+        The runtime bounds AIV-only shapes by the AIV count and every other shape by the cluster
+        count ([simpler 5.1]); a cluster holds one AIC, so that is the AIC count.
+        """
+        return self.aiv_capacity if core_type is CoreType.AIV else self.aic_capacity
+
+    def supports(self, builtin: str) -> bool:
+        """Whether the builtin template package ``builtin`` can be built for this chip."""
+        return builtin in self.builtins
+
+
+_A2A3_FLAGS: tuple[str, ...] = ()
+# [simpler 1.2], [toolchain B.3]: a5 compiles add `-mllvm -cce-vf-aa-between-iters=true`.
+_A5_FLAGS = ("-mllvm", "-cce-vf-aa-between-iters=true")
+
+CHIPS: tuple[Chip, ...] = (
+    Chip(
+        name="a2",
+        # [toolchain B.2]: Atlas A2 = Short_SoC_version Ascend910B (Ascend910B1..B4).
+        soc="Ascend910B",
+        # [simpler 1.2]: the a2a3 platform covers 910B (a2) and 910_93 (a3).
+        platform="a2a3",
+        # [toolchain B.2], [simpler 1.2]: AIC-C-220 -> dav-c220-vec / dav-c220-cube.
+        aiv_arch="dav-c220-vec",
+        aic_arch="dav-c220-cube",
+        ccec_extra_flags=_A2A3_FLAGS,
+        # [collectives 3.8], [collectives A]: device AIV count 48 on 910B;
+        # [simpler 1.2], [simpler 5.1]: 24 AIC + 48 AIV per device (24 clusters, 1C2V).
+        aiv_capacity=48,
+        aic_capacity=24,
+        # [simpler 1.2], [collectives A]: the 910B backend handler's launch-spec method.
+        launch_spec_method="set_block_num",
+        # [simpler 1.2]: a2a3 DMA engines are COUNTER and SDMA (opt-in); no URMA.
+        transports=(Transport.WINDOW, Transport.SDMA),
+        # [design 5]: indexed_all_to_all_v is a5 only; [design 9]: the MC2 fused op is a3 only.
+        builtins=(ALL_TO_ALL_V,),
+    ),
+    Chip(
+        name="a3",
+        # [toolchain B.2]: Atlas A3 = Short_SoC_version Ascend910_93 (Ascend910_9362..9392).
+        soc="Ascend910_93",
+        # [simpler 1.2]: 910_93 runs on the a2a3 platform.
+        platform="a2a3",
+        # [toolchain B.2]: A3 uses the same AIC-C-220 arch as A2.
+        aiv_arch="dav-c220-vec",
+        aic_arch="dav-c220-cube",
+        ccec_extra_flags=_A2A3_FLAGS,
+        # PyPTO documents the AIV count for 910B only ([collectives 3.8]). [simpler 1.2] gives
+        # 24 AIC + 48 AIV per device for the whole a2a3 platform (an a3 chip is two device ids,
+        # one per die), so a3 takes the a2a3 platform's documented value.
+        aiv_capacity=48,
+        aic_capacity=24,
+        # [simpler 1.2]: a2a3 uses the 910B handler's `set_block_num`.
+        launch_spec_method="set_block_num",
+        # [simpler 1.2]: same DMA engines as a2.
+        transports=(Transport.WINDOW, Transport.SDMA),
+        # [toolchain A.0], [toolchain A.1], [design 9]: the MC2 fused op registers only
+        # ascend910_93 (Atlas A3).
+        builtins=(ALL_TO_ALL_V, BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL),
+    ),
+    Chip(
+        name="a5",
+        # [toolchain B.2]: Ascend 950 = Short_SoC_version Ascend950 (950PR / 950DT).
+        soc="Ascend950",
+        # [simpler 1.1], [simpler 1.2]: A5 (= Ascend 950) is the a5 platform.
+        platform="a5",
+        # [toolchain B.2], [simpler 1.2]: AIC-C-310 -> dav-c310-vec / dav-c310-cube.
+        aiv_arch="dav-c310-vec",
+        aic_arch="dav-c310-cube",
+        ccec_extra_flags=_A5_FLAGS,
+        # [collectives 3.8], [collectives A]: PyPTO's user docs give a device AIV count of 36 on
+        # 950. [simpler 1.2] / [simpler 5.1] instead list 72 AIV (36 AIC clusters, 1C2V). We
+        # admit the smaller documented bound: it never admits a launch the runtime would refuse.
+        aiv_capacity=36,
+        # [simpler 1.2], [simpler 5.1]: 36 AIC (2 x 18 clusters).
+        aic_capacity=36,
+        # [simpler 1.2], [collectives A]: the 950 backend handler's launch-spec method.
+        launch_spec_method="set_core_num",
+        # [simpler 1.2]: a5 DMA engines are COUNTER, SDMA (default) and URMA (A5 only).
+        transports=(Transport.WINDOW, Transport.SDMA, Transport.URMA),
+        # [design 5]: indexed_all_to_all_v needs URMA PER_PEER, so a5 only.
+        builtins=(ALL_TO_ALL_V, INDEXED_ALL_TO_ALL_V),
+    ),
+)
+
+_BY_NAME = {chip.name: chip for chip in CHIPS}
+
+
+def get_chip(name: str) -> Chip:
+    """The catalog entry for ``name``; an unknown name is an error that lists the valid ones."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        valid = ", ".join(chip.name for chip in CHIPS)
+        raise ValueError(f"unknown chip '{name}'; valid chips: {valid}") from None

@@ -1,0 +1,439 @@
+"""Writer and reader of a sub-build's ``kernel_config.py``.
+
+PyPTO's runtime loads a chip sub-build through this file, so the writer reproduces upstream's
+format byte for byte (``reference/upstream-pypto-collectives.md`` §2.5): the header with the
+``ArgDirection`` import only when some signature is present, ``RUNTIME_CONFIG``,
+``ORCHESTRATION`` and ``KERNELS`` sorted by ``func_id``, tabs, and the blank lines that upstream's
+line joining produces. Signatures list tensor arguments only; scalars are never emitted (the
+direction type has no scalar member). Our one addition is a kernel's compiled ``binary``, the
+last key of its entry and present only when known, so a config without binaries stays
+identical to upstream's.
+
+Every kernel, including a hand-written external one, is listed by its path inside the sub-build
+(``kernels/<core type>/<name>.cpp``), never by an absolute path: external sources are copied in.
+
+Our own tools read the file back with :func:`read_kernel_config`, which interprets the syntax
+tree and never imports or executes the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from pypto_build.chip_build.chips import CoreType
+
+#: Entry point every AICPU orchestration exports (upstream's fixed name).
+ORCHESTRATION_FUNCTION = "aicpu_orchestration_entry"
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SIGNATURE_IMPORT = "from simpler.task_interface import ArgDirection as _D"
+
+
+class Runtime(enum.StrEnum):
+    """The runtimes a sub-build can target; the value is upstream's wire name."""
+
+    TENSORMAP_AND_RINGBUFFER = "tensormap_and_ringbuffer"
+    HOST_BUILD_GRAPH = "host_build_graph"
+
+    @classmethod
+    def from_name(cls, name: str) -> Runtime:
+        """The runtime whose wire name is ``name``; anything else is upstream's error."""
+        for runtime in cls:
+            if runtime.value == name:
+                return runtime
+        valid = ", ".join(runtime.value for runtime in cls)
+        raise ValueError(f"Unknown runtime '{name}' (expected one of: {valid})")
+
+
+class ArgDirection(enum.StrEnum):
+    """Direction of one tensor argument, spelled as simpler's ``ArgDirection`` members."""
+
+    IN = "IN"
+    OUT = "OUT"
+    INOUT = "INOUT"
+
+
+class KernelConfigError(ValueError):
+    """A kernel_config.py that this module did not write, or an entry it cannot represent."""
+
+
+def _check_identifier(value: str, what: str) -> None:
+    # Names become file names and unescaped string literals, so only C identifiers are safe.
+    if not _IDENTIFIER.fullmatch(value):
+        raise KernelConfigError(f"{what} '{value}' is not a C identifier")
+
+
+def _directions(signature: Sequence[str]) -> tuple[ArgDirection, ...]:
+    # Accepts the upstream spellings ("IN", "OUT", "INOUT"); a scalar has no direction to list.
+    return tuple(ArgDirection(direction) for direction in signature)
+
+
+@dataclass(frozen=True)
+class OrchestrationEntry:
+    """The AICPU orchestration of a sub-build, compiled from ``orchestration/<name>.cpp``."""
+
+    name: str
+    #: Directions of the orchestration's tensor arguments, in ``orch_args.tensor(i)`` order.
+    signature: tuple[ArgDirection, ...] = ()
+    function_name: str = ORCHESTRATION_FUNCTION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "signature", _directions(self.signature))
+        _check_identifier(self.name, "orchestration name")
+        _check_identifier(self.function_name, "orchestration function name")
+
+    @property
+    def source(self) -> str:
+        """The source path relative to the sub-build root."""
+        return f"orchestration/{self.name}.cpp"
+
+
+@dataclass(frozen=True)
+class KernelEntry:
+    """One kernel of a sub-build, compiled from ``kernels/<core_type>/<name>.cpp``."""
+
+    func_id: int
+    name: str
+    core_type: CoreType
+    #: Directions of the kernel's tensor arguments, tensors first, in parameter order.
+    signature: tuple[ArgDirection, ...] = ()
+    #: The compiled kernel relative to the sub-build root, beside its source
+    #: (``kernels/<core_type>/<name>.<ext>``); None until a toolchain has built it.
+    binary: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "core_type", CoreType(self.core_type))
+        object.__setattr__(self, "signature", _directions(self.signature))
+        if self.func_id < 0:
+            raise KernelConfigError(f"kernel '{self.name}' has negative func_id {self.func_id}")
+        _check_identifier(self.name, "kernel name")
+        if self.binary is not None:
+            stem = f"kernels/{self.core_type.value}/{self.name}."
+            extension = self.binary.removeprefix(stem)
+            if extension == self.binary or not extension or "/" in extension or extension == "cpp":
+                raise KernelConfigError(
+                    f"binary '{self.binary}' of kernel '{self.name}' must sit beside its source "
+                    f"as '{stem}<ext>'"
+                )
+
+    @property
+    def source(self) -> str:
+        """The source path relative to the sub-build root."""
+        return f"kernels/{self.core_type.value}/{self.name}.cpp"
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """The content of one ``kernel_config.py``; kernels are kept sorted by ``func_id``."""
+
+    orchestration: OrchestrationEntry | None
+    kernels: tuple[KernelEntry, ...] = ()
+    runtime: Runtime = Runtime.TENSORMAP_AND_RINGBUFFER
+    enable_sdma: bool = False
+
+    def __post_init__(self) -> None:
+        by_id: dict[int, KernelEntry] = {}
+        names: set[str] = set()
+        for kernel in self.kernels:
+            if kernel.func_id in by_id:
+                raise KernelConfigError(
+                    f"kernels '{by_id[kernel.func_id].name}' and '{kernel.name}' share "
+                    f"func_id {kernel.func_id}"
+                )
+            if kernel.name in names:
+                raise KernelConfigError(f"kernel '{kernel.name}' is listed twice")
+            by_id[kernel.func_id] = kernel
+            names.add(kernel.name)
+        object.__setattr__(self, "kernels", tuple(by_id[i] for i in sorted(by_id)))
+        object.__setattr__(self, "runtime", Runtime.from_name(self.runtime))
+
+    def with_binaries(self, binaries: Mapping[str, str]) -> KernelConfig:
+        """This config with ``binaries[name]`` recorded as the binary of kernel ``name``."""
+        unknown = sorted(set(binaries) - {kernel.name for kernel in self.kernels})
+        if unknown:
+            raise KernelConfigError(f"binaries given for unknown kernels: {', '.join(unknown)}")
+        kernels = tuple(
+            replace(kernel, binary=binaries.get(kernel.name, kernel.binary))
+            for kernel in self.kernels
+        )
+        return replace(self, kernels=kernels)
+
+    def render(self) -> str:
+        """The ``kernel_config.py`` text for this config."""
+        return _render(self)
+
+
+def render_kernel_config(
+    orchestration: OrchestrationEntry | None,
+    kernels: Sequence[KernelEntry],
+    runtime: str = "tensormap_and_ringbuffer",
+    enable_sdma: bool = False,
+) -> str:
+    """The ``kernel_config.py`` text for a sub-build (upstream format plus kernel binaries).
+
+    ``orchestration`` is None for a sub-build without an orchestration of its own; the
+    ``ORCHESTRATION`` block is then omitted. ``runtime`` is a wire name (:class:`Runtime`).
+    """
+    config = KernelConfig(
+        orchestration=orchestration,
+        kernels=tuple(kernels),
+        runtime=Runtime.from_name(runtime),
+        enable_sdma=enable_sdma,
+    )
+    return _render(config)
+
+
+def _signature_text(signature: tuple[ArgDirection, ...]) -> str:
+    return "[" + ", ".join(f"_D.{direction.value}" for direction in signature) + "]"
+
+
+def _root_path_text(relative: str) -> str:
+    parts = " / ".join(f'"{part}"' for part in PurePosixPath(relative).parts)
+    return f"str(_ROOT_DIR / {parts})"
+
+
+def _kernel_line(kernel: KernelEntry) -> str:
+    text = (
+        f'\t{{"func_id": {kernel.func_id}, "name": "{kernel.name}", '
+        f'"source": {_root_path_text(kernel.source)}, "core_type": "{kernel.core_type.value}"'
+    )
+    if kernel.signature:
+        text += f', "signature": {_signature_text(kernel.signature)}'
+    if kernel.binary is not None:
+        text += f', "binary": {_root_path_text(kernel.binary)}'
+    return text + "},"
+
+
+def _render(config: KernelConfig) -> str:
+    orchestration = config.orchestration
+    has_signatures = any(kernel.signature for kernel in config.kernels) or bool(
+        orchestration is not None and orchestration.signature
+    )
+    # Upstream joins these items with "\n" and adds a final "\n"; an item that already ends in
+    # "\n" therefore leaves a blank line after it.
+    items = ["# Kernel and Orchestration Configuration\n", "from pathlib import Path\n"]
+    if has_signatures:
+        items.append(_SIGNATURE_IMPORT + "\n")
+    items.append("_ROOT_DIR = Path(__file__).parent\n")
+    items += [
+        f"# Runtime configuration for {config.runtime.value}.",
+        "# AICPU thread count 0 selects the runtime's architecture default (a2a3: 4; a5: 5).",
+        "RUNTIME_CONFIG = {",
+        f'\t"runtime": "{config.runtime.value}",',
+        '\t"aicpu_thread_num": 0,',
+    ]
+    if config.enable_sdma:
+        items.append('\t"enable_sdma": True,')
+    items.append("}\n")
+    if orchestration is not None:
+        items += [
+            "ORCHESTRATION = {",
+            f'\t"source": {_root_path_text(orchestration.source)},',
+            f'\t"function_name": "{orchestration.function_name}",',
+        ]
+        if orchestration.signature:
+            items.append(f'\t"signature": {_signature_text(orchestration.signature)},')
+        items.append("}\n")
+    items.append("KERNELS = [")
+    items += [_kernel_line(kernel) for kernel in config.kernels]
+    items.append("]")
+    return "\n".join(items) + "\n"
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def read_kernel_config(path_or_text: Path | str) -> KernelConfig:
+    """Read a ``kernel_config.py`` written by this module, without importing it.
+
+    A :class:`~pathlib.Path` is read from disk; a ``str`` is the file's text. Anything outside
+    the format this module writes (other statements' values, unknown keys, computed
+    expressions) is a :class:`KernelConfigError` naming the line, never silently dropped.
+    """
+    if isinstance(path_or_text, Path):
+        filename = str(path_or_text)
+        text = path_or_text.read_text(encoding="utf-8")
+    else:
+        filename = "kernel_config.py"
+        text = path_or_text
+    return _Reader(filename).read(text)
+
+
+@dataclass(frozen=True)
+class _Reader:
+    filename: str
+
+    def error(self, node: ast.AST, message: str) -> KernelConfigError:
+        line = getattr(node, "lineno", 1)
+        return KernelConfigError(f"{self.filename}:{line}: {message}")
+
+    def read(self, text: str) -> KernelConfig:
+        try:
+            module = ast.parse(text, filename=self.filename)
+        except SyntaxError as exc:
+            raise KernelConfigError(f"{self.filename}:{exc.lineno}: {exc.msg}") from None
+        assignments: dict[str, ast.expr] = {}
+        for statement in module.body:
+            if not isinstance(statement, ast.Assign):
+                continue
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    if target.id in assignments:
+                        raise self.error(statement, f"{target.id} is assigned twice")
+                    assignments[target.id] = statement.value
+        runtime_node = assignments.get("RUNTIME_CONFIG")
+        kernels_node = assignments.get("KERNELS")
+        if runtime_node is None or kernels_node is None:
+            raise self.error(module, "RUNTIME_CONFIG and KERNELS must both be assigned")
+        runtime, enable_sdma = self.runtime_config(runtime_node)
+        orchestration_node = assignments.get("ORCHESTRATION")
+        orchestration = (
+            None if orchestration_node is None else self.orchestration(orchestration_node)
+        )
+        if not isinstance(kernels_node, ast.List):
+            raise self.error(kernels_node, "KERNELS must be a list literal")
+        kernels = tuple(self.kernel(element) for element in kernels_node.elts)
+        try:
+            return KernelConfig(orchestration, kernels, runtime, enable_sdma)
+        except KernelConfigError as exc:
+            raise self.error(kernels_node, str(exc)) from None
+
+    def runtime_config(self, node: ast.expr) -> tuple[Runtime, bool]:
+        entries = self.dict_entries(
+            node, "RUNTIME_CONFIG", {"runtime", "aicpu_thread_num"}, {"enable_sdma"}
+        )
+        try:
+            runtime = Runtime.from_name(self.string(entries["runtime"], "runtime"))
+        except ValueError as exc:
+            raise self.error(entries["runtime"], str(exc)) from None
+        threads = entries["aicpu_thread_num"]
+        if not (
+            isinstance(threads, ast.Constant) and type(threads.value) is int and threads.value == 0
+        ):
+            raise self.error(threads, "aicpu_thread_num must be 0 (the architecture default)")
+        sdma = entries.get("enable_sdma")
+        if sdma is not None and not (isinstance(sdma, ast.Constant) and sdma.value is True):
+            raise self.error(sdma, "enable_sdma is written only as True")
+        return runtime, sdma is not None
+
+    def orchestration(self, node: ast.expr) -> OrchestrationEntry:
+        entries = self.dict_entries(
+            node, "ORCHESTRATION", {"source", "function_name"}, {"signature"}
+        )
+        source = self.root_path(entries["source"], "orchestration source")
+        path = PurePosixPath(source)
+        if path.parent != PurePosixPath("orchestration") or path.suffix != ".cpp":
+            raise self.error(
+                entries["source"],
+                f"orchestration source '{source}' is not 'orchestration/<name>.cpp'",
+            )
+        signature = self.signature(entries.get("signature"))
+        function_name = self.string(entries["function_name"], "function_name")
+        try:
+            return OrchestrationEntry(path.stem, signature, function_name)
+        except KernelConfigError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def kernel(self, node: ast.expr) -> KernelEntry:
+        entries = self.dict_entries(
+            node,
+            "a KERNELS entry",
+            {"func_id", "name", "source", "core_type"},
+            {"signature", "binary"},
+        )
+        func_id = entries["func_id"]
+        if not (isinstance(func_id, ast.Constant) and type(func_id.value) is int):
+            raise self.error(func_id, "func_id must be an integer literal")
+        core_type_text = self.string(entries["core_type"], "core_type")
+        try:
+            core_type = CoreType(core_type_text)
+        except ValueError:
+            raise self.error(
+                entries["core_type"], f"unknown core_type '{core_type_text}'"
+            ) from None
+        name = self.string(entries["name"], "name")
+        signature = self.signature(entries.get("signature"))
+        binary_node = entries.get("binary")
+        binary = None if binary_node is None else self.root_path(binary_node, "binary")
+        try:
+            kernel = KernelEntry(func_id.value, name, core_type, signature, binary)
+        except KernelConfigError as exc:
+            raise self.error(node, str(exc)) from None
+        source = self.root_path(entries["source"], "kernel source")
+        if source != kernel.source:
+            raise self.error(
+                entries["source"],
+                f"source of kernel '{kernel.name}' is '{source}', expected '{kernel.source}'",
+            )
+        return kernel
+
+    def dict_entries(
+        self, node: ast.expr, what: str, required: set[str], optional: set[str]
+    ) -> dict[str, ast.expr]:
+        if not isinstance(node, ast.Dict):
+            raise self.error(node, f"{what} must be a dict literal")
+        entries: dict[str, ast.expr] = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                raise self.error(value, f"{what} keys must be string literals")
+            if key.value not in required | optional:
+                raise self.error(key, f"unknown key '{key.value}' in {what}")
+            if key.value in entries:
+                raise self.error(key, f"duplicate key '{key.value}' in {what}")
+            entries[key.value] = value
+        missing = sorted(required - entries.keys())
+        if missing:
+            raise self.error(node, f"{what} lacks {', '.join(repr(k) for k in missing)}")
+        return entries
+
+    def string(self, node: ast.expr, what: str) -> str:
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            raise self.error(node, f"{what} must be a string literal")
+        return node.value
+
+    def root_path(self, node: ast.expr, what: str) -> str:
+        """``str(_ROOT_DIR / "a" / "b")`` -> ``"a/b"``."""
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "str"
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            raise self.error(node, f"{what} must be str(_ROOT_DIR / ...)")
+        parts: list[str] = []
+        current = node.args[0]
+        while isinstance(current, ast.BinOp) and isinstance(current.op, ast.Div):
+            parts.append(self.path_part(current.right, what))
+            current = current.left
+        if not (isinstance(current, ast.Name) and current.id == "_ROOT_DIR") or not parts:
+            raise self.error(node, f"{what} must be str(_ROOT_DIR / ...)")
+        return "/".join(reversed(parts))
+
+    def path_part(self, node: ast.expr, what: str) -> str:
+        part = self.string(node, f"a component of {what}")
+        if part in ("", ".", "..") or "/" in part or "\\" in part:
+            raise self.error(node, f"{what} has an invalid path component '{part}'")
+        return part
+
+    def signature(self, node: ast.expr | None) -> tuple[ArgDirection, ...]:
+        if node is None:
+            return ()
+        if not isinstance(node, ast.List) or not node.elts:
+            raise self.error(node, "signature must be a non-empty list of _D.<direction>")
+        directions: list[ArgDirection] = []
+        for element in node.elts:
+            if not (
+                isinstance(element, ast.Attribute)
+                and isinstance(element.value, ast.Name)
+                and element.value.id == "_D"
+                and element.attr in ArgDirection.__members__
+            ):
+                raise self.error(element, f"unsupported signature entry {ast.unparse(element)}")
+            directions.append(ArgDirection[element.attr])
+        return tuple(directions)

@@ -1,0 +1,124 @@
+"""``manifest.json``: what a chip sub-build contains and what it was built from.
+
+The manifest lets a consumer (the cache on read, CI, a user auditing a wheel) check a sub-build
+without rebuilding it: every file under the sub-build root with its SHA-256 and size, the
+toolchain and its version, and the hashes of the inputs. It is itself deterministic — sorted
+keys, sorted paths, relative POSIX paths only, no timestamps — so two identical builds write
+identical manifests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.fs import atomic_write_text, sha256_file, walk_files
+
+MANIFEST_NAME = "manifest.json"
+#: Bumped when the manifest's shape changes, so a reader can refuse a format it does not know.
+FORMAT_VERSION = 1
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def write_manifest(
+    root: Path,
+    *,
+    chip: str,
+    toolchain: str,
+    toolchain_version: str,
+    inputs: Mapping[str, str],
+) -> Path:
+    """Write ``<root>/manifest.json`` describing every other file under ``root``.
+
+    ``inputs`` maps each input's name (a path relative to the project, or a builtin handle;
+    never an absolute path) to the lowercase hex SHA-256 of its content. Returns the path
+    written. Write it last: files added afterwards are reported by :func:`verify_manifest`.
+    """
+    get_chip(chip)
+    for name, digest in inputs.items():
+        if PurePosixPath(name).is_absolute() or PureWindowsPath(name).is_absolute():
+            raise ValueError(f"manifest input '{name}' is an absolute path")
+        if not _SHA256.fullmatch(digest):
+            raise ValueError(f"manifest input '{name}' has no SHA-256 hex digest: '{digest}'")
+    files = [
+        {"path": path, "sha256": sha256_file(root / path), "size": (root / path).stat().st_size}
+        for path in _content_paths(root)
+    ]
+    document = {
+        "chip": chip,
+        "files": files,
+        "format_version": FORMAT_VERSION,
+        "inputs": dict(inputs),
+        "toolchain": {"name": toolchain, "version": toolchain_version},
+    }
+    target = root / MANIFEST_NAME
+    atomic_write_text(target, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    return target
+
+
+def verify_manifest(root: Path) -> list[str]:
+    """Differences between ``root`` and its manifest, one message per path; empty if it matches.
+
+    Reports files that are missing, changed (size or SHA-256) or not listed, and a manifest that
+    is missing or unreadable.
+    """
+    manifest_path = root / MANIFEST_NAME
+    if not manifest_path.is_file():
+        return [f"{MANIFEST_NAME}: missing"]
+    try:
+        recorded = _recorded_files(json.loads(manifest_path.read_text(encoding="utf-8")))
+        present = set(_content_paths(root))
+    except ValueError as exc:  # json.JSONDecodeError, a malformed entry, a symlink in the tree
+        return [f"{MANIFEST_NAME}: unreadable: {exc}"]
+    problems: list[str] = []
+    for path in sorted(present | recorded.keys()):
+        if path not in recorded:
+            problems.append(f"{path}: not in manifest")
+        elif path not in present:
+            problems.append(f"{path}: missing")
+        else:
+            digest, size = recorded[path]
+            actual_size = (root / path).stat().st_size
+            if actual_size != size:
+                problems.append(f"{path}: size {actual_size} differs from manifest's {size}")
+            elif sha256_file(root / path) != digest:
+                problems.append(f"{path}: sha256 differs from manifest")
+    return problems
+
+
+def _content_paths(root: Path) -> list[str]:
+    """Every file under ``root`` except the manifest, as sorted relative POSIX paths."""
+    paths = (path.as_posix() for path in walk_files(root))
+    return [path for path in paths if path != MANIFEST_NAME]
+
+
+def _recorded_files(document: object) -> dict[str, tuple[str, int]]:
+    """The ``files`` list of a parsed manifest as ``path -> (sha256, size)``; checks its shape."""
+    if not isinstance(document, dict) or document.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"not a format {FORMAT_VERSION} manifest")
+    files = document.get("files")
+    if not isinstance(files, list):
+        raise ValueError("'files' is not a list")
+    recorded: dict[str, tuple[str, int]] = {}
+    for entry in files:
+        if not isinstance(entry, dict):
+            raise ValueError(f"file entry {entry!r} is not an object")
+        path, digest, size = entry.get("path"), entry.get("sha256"), entry.get("size")
+        if not (
+            isinstance(path, str)
+            and isinstance(digest, str)
+            and isinstance(size, int)
+            and not isinstance(size, bool)
+        ):
+            raise ValueError(f"file entry {entry!r} needs a string path and sha256 and an int size")
+        pure = PurePosixPath(path)
+        if pure.is_absolute() or ".." in pure.parts or pure.as_posix() != path:
+            raise ValueError(f"file path '{path}' is not a normalized relative path")
+        if path in recorded:
+            raise ValueError(f"file '{path}' is listed twice")
+        recorded[path] = (digest, size)
+    return recorded
