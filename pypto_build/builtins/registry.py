@@ -1,0 +1,147 @@
+"""Which builtin template packages exist, and resolving a template-dir handle to one of them.
+
+Handles keep the upstream form ``":<dotted.name>"`` so that the attrs the lowering writes read
+exactly as upstream's, but a handle is a name, not an import path: it resolves only to a package
+folder that is registered — one of ours (a folder under this directory holding a
+``builtin.toml``) or a third-party one announced through the ``pypto_build.builtins`` entry-point
+group — never to an arbitrary path or module. Discovery runs once per process
+(:func:`default_registry`); tools and tests that change the environment build their own registry
+with :meth:`BuiltinRegistry.discover`.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+from collections.abc import Iterable
+from pathlib import Path
+
+from pypto_build.builtins.manifest import MANIFEST_NAME, BuiltinPackage, load_package
+
+#: Entry-point group through which other distributions register builtin packages. The value of
+#: each entry point is the dotted name of a package whose folder holds a ``builtin.toml``.
+ENTRY_POINT_GROUP = "pypto_build.builtins"
+
+_BUILTINS_DIR = Path(__file__).resolve().parent
+
+
+class BuiltinRegistryError(ValueError):
+    """A builtin package registration is broken or conflicts with another one."""
+
+
+class UnknownBuiltinError(LookupError):
+    """A well-formed handle that no registered builtin package declares."""
+
+
+def include_dir() -> Path:
+    """The include root of the headers every rendered kernel and entry includes
+    (``pypto_build/portability.h``, ``pypto_build/orchestration_api.h``, ...)."""
+    return _BUILTINS_DIR / "include"
+
+
+class BuiltinRegistry:
+    """A set of builtin packages keyed by handle; a handle is declared by exactly one folder."""
+
+    def __init__(self, packages: Iterable[BuiltinPackage]) -> None:
+        by_handle: dict[str, BuiltinPackage] = {}
+        for package in packages:
+            known = by_handle.get(package.handle)
+            if known is None:
+                by_handle[package.handle] = package
+            elif known.root != package.root:
+                raise BuiltinRegistryError(
+                    f"builtin handle {package.handle} is declared twice: by "
+                    f"{known.manifest_path} and by {package.manifest_path}"
+                )
+        self._packages = dict(sorted(by_handle.items()))
+
+    @classmethod
+    def discover(cls, extra_roots: Iterable[Path] = ()) -> BuiltinRegistry:
+        """Ours, the entry-point registrations, and every package folder under ``extra_roots``."""
+        roots = [
+            *_package_roots(_BUILTINS_DIR),
+            *_entry_point_roots(),
+            *(found for root in extra_roots for found in _package_roots(root)),
+        ]
+        return cls(load_package(root) for root in roots)
+
+    def packages(self) -> tuple[BuiltinPackage, ...]:
+        """Every registered package, sorted by handle."""
+        return tuple(self._packages.values())
+
+    def handles(self) -> tuple[str, ...]:
+        return tuple(self._packages)
+
+    def resolve(self, handle: str) -> BuiltinPackage:
+        """The package that declares ``handle``."""
+        _require_handle_form(handle)
+        package = self._packages.get(handle)
+        if package is None:
+            raise UnknownBuiltinError(
+                f"unknown builtin template_dir {handle!r}: no registered builtin package declares "
+                f"it; registered: {', '.join(self._packages) or '(none)'}. Third-party packages "
+                f"register through the entry-point group {ENTRY_POINT_GROUP!r}"
+            )
+        return package
+
+
+@functools.cache
+def default_registry() -> BuiltinRegistry:
+    """The registry of this process's environment, discovered on first use."""
+    return BuiltinRegistry.discover()
+
+
+def resolve(handle: str) -> BuiltinPackage:
+    """Resolve a ``builtin_template_dir`` handle against :func:`default_registry`."""
+    _require_handle_form(handle)
+    return default_registry().resolve(handle)
+
+
+def all_packages() -> tuple[BuiltinPackage, ...]:
+    """Every package of :func:`default_registry`, sorted by handle."""
+    return default_registry().packages()
+
+
+def _require_handle_form(handle: str) -> None:
+    if not handle.startswith(":"):
+        raise ValueError(f"builtin template_dir must be a package-resource handle, got {handle!r}")
+
+
+def _package_roots(root: Path) -> list[Path]:
+    """Folders under ``root`` (itself included) that hold a manifest, sorted."""
+    return sorted(manifest.parent.resolve() for manifest in root.rglob(MANIFEST_NAME))
+
+
+def _entry_point_roots() -> list[Path]:
+    entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+    return [
+        _entry_point_root(entry_point)
+        for entry_point in sorted(entry_points, key=lambda ep: (ep.name, ep.value))
+    ]
+
+
+def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
+    """The package folder an entry point names; importing its parents is the plugin contract."""
+    dist = entry_point.dist
+    source = f" of distribution {dist.name}" if dist is not None else ""
+    where = f"entry point {entry_point.name} = {entry_point.value!r}{source} ({ENTRY_POINT_GROUP})"
+    name = entry_point.value
+    if ":" in name:
+        raise BuiltinRegistryError(f"{where}: must name a package, not an object")
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as error:
+        raise BuiltinRegistryError(f"{where}: cannot locate package {name!r}: {error}") from error
+    if spec is None:
+        raise BuiltinRegistryError(f"{where}: no package {name!r} is installed")
+    locations = [Path(location) for location in spec.submodule_search_locations or ()]
+    if not locations:
+        raise BuiltinRegistryError(f"{where}: {name!r} is a module, not a package folder")
+    folders = [location for location in locations if (location / MANIFEST_NAME).is_file()]
+    if len(folders) != 1:
+        raise BuiltinRegistryError(
+            f"{where}: expected one folder of {name!r} holding {MANIFEST_NAME}, "
+            f"found {len(folders)}"
+        )
+    return folders[0].resolve()

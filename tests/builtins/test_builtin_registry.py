@@ -1,0 +1,263 @@
+"""The builtin registry: our packages, handle errors, third-party packages via entry points."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pypto_build.builtins import (
+    ENTRY_POINT_GROUP,
+    BuiltinRegistry,
+    BuiltinRegistryError,
+    Direction,
+    UnknownBuiltinError,
+    all_packages,
+    default_registry,
+    include_dir,
+    resolve,
+)
+
+A2AV = ":pypto.runtime.builtins.collectives.all_to_all_v"
+INDEXED = ":pypto.runtime.builtins.collectives.indexed_all_to_all_v"
+BUILTINS_DIR = Path(__file__).resolve().parents[2] / "pypto_build" / "builtins"
+
+InstallDistribution = Callable[..., Path]
+
+
+@pytest.fixture
+def fresh_default_registry() -> Iterator[None]:
+    """Rediscover the process-wide registry around a test that changes the environment."""
+    default_registry.cache_clear()
+    yield
+    default_registry.cache_clear()
+
+
+@pytest.fixture
+def install_distribution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_default_registry: None
+) -> Iterator[InstallDistribution]:
+    """Put a fake installed distribution on ``sys.path`` whose entry points name ``value``s.
+
+    It is found by the real ``importlib.metadata`` (a ``.dist-info`` folder with an
+    ``entry_points.txt``), so the registry's discovery runs unmocked.
+    """
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+
+    def install(entry_points: dict[str, str], name: str = "acme-builtins") -> Path:
+        dist_info = site / f"{name.replace('-', '_')}-1.0.dist-info"
+        dist_info.mkdir()
+        (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        lines = [f"{key} = {value}" for key, value in entry_points.items()]
+        (dist_info / "entry_points.txt").write_text(
+            f"[{ENTRY_POINT_GROUP}]\n" + "\n".join(lines) + "\n"
+        )
+        return site
+
+    yield install
+    for module in [name for name in sys.modules if name.startswith("acme")]:
+        del sys.modules[module]
+
+
+def write_python_package(site: Path, dotted: str) -> Path:
+    folder = site.joinpath(*dotted.split("."))
+    folder.mkdir(parents=True)
+    for parent in [folder, *folder.relative_to(site).parents]:
+        if parent != Path("."):
+            (site / parent / "__init__.py").touch()
+    return folder
+
+
+def test_our_packages_are_registered_under_upstream_handles() -> None:
+    packages = all_packages()
+    assert [package.handle for package in packages] == [A2AV, INDEXED]
+    assert [package.root for package in packages] == [
+        BUILTINS_DIR / "collectives" / "all_to_all_v",
+        BUILTINS_DIR / "collectives" / "indexed_all_to_all_v",
+    ]
+
+
+def test_all_to_all_v_manifest() -> None:
+    package = resolve(A2AV)
+    assert package.package == "pypto.runtime.builtins.collectives.all_to_all_v"
+    assert (package.public_op, package.builtin_op) == (
+        "pld.tensor.all_to_all_v",
+        "builtin.tensor.all_to_all_v",
+    )
+    assert (package.core_type, package.chips, package.rails) == (
+        "aiv",
+        ("a2", "a3", "a5"),
+        ("host", "chip"),
+    )
+    assert [(op.name, op.direction, op.window, op.dtype) for op in package.operands] == [
+        ("input", Direction.IN, False, "payload"),
+        ("target", Direction.INOUT, True, "payload"),
+        ("signal", Direction.INOUT, True, "int32"),
+        ("send_counts", Direction.IN, True, "int32"),
+        ("recv_counts", Direction.INOUT, False, "int32"),
+    ]
+    assert [op.role for op in package.operands if op.role == "result"] == ["result"]
+    assert package.dtype_variables("fp32") == {"dtype_cpp": "float"}
+    assert package.dtype_variables("int8") == {"dtype_cpp": "int8_t"}
+    assert (package.abi.tensor_count, package.abi.ctx_slot) == (5, 5)
+    assert package.abi.entry.scalars == ("nranks", "comm_context", "core_num")
+    assert package.abi.entry.expected_arg_count(package.abi.tensor_count) == 9
+    assert {spec.name: spec.variables for spec in package.templates} == {
+        "entry.cpp.in": ("template_package", "dtype_cpp", "entry", "launch_core_count_method"),
+        "kernel.cpp.in": ("template_package", "dtype_cpp"),
+        "kernel_config.py.in": ("runtime", "entry", "kernel_name"),
+    }
+
+
+def test_indexed_all_to_all_v_manifest() -> None:
+    package = resolve(INDEXED)
+    assert package.public_op == "pld.tensor.indexed_all_to_all_v"
+    assert (package.chips, package.rails) == (("a5",), ("chip",))
+    assert [op.name for op in package.operands] == [
+        "input",
+        "target",
+        "signal",
+        "send_counts",
+        "recv_counts",
+        "index",
+    ]
+    assert [op.name for op in package.operands if op.window] == ["target", "signal", "send_counts"]
+    assert (package.abi.tensor_count, package.abi.ctx_slot) == (6, 6)
+    assert package.abi.entry.expected_arg_count(package.abi.tensor_count) == 10
+
+
+def test_unsupported_dtype_names_the_supported_ones() -> None:
+    with pytest.raises(LookupError, match="does not support dtype 'bf16'; it has: fp32, int8"):
+        resolve(A2AV).dtype_variables("bf16")
+
+
+def test_handle_without_colon_is_rejected_with_the_upstream_message() -> None:
+    with pytest.raises(ValueError) as error:
+        resolve("pypto.runtime.builtins.collectives.all_to_all_v")
+    assert str(error.value) == (
+        "builtin template_dir must be a package-resource handle, "
+        "got 'pypto.runtime.builtins.collectives.all_to_all_v'"
+    )
+
+
+def test_unknown_handle_lists_the_registered_ones() -> None:
+    with pytest.raises(UnknownBuiltinError) as error:
+        resolve(":pypto.runtime.builtins.collectives.allgather")
+    message = str(error.value)
+    assert "unknown builtin template_dir ':pypto.runtime.builtins.collectives.allgather'" in message
+    assert f"registered: {A2AV}, {INDEXED}" in message
+    assert f"entry-point group '{ENTRY_POINT_GROUP}'" in message
+
+
+def test_handles_are_names_not_import_paths_or_folders(make_package: Callable[..., Path]) -> None:
+    folder = make_package()
+    for handle in (":pypto_build.builtins.collectives.all_to_all_v", f":{folder}"):
+        with pytest.raises(UnknownBuiltinError):
+            resolve(handle)
+
+
+def test_entry_point_registers_a_third_party_package(
+    install_distribution: InstallDistribution, minimal_manifest: str
+) -> None:
+    site = install_distribution({"copy": "acme_builtins.copy"})
+    folder = write_python_package(site, "acme_builtins.copy")
+    (folder / "builtin.toml").write_text(minimal_manifest)
+    (folder / "templates").mkdir()
+    (folder / "templates" / "kernel.cpp.in").write_text("using T = {{ dtype_cpp }};\n")
+
+    package = resolve(":acme.kernels.copy")
+    assert package.root == folder.resolve()
+    assert package.template("kernel.cpp.in") == b"using T = {{ dtype_cpp }};\n"
+    assert default_registry().handles() == (":acme.kernels.copy", A2AV, INDEXED)
+
+
+def test_entry_point_naming_a_missing_package(install_distribution: InstallDistribution) -> None:
+    install_distribution({"ghost": "acme_missing.kernels"})
+    with pytest.raises(BuiltinRegistryError) as error:
+        BuiltinRegistry.discover()
+    message = str(error.value)
+    assert "entry point ghost = 'acme_missing.kernels' of distribution acme-builtins" in message
+    assert "acme_missing" in message
+
+
+def test_entry_point_naming_a_module(install_distribution: InstallDistribution) -> None:
+    site = install_distribution({"mod": "acme_module"})
+    (site / "acme_module.py").write_text('"""Not a package."""\n')
+    with pytest.raises(BuiltinRegistryError, match="'acme_module' is a module, not a package"):
+        BuiltinRegistry.discover()
+
+
+def test_entry_point_naming_an_object(install_distribution: InstallDistribution) -> None:
+    install_distribution({"obj": "acme_pkg:builtin"})
+    with pytest.raises(BuiltinRegistryError, match="must name a package, not an object"):
+        BuiltinRegistry.discover()
+
+
+def test_entry_point_folder_without_manifest(install_distribution: InstallDistribution) -> None:
+    site = install_distribution({"empty": "acme_empty"})
+    write_python_package(site, "acme_empty")
+    with pytest.raises(BuiltinRegistryError, match=r"holding builtin\.toml, found 0"):
+        BuiltinRegistry.discover()
+
+
+def test_extra_roots_are_searched_recursively(make_package: Callable[..., Path]) -> None:
+    root = make_package(folder="vendor/kernels/copy")
+    registry = BuiltinRegistry.discover(extra_roots=[root.parents[1]])
+    assert registry.resolve(":acme.kernels.copy").root == root.resolve()
+    assert registry.handles() == (":acme.kernels.copy", A2AV, INDEXED)
+
+
+def test_a_handle_declared_twice_is_refused(
+    make_package: Callable[..., Path], minimal_manifest: str
+) -> None:
+    first = make_package(folder="one")
+    second = make_package(folder="two")
+    with pytest.raises(BuiltinRegistryError) as error:
+        BuiltinRegistry.discover(extra_roots=[first, second])
+    assert str(error.value) == (
+        f"builtin handle :acme.kernels.copy is declared twice: by {first.resolve()}/builtin.toml "
+        f"and by {second.resolve()}/builtin.toml"
+    )
+    impostor = make_package(
+        folder="three", manifest=minimal_manifest.replace(":acme.kernels.copy", A2AV)
+    )
+    with pytest.raises(BuiltinRegistryError, match="is declared twice"):
+        BuiltinRegistry.discover(extra_roots=[impostor])
+
+
+def test_the_same_folder_found_twice_is_one_package() -> None:
+    registry = BuiltinRegistry.discover(extra_roots=[BUILTINS_DIR / "collectives"])
+    assert registry.handles() == (A2AV, INDEXED)
+
+
+def test_include_dir_holds_the_headers() -> None:
+    headers = sorted(path.name for path in (include_dir() / "pypto_build").iterdir())
+    assert headers == [
+        "all_to_all_v_protocol.h",
+        "kernel_abi.h",
+        "orchestration_api.h",
+        "portability.h",
+    ]
+
+
+def test_the_builtins_package_is_a_leaf() -> None:
+    """Importing it loads nothing else of pypto_build (DESIGN §2: builtins is a leaf)."""
+    script = (
+        "import sys, pypto_build.builtins\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pypto_build'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == [
+        "pypto_build",
+        "pypto_build.builtins",
+        "pypto_build.builtins.manifest",
+        "pypto_build.builtins.registry",
+        "pypto_build.builtins.render",
+    ]
