@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import final
 
 from pypto_build.lang import collectives as tensor
@@ -39,10 +40,19 @@ def world_size() -> int:
     raise compiled_only("pld.world_size")
 
 
+@contextmanager
+def comm_domain(*, devices: Sequence[int] | None = None) -> Iterator[None]:
+    """``with pld.comm_domain(devices=[0, 1]):`` scopes window allocations of a HOST orchestrator
+    to an explicit device list (without it, a HOST body's windows span the whole world)."""
+    raise compiled_only("pld.comm_domain")
+    yield  # unreachable: marks this function as a generator for contextmanager
+
+
 __all__ = [
     "DistributedTensor",
     "WindowBuffer",
     "alloc_window_buffer",
+    "comm_domain",
     "tensor",
     "window",
     "world_size",

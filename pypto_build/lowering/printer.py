@@ -6,8 +6,11 @@ hand-written programs are one language. It is deterministic: no ids, no addresse
 their stored order.
 
 Some constructs have a spelling the front end does not parse, because only passes produce them:
-``CommDomainScopeStmt`` prints as ``with pld.comm_domain("name", buffers=[...], devices=[...]):``,
-a ``CommCtxType`` parameter as ``pld.CommCtx`` and a ``WindowBufferType`` as
+a materialized ``CommDomainScopeStmt`` prints as
+``with pld.comm_domain("name", buffers=[...], devices=[...]):`` (an unnamed one without buffers,
+as the front end builds it, in the user's ``with pld.comm_domain(devices=[...]):``), a call of an
+internal op as ``builtin.tensor.all_to_all_v(..., attrs={...})`` with its call attrs, a
+``CommCtxType`` parameter as ``pld.CommCtx`` and a ``WindowBufferType`` as
 ``pld.WindowBuffer[nbytes]``. A tensor type with an explicit stride or valid shape prints its
 layout as a third subscript element ``pl.TensorView(layout=..., stride=[...], valid_shape=[...])``.
 
@@ -224,6 +227,11 @@ class _ExprPrinter:
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
         return _literal(value)
 
+    def attr_dict(self, attrs: Attrs) -> str:
+        """``{"key": value, ...}``: function attrs, and the attrs of an op call."""
+        entries = [f"{quote(key)}: {self.attr_value(value)}" for key, value in attrs]
+        return "{" + ", ".join(entries) + "}"
+
     def arguments(self, args: Sequence[Expr], keywords: Attrs) -> str:
         parts = [self.expr(arg) for arg in args]
         parts += [f"{key}={self.attr_value(value)}" for key, value in keywords]
@@ -263,7 +271,11 @@ class _ExprPrinter:
     def _Call(self, expr: Call) -> str:
         if isinstance(expr.op, GlobalVar):
             return self._self_call(expr, expr.op)
-        return f"{dsl_spelling(expr.op)}({self.arguments(expr.args, expr.kwargs)})"
+        arguments = self.arguments(expr.args, expr.kwargs)
+        if expr.attrs:
+            # Only passes put attrs on an op call (the HOST rail's per-device builtin dispatch).
+            arguments += f", attrs={self.attr_dict(expr.attrs)}"
+        return f"{dsl_spelling(expr.op)}({arguments})"
 
     def _self_call(self, call: Call, callee: GlobalVar) -> str:
         """``self.f(args, attrs)``, or ``pl.submit(self.f, args, attrs)`` for a submitted call."""
@@ -320,7 +332,7 @@ class _ProgramPrinter:
         self._depth += 1
         body_attrs = tuple((k, v) for k, v in func.attrs if k not in _DECORATOR_ATTRS)
         if body_attrs:
-            self._emit(f"pl.func_attr({self._attr_dict(body_attrs)})")
+            self._emit(f"pl.func_attr({self._exprs.attr_dict(body_attrs)})")
         elif not func.body.stmts:
             self._emit("...")
         self._stmts(func.body)
@@ -352,10 +364,6 @@ class _ProgramPrinter:
         if param.direction is not ParamDirection.In:
             annotation = f"pl.{param.direction.value}[{annotation}]"
         return f"{param.var.name}: {annotation}"
-
-    def _attr_dict(self, attrs: Attrs) -> str:
-        entries = [f"{quote(key)}: {self._exprs.attr_value(value)}" for key, value in attrs]
-        return "{" + ", ".join(entries) + "}"
 
     def _block(self, header: str, body: SeqStmts) -> None:
         self._emit(header)
@@ -408,7 +416,9 @@ class _ProgramPrinter:
         self._block(f"while {self._exprs.expr(stmt.cond)}:", stmt.body)
 
     def _CommDomainScopeStmt(self, stmt: CommDomainScopeStmt) -> None:
-        parts = [quote(stmt.name), "buffers=[" + ", ".join(map(quote, stmt.buffers)) + "]"]
+        parts: list[str] = []
+        if stmt.name or stmt.buffers:
+            parts = [quote(stmt.name), "buffers=[" + ", ".join(map(quote, stmt.buffers)) + "]"]
         if stmt.devices is not None:
             parts.append(f"devices={_int_list(stmt.devices)}")
         self._block(f"with pld.comm_domain({', '.join(parts)}):", stmt.body)

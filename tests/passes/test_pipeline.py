@@ -73,6 +73,8 @@ def test_every_pass_ran_in_order_and_verified(lowered: tuple[Program, list[str]]
         "LowerL2TensorCollectives",
         "DeriveCallDirections",
         "AutoDeriveTaskDependencies",
+        "MaterializeCommDomainScopes",
+        "LowerHostTensorCollectives",
         "MaterializeDistTensorCtx",
     )
 

@@ -37,6 +37,10 @@ CALL_ATTRS = ("device", "core_num", "sync_start", "arg_directions")
 _PLACED = {
     "pl.range": "pl.range(...) is only allowed as the iterable of a for loop",
     "pl.func_attr": "pl.func_attr(...) must be the first statement of a function body",
+    "pld.comm_domain": (
+        "pld.comm_domain(...) is only allowed as a with statement in a HOST orchestrator: "
+        "with pld.comm_domain(devices=[0, 1]):"
+    ),
 }
 
 

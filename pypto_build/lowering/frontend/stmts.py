@@ -2,9 +2,9 @@
 
 The supported statements are the ones the passes reason about: assignment (one name, or a tuple
 of names unpacking a tuple-typed value), expression statements (calls), ``return``,
-``if``/``else``, ``for ... in pl.range(...)``, ``while`` and ``pass``. Anything else is reported
-by name, because silently skipping a statement would build a different program than the one the
-user wrote.
+``if``/``else``, ``for ... in pl.range(...)``, ``while``, ``pass`` and, in a HOST orchestrator,
+``with pld.comm_domain(...)``. Anything else is reported by name, because silently skipping a
+statement would build a different program than the one the user wrote.
 """
 
 from __future__ import annotations
@@ -14,6 +14,11 @@ from collections.abc import Mapping, Sequence
 
 from pypto_build.lowering.diagnostics import SYNTHETIC
 from pypto_build.lowering.frontend.annotations import value_type
+from pypto_build.lowering.frontend.comm_domain import (
+    COMM_DOMAIN,
+    comm_domain_call,
+    comm_domain_devices,
+)
 from pypto_build.lowering.frontend.context import FunctionContext
 from pypto_build.lowering.frontend.exprs import ExprConverter
 from pypto_build.lowering.frontend.scope import Scope, join
@@ -22,6 +27,7 @@ from pypto_build.lowering.frontend.typecheck import compatible
 from pypto_build.lowering.ir import (
     INDEX,
     AssignStmt,
+    CommDomainScopeStmt,
     ConstInt,
     EvalStmt,
     Expr,
@@ -37,7 +43,6 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.printer import format_type
 
 _UNSUPPORTED: Mapping[type[ast.stmt], str] = {
-    ast.With: "with",
     ast.AsyncWith: "async with",
     ast.Try: "try",
     ast.TryStar: "try",
@@ -119,6 +124,8 @@ class BodyConverter:
             return self._for(stmt, conv)
         if isinstance(stmt, ast.While):
             return self._while(stmt, conv)
+        if isinstance(stmt, ast.With):
+            return self._with(stmt, conv)
         construct = _UNSUPPORTED.get(type(stmt), type(stmt).__name__)
         self.source.error(stmt, f"unsupported statement: '{construct}'")
 
@@ -273,3 +280,20 @@ class BodyConverter:
         body = self.block(stmt.body, body_scope)
         join(scope, (body_scope, scope.copy()), f"inside the loop at line {stmt.lineno}")
         return body
+
+    # --- communication domains ---------------------------------------------------------------
+
+    def _with(self, stmt: ast.With, conv: ExprConverter) -> Stmt:
+        call = comm_domain_call(stmt, self.ctx.module)
+        if call is None:
+            self.source.error(stmt, "unsupported statement: 'with'")
+        if not self.ctx.function.is_host_orchestrator:
+            self.source.error(
+                call,
+                f"{COMM_DOMAIN}(...) is only allowed in a HOST orchestrator "
+                "(level=pl.Level.HOST): communication domains are set up by the host",
+            )
+        devices = comm_domain_devices(call, self.ctx.module)
+        # The body runs exactly once, so what it binds stays bound after the block.
+        body = self.block(stmt.body, conv.scope)
+        return CommDomainScopeStmt("", (), devices, body, self.source.span(stmt))

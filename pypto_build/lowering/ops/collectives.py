@@ -15,13 +15,24 @@ data, ...)`` rebinds the target's name).
 
 The other managed collectives only parse, so the passes can reject them with their own
 diagnostics; their result is likewise the type of their ``target`` operand.
+
+``builtin.tensor.all_to_all_v`` is internal: only the HOST rail creates it (one call per
+participating device), no DSL spelling resolves to it, and it is not a managed collective.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pypto_build.lowering.ir import ConstInt, DataType, Shape, TensorType, Type, Var
+from pypto_build.lowering.ir import (
+    ConstInt,
+    DataType,
+    DistributedTensorType,
+    Shape,
+    TensorType,
+    Type,
+    Var,
+)
 from pypto_build.lowering.ops.checks import (
     dims_text,
     expr_text,
@@ -229,5 +240,43 @@ COLLECTIVE_OPS: tuple[OpDef, ...] = (
             _target_type,
         )
         for name, keywords in _PARSE_ONLY.items()
+    ),
+)
+
+
+def _builtin_all_to_all_v(ops: Operands) -> Type:
+    """The public contract, plus what a per-device dispatch relies on: it hands the chip the
+    windows by their comm-domain handle, so ``input`` and ``send_counts`` (which the public op
+    also accepts as local tensors) must be views of an allocated window, and the ``dtype``
+    selecting the kernel variant must be the payload's."""
+    result = _deducer(ALL_TO_ALL_V)(ops)
+    for name in ("input", "send_counts"):
+        ty = ops.expr(name).type
+        if not (isinstance(ty, DistributedTensorType) and ty.window is not None):
+            ops.error(
+                name,
+                "must be a window-bound DistributedTensor (a view of an alloc_window_buffer), "
+                f"got {expr_text(ops.expr(name))}",
+            )
+    dtype = ops.dtype("dtype")
+    assert dtype is not None, "a required operand"
+    payload = require_tensor(ops, "target").dtype
+    if dtype is not payload:
+        ops.error("dtype", f"{dtype.value} does not match target dtype {payload.value}")
+    return result
+
+
+BUILTIN_ALL_TO_ALL_V = "builtin.tensor.all_to_all_v"
+
+#: Internal ops, created only by passes (never resolved from a DSL name).
+BUILTIN_OPS: tuple[OpDef, ...] = (
+    OpDef(
+        BUILTIN_ALL_TO_ALL_V,
+        (
+            *(Operand(name) for name in ALL_TO_ALL_V.signature),
+            Operand("dtype", Kind.DTYPE),
+            optional("core_num"),
+        ),
+        _builtin_all_to_all_v,
     ),
 )

@@ -2,8 +2,9 @@
 
 The order is the seed's and it is a correctness condition, not a preference: the CHIP rail's
 rewrite must come before DeriveCallDirections and AutoDeriveTaskDependencies (so the builtin
-collective gets directions and TensorMap edges like any kernel) and before
-MaterializeDistTensorCtx (which adds the kernel's CommCtx arguments). Each pass declares what it
+collective gets directions and TensorMap edges like any kernel); the HOST rail needs the comm
+domains made explicit first; both rails run before MaterializeDistTensorCtx (which adds the
+kernels' CommCtx arguments). Each pass declares what it
 requires and produces, so the :class:`PassManager` refuses any other order.
 """
 
@@ -18,7 +19,9 @@ from pypto_build.lowering.passes.base import (
 from pypto_build.lowering.passes.derive_call_directions import DeriveCallDirections
 from pypto_build.lowering.passes.fuse_create_assemble_to_slice import FuseCreateAssembleToSlice
 from pypto_build.lowering.passes.lower_composite_ops import LowerCompositeOps
+from pypto_build.lowering.passes.lower_host_tensor_collectives import LowerHostTensorCollectives
 from pypto_build.lowering.passes.lower_l2_tensor_collectives import LowerL2TensorCollectives
+from pypto_build.lowering.passes.materialize_comm_domain_scopes import MaterializeCommDomainScopes
 from pypto_build.lowering.passes.materialize_dist_tensor_ctx import MaterializeDistTensorCtx
 
 
@@ -31,8 +34,8 @@ def default_pipeline(chips: tuple[str, ...] = ()) -> PassManager:
             LowerL2TensorCollectives(chips),
             DeriveCallDirections(),
             AutoDeriveTaskDependencies(),
-            # MaterializeCommDomainScopes and LowerHostTensorCollectives (the HOST rail) go
-            # here, before MaterializeDistTensorCtx.
+            MaterializeCommDomainScopes(),
+            LowerHostTensorCollectives(),
             MaterializeDistTensorCtx(),
         )
     )
@@ -48,7 +51,9 @@ __all__ = [
     "FuseCreateAssembleToSlice",
     "Instrument",
     "LowerCompositeOps",
+    "LowerHostTensorCollectives",
     "LowerL2TensorCollectives",
+    "MaterializeCommDomainScopes",
     "MaterializeDistTensorCtx",
     "Pass",
     "PassManager",

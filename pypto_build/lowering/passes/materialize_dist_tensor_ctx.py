@@ -86,7 +86,7 @@ class _CtxSignature:
 class MaterializeDistTensorCtx(Pass):
     name: ClassVar[str] = "MaterializeDistTensorCtx"
     requires: ClassVar[frozenset[Property]] = frozenset(
-        {Property.L2_COLLECTIVES_LOWERED, Property.TASK_DEPENDENCIES_DERIVED}
+        {Property.L2_COLLECTIVES_LOWERED, Property.HOST_COLLECTIVES_LOWERED}
     )
     produces: ClassVar[frozenset[Property]] = frozenset({Property.DIST_TENSOR_CTX_MATERIALIZED})
 

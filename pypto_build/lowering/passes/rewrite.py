@@ -74,7 +74,7 @@ class Mutator:
         params = tuple(_replace(p, var=self.define(p.var)) for p in func.params)
         body = self.body(func.body)
         return _replace(
-            func, params=params if _same_items(func.params, params) else func.params, body=body
+            func, params=func.params if _same_items(func.params, params) else params, body=body
         )
 
     def body(self, seq: SeqStmts) -> SeqStmts:
