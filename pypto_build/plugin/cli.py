@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import enum
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from pypto_build import __version__
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
 
 if TYPE_CHECKING:
+    from pypto_build.chip_build.subbuild import SourceProgram
     from pypto_build.lowering.ir import Program
     from pypto_build.lowering.passes.base import PassManager
 
@@ -96,7 +98,73 @@ def _parser() -> argparse.ArgumentParser:
         help="run the pass pipeline up to and including PASS ('all' for every pass) first",
     )
     lower.set_defaults(command=_lower)
+    _add_render(commands)
+    _add_check_render(commands)
+    from pypto_build.plugin.cli_build import register as register_build_commands
+
+    register_build_commands(commands)
     return parser
+
+
+def _add_program_options(parser: argparse.ArgumentParser) -> None:
+    """PATH, --chip and --source-root, shared by render and check-render."""
+    from pypto_build.chip_build.chips import CHIPS
+
+    parser.add_argument("path", metavar="PATH", help="a Python file holding @pl.program classes")
+    parser.add_argument(
+        "--chip",
+        dest="chips",
+        action="append",
+        default=[],
+        choices=[chip.name for chip in CHIPS],
+        metavar="CHIP",
+        help="render for CHIP (repeatable; default: every chip that supports the program)",
+    )
+    parser.add_argument(
+        "--source-root",
+        metavar="DIR",
+        help="the folder input paths are recorded relative to (default: PATH's folder)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+
+
+def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    render = commands.add_parser(
+        "render",
+        help="render the per-chip sub-build trees of a program file",
+        description=(
+            "Parse and lower PATH, then write one sub-build tree per chip into DIR/<chip>: "
+            "orchestration sources, kernels, kernel_config.py, the HOST orchestrator and a "
+            "manifest. DIR is replaced as a whole."
+        ),
+    )
+    _add_program_options(render)
+    render.add_argument("--out", required=True, metavar="DIR", help="the output directory")
+    render.set_defaults(command=_render)
+
+
+def _add_check_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser(
+        "check-render",
+        help="check that renders are reproducible and that both rails render the same kernels",
+        description=(
+            "Compare the HOST- and CHIP-rail renders of every builtin kernel, two renders of "
+            "the whole tree made under different paths and environments, and optionally a "
+            "fresh render with an existing tree. Exit 0 when all are identical, 1 otherwise, "
+            "with a report per difference."
+        ),
+    )
+    _add_program_options(check)
+    check.add_argument(
+        "--report",
+        default="check-render-report",
+        metavar="DIR",
+        help="where reports of differences go (default: ./check-render-report)",
+    )
+    check.add_argument(
+        "--against", metavar="DIR", help="also compare a fresh render with the tree in DIR"
+    )
+    check.set_defaults(command=_check_render)
 
 
 def _lower(args: argparse.Namespace) -> int:
@@ -139,3 +207,104 @@ def _pipeline(after: str) -> PassManager:
         known = ", ".join(pipeline.names())
         raise UsageError(f"--after: unknown pass '{after}'; passes (in order): {known}, all")
     return pipeline.until(after)
+
+
+def _program_inputs(
+    args: argparse.Namespace,
+) -> tuple[Path, Path, tuple[str, ...], tuple[SourceProgram, ...]]:
+    """The program file, source root, chips and lowered programs a render command names."""
+    from pypto_build.chip_build.subbuild import default_chips, lower_file
+
+    path = Path(args.path)
+    if not path.is_file():
+        raise UsageError(f"{args.path}: no such file")
+    source_root = path.parent if args.source_root is None else Path(args.source_root)
+    if not source_root.is_dir():
+        raise UsageError(f"--source-root: {args.source_root}: no such directory")
+    chips = tuple(dict.fromkeys(args.chips)) or default_chips(path)
+    programs = lower_file(path, chips)
+    if not programs:
+        raise _NoPrograms(path)
+    return path, source_root, chips, programs
+
+
+class _NoPrograms(Exception):
+    """The program file defines no @pl.program class (a program error, exit 1)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} defines no @pl.program class")
+
+
+def _render_command(
+    run: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    """Map the render engine's own failures onto the documented exit codes."""
+
+    def command(args: argparse.Namespace) -> int:
+        from pypto_build.chip_build.subbuild import RenderError
+
+        try:
+            return run(args)
+        except RenderError as err:
+            raise UsageError(str(err)) from None
+        except _NoPrograms as err:
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+            return ExitCode.PROGRAM_ERROR
+
+    return command
+
+
+@_render_command
+def _render(args: argparse.Namespace) -> int:
+    from pypto_build.chip_build.subbuild import render_subbuilds
+
+    _, source_root, chips, programs = _program_inputs(args)
+    out = Path(args.out)
+    result = render_subbuilds(programs, chips, out, source_root=source_root)
+    if args.json:
+        summary = {"out": str(out), "chips": {chip: list(result.paths(chip)) for chip in chips}}
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        for chip in chips:
+            print(f"{chip}: {len(result.paths(chip))} files in {out / chip}")
+    return ExitCode.OK
+
+
+@_render_command
+def _check_render(args: argparse.Namespace) -> int:
+    from pypto_build.chip_build.check_render import check_render
+    from pypto_build.chip_build.diffreport import find_diffoscope
+
+    path, source_root, chips, programs = _program_inputs(args)
+    against = None if args.against is None else Path(args.against)
+    if against is not None and not against.is_dir():
+        raise UsageError(f"--against: {args.against}: no such directory")
+    result = check_render(
+        path,
+        programs,
+        chips,
+        source_root=source_root,
+        report_dir=Path(args.report),
+        against=against,
+        diffoscope=find_diffoscope(),
+    )
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, sort_keys=True))
+    else:
+        for check in result.checks:
+            print(f"{'ok' if check.passed else 'FAILED'}: {check.name}: {check.description}")
+            if check.error:
+                print(f"  {check.error}")
+            for label, paths in (
+                ("only in the first tree", check.diff.only_left),
+                ("only in the second tree", check.diff.only_right),
+                ("differs", check.diff.changed),
+            ):
+                for difference in paths:
+                    print(f"  {label}: {difference}")
+            if check.report is not None:
+                if check.report.note:
+                    print(f"  {check.report.note}")
+                for report in check.report.files:
+                    print(f"  report: {report}")
+    return ExitCode.OK if result.passed else ExitCode.PROGRAM_ERROR

@@ -94,7 +94,7 @@ def _template_variables(package: BuiltinPackage, template: str, dtype: str) -> d
 VariablesFor = Callable[[BuiltinPackage, str, str], dict[str, str]]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def variables_for() -> VariablesFor:
     """The variables a backend passes to one of our templates for a dtype variant."""
     return _template_variables

@@ -147,7 +147,10 @@ def test_the_orchestration_api_refuses_temporaries(gxx: str, tmp_path: Path) -> 
 
 @pytest.fixture(scope="module")
 def entry_driver(
-    tmp_path_factory: pytest.TempPathFactory, gxx: str, compile_cxx: CompileCxx
+    tmp_path_factory: pytest.TempPathFactory,
+    gxx: str,
+    compile_cxx: CompileCxx,
+    variables_for: VariablesFor,
 ) -> Callable[[str], Callable[..., list[str]]]:
     """Build the driver around each package's fp32 entry; return a runner per handle."""
     built: dict[str, Path] = {}
@@ -156,13 +159,11 @@ def entry_driver(
         if handle not in built:
             package = resolve(handle)
             folder = tmp_path_factory.mktemp("entry")
-            entry = f"builtin_tensor_{package.package.rsplit('.', 1)[1]}__fp32"
             variables = {
-                "template_package": package.package,
-                "dtype_cpp": "float",
-                "entry": entry,
+                **variables_for(package, "entry.cpp.in", "fp32"),
                 "launch_core_count_method": "set_core_num",
             }
+            entry = variables["entry"]
             (folder / "entry.cpp").write_text(render(package, "entry.cpp.in", variables))
             compile_cxx(
                 [

@@ -241,6 +241,7 @@ def test_include_dir_holds_the_headers() -> None:
         "all_to_all_v_protocol.h",
         "kernel_abi.h",
         "orchestration_api.h",
+        "orchestration_views.h",
         "portability.h",
     ]
 

@@ -65,6 +65,8 @@ struct ChipTaskArgs {
 enum class TensorArgType : uint8_t {
   INPUT,
   INOUT,
+  // An existing tensor the task overwrites without reading (pl.Out); it depends on its creator.
+  OUTPUT_EXISTING,
 };
 
 // Launch width and start policy of a task. Chips name the width setter differently (a2a3:
@@ -93,8 +95,10 @@ struct CoreTaskArgs {
 
   void add_input(const ChipTensor& tensor) { add_tensor(tensor, TensorArgType::INPUT); }
   void add_inout(const ChipTensor& tensor) { add_tensor(tensor, TensorArgType::INOUT); }
+  void add_output(const ChipTensor& tensor) { add_tensor(tensor, TensorArgType::OUTPUT_EXISTING); }
   void add_input(const ChipTensor&&) = delete;
   void add_inout(const ChipTensor&&) = delete;
+  void add_output(const ChipTensor&&) = delete;
 
   void add_scalar(uint64_t value) {
     if (scalar_count == MAX_SCALAR_ARGS) {
@@ -133,6 +137,11 @@ struct OrchestrationConfig {
 extern "C" {
 // Submit one AIV task running kernel `func_id` of this callable's kernel_config.py.
 void rt_submit_aiv_task(int32_t func_id, const CoreTaskArgs& args);
+// The same for an AIC (cube) kernel.
+void rt_submit_aic_task(int32_t func_id, const CoreTaskArgs& args);
+// A fresh tensor of `ndims` dimensions `shapes`, packed row-major, owned by the runtime
+// (pl.create_tensor in an orchestration body).
+ChipTensor rt_create_tensor(DataType dtype, const uint32_t* shapes, uint32_t ndims);
 // Latch a fatal error (first code wins); later submissions of the run are dropped.
 void rt_report_fatal(int32_t code, const char* format, ...) __attribute__((format(printf, 2, 3)));
 // A launch-decision log line, kept when the runtime records timing diagnostics.

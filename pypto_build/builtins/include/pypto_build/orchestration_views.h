@@ -1,0 +1,185 @@
+// pypto_build/orchestration_views.h -- what a generated CHIP orchestration computes on the AICPU
+// besides submitting tasks (pypto_build/chip_build/orchestration_codegen.py writes the callers).
+//
+// * Tensor views. pl.slice / pl.reshape / pl.view in an orchestration body derive a new
+//   descriptor from an existing one; no data moves, the view shares its source's buffer. The
+//   runtime descriptor has no valid-shape or layout field, so pl.set_validshape and a view that
+//   only changes those leave the descriptor as it is (the orchestration codegen reuses the source).
+// * Runtime allocation. pl.create_tensor asks the runtime for a fresh buffer (rt_create_tensor).
+// * The contiguity test behind require_contiguous_operands.
+// * Python's scalar semantics where C++ differs: floor division and modulo round towards
+//   negative infinity, and a scalar task argument is passed as its raw 64-bit pattern.
+//
+// A request the descriptor cannot satisfy (a slice outside its source, a reshape of a strided
+// view, a division by zero) latches SIMPLER_ERROR_INVALID_ARGS through rt_report_fatal, exactly
+// as a bad task argument does, and yields the source unchanged: the runtime drops every later
+// submission of the run, so nothing computes on the wrong view.
+
+#ifndef PYPTO_BUILD_ORCHESTRATION_VIEWS_H_
+#define PYPTO_BUILD_ORCHESTRATION_VIEWS_H_
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <type_traits>
+
+#include "pypto_build/orchestration_api.h"
+
+namespace pypto_build {
+
+// Whether the elements of `tensor` are packed row-major. Dimensions of extent 1 take any stride
+// (the region they span is the same), so a one-row slice of a matrix is contiguous and a
+// one-column slice of a wider one is not.
+template <typename Descriptor>
+inline bool is_contiguous(const Descriptor& tensor) {
+  uint64_t packed = 1;
+  for (uint32_t dim = tensor.ndims; dim-- > 0;) {
+    if (tensor.shapes[dim] != 1 && tensor.strides[dim] != packed) {
+      return false;
+    }
+    packed *= tensor.shapes[dim];
+  }
+  return true;
+}
+
+namespace detail {
+
+// Refresh the cached fields a view changes: the element extent and the contiguity flag.
+inline void refresh_view(ChipTensor* tensor) {
+  uint64_t extent = 1;
+  for (uint32_t dim = 0; dim < tensor->ndims; ++dim) {
+    if (tensor->shapes[dim] == 0) {
+      extent = 0;
+      break;
+    }
+    extent += static_cast<uint64_t>(tensor->shapes[dim] - 1) * tensor->strides[dim];
+  }
+  tensor->extent_elem_cache = extent;
+  tensor->is_contiguous = is_contiguous(*tensor);
+}
+
+// Packed row-major strides of the first `ndims` entries of `shapes`.
+inline void pack_strides(ChipTensor* tensor) {
+  uint32_t packed = 1;
+  for (uint32_t dim = tensor->ndims; dim-- > 0;) {
+    tensor->strides[dim] = packed;
+    packed *= tensor->shapes[dim];
+  }
+}
+
+inline bool rank_matches(const char* op, const ChipTensor& source, size_t ndims) {
+  if (source.ndims != ndims) {
+    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "%s: the tensor has %u dimensions, expected %u", op,
+                    static_cast<unsigned>(source.ndims), static_cast<unsigned>(ndims));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+// pl.slice(source, shape, offsets): the region of extent `shape` starting at `offsets`, with the
+// source's strides.
+inline ChipTensor slice(const ChipTensor& source, std::initializer_list<uint32_t> shape,
+                        std::initializer_list<int64_t> offsets) {
+  if (!detail::rank_matches("tensor.slice", source, shape.size())) {
+    return source;
+  }
+  ChipTensor view = source;
+  const uint32_t* extent = shape.begin();
+  const int64_t* offset = offsets.begin();
+  for (uint32_t dim = 0; dim < source.ndims; ++dim) {
+    if (offset[dim] < 0 || offset[dim] + extent[dim] > source.shapes[dim]) {
+      rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS,
+                      "tensor.slice: offset %lld + extent %u exceeds dimension %u of size %u",
+                      static_cast<long long>(offset[dim]), static_cast<unsigned>(extent[dim]),
+                      static_cast<unsigned>(dim), static_cast<unsigned>(source.shapes[dim]));
+      return source;
+    }
+    view.start_offset += static_cast<uint64_t>(offset[dim]) * source.strides[dim];
+    view.shapes[dim] = extent[dim];
+  }
+  detail::refresh_view(&view);
+  return view;
+}
+
+// pl.reshape(source, shape) (and pl.view with a shape): the same elements under a new packed
+// shape. Only a contiguous source has one.
+inline ChipTensor reshape(const ChipTensor& source, std::initializer_list<uint32_t> shape) {
+  if (shape.size() == 0 || shape.size() > RUNTIME_MAX_TENSOR_DIMS) {
+    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "tensor.reshape: %u dimensions are not supported",
+                    static_cast<unsigned>(shape.size()));
+    return source;
+  }
+  if (!is_contiguous(source)) {
+    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "tensor.reshape: the source is not contiguous");
+    return source;
+  }
+  ChipTensor view = source;
+  view.ndims = static_cast<uint32_t>(shape.size());
+  uint32_t dim = 0;
+  for (uint32_t extent : shape) {
+    view.shapes[dim++] = extent;
+  }
+  for (; dim < RUNTIME_MAX_TENSOR_DIMS; ++dim) {
+    view.shapes[dim] = 0;
+    view.strides[dim] = 0;
+  }
+  detail::pack_strides(&view);
+  detail::refresh_view(&view);
+  return view;
+}
+
+// pl.create_tensor(shape, dtype): a fresh runtime allocation, packed row-major.
+inline ChipTensor create_tensor(DataType dtype, std::initializer_list<uint32_t> shape) {
+  return rt_create_tensor(dtype, shape.begin(), static_cast<uint32_t>(shape.size()));
+}
+
+// Python's a // b for the scalar type T.
+template <typename T>
+inline T floordiv(T a, T b) {
+  if (b == 0) {
+    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "integer division or modulo by zero");
+    return 0;
+  }
+  if constexpr (std::is_floating_point<T>::value) {
+    return static_cast<T>(std::floor(a / b));
+  } else {
+    const T quotient = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? quotient - 1 : quotient;
+  }
+}
+
+// Python's a % b for the scalar type T: the result takes the sign of b.
+template <typename T>
+inline T floormod(T a, T b) {
+  if (b == 0) {
+    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "integer division or modulo by zero");
+    return 0;
+  }
+  if constexpr (std::is_floating_point<T>::value) {
+    return static_cast<T>(a - std::floor(a / b) * b);
+  } else {
+    const T remainder = a % b;
+    return (remainder != 0 && ((remainder < 0) != (b < 0))) ? remainder + b : remainder;
+  }
+}
+
+// The 64-bit pattern of a scalar task argument: integers sign-extended, floating-point values
+// bit-cast (a float occupies the low 32 bits), as the runtime passes them to kernels.
+template <typename T>
+inline uint64_t scalar_bits(T value) {
+  static_assert(std::is_arithmetic<T>::value, "a scalar argument is a number or a bool");
+  if constexpr (std::is_floating_point<T>::value) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    return bits;
+  } else {
+    return static_cast<uint64_t>(static_cast<int64_t>(value));
+  }
+}
+
+}  // namespace pypto_build
+
+#endif  // PYPTO_BUILD_ORCHESTRATION_VIEWS_H_

@@ -1,0 +1,269 @@
+"""Rendering builtin template packages on both rails, through one kernel-variable function.
+
+A builtin collective reaches a chip in one of two ways. On the CHIP rail, LowerL2TensorCollectives
+synthesized an AIV function whose attrs name the package (``builtin_template_dir``) and the
+variables of its variant (``builtin_template_vars``); only the package's ``kernel.cpp.in`` is
+rendered, into the calling orchestration's ``kernels/aiv/``. On the HOST rail, each
+``builtin.tensor.<op>`` dispatch of a HOST orchestrator names a *variant* (op and payload dtype)
+that becomes a chip callable of its own, ``next_levels/<op>__<dtype>/``, rendered from all of the
+package's templates (upstream ``_materialize_builtin_next_levels``).
+
+Both rails render the kernel through :func:`render_kernel` with :func:`kernel_variables`
+(``template_package`` = the handle without its ``:``, then the variant's variables), which is
+what makes their kernels byte-identical by construction. The variant's variables come from two
+independent places — the CHIP rail's function attr, written by the lowering, and the HOST rail's
+package manifest — so ``check-render`` comparing the two renders checks that they agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pypto_build.builtins import (
+    BuiltinPackage,
+    TemplateRenderError,
+    UnknownBuiltinError,
+    all_packages,
+    render,
+    resolve,
+)
+from pypto_build.builtins.manifest import PAYLOAD_DTYPE
+from pypto_build.chip_build.chips import Chip, CoreType
+from pypto_build.lowering.builtin_kernels import ATTR_TEMPLATE_DIR, ATTR_TEMPLATE_VARS
+from pypto_build.lowering.diagnostics import ProgramError, Span
+from pypto_build.lowering.ir import (
+    Call,
+    DataType,
+    Function,
+    Program,
+    TensorType,
+    get_attr,
+)
+from pypto_build.lowering.passes.rewrite import walk_calls
+
+PHASE = "render"
+
+KERNEL_TEMPLATE = "kernel.cpp.in"
+ENTRY_TEMPLATE = "entry.cpp.in"
+CONFIG_TEMPLATE = "kernel_config.py.in"
+
+_NOT_IDENTIFIER_CHAR = re.compile(r"[^A-Za-z0-9_]")
+
+
+def parse_template_vars(text: str, function: str) -> dict[str, str]:
+    """A ``builtin_template_vars`` value (``k=v`` pairs joined by ``,``) as a dict.
+
+    Parts are stripped and empty parts dropped; a part without ``=`` is upstream's error.
+    """
+    variables: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, equals, value = item.partition("=")
+        if not equals:
+            raise ValueError(
+                f"Invalid builtin_template_vars entry '{item}' on function '{function}': "
+                "expected 'key=value'"
+            )
+        variables[key.strip()] = value.strip()
+    return variables
+
+
+def kernel_variables(package: BuiltinPackage, variant_vars: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``kernel.cpp.in`` on either rail: the package name, then the variant's
+    variables (which win on a collision, as upstream's dict update)."""
+    return {"template_package": package.package, **variant_vars}
+
+
+def render_kernel(package: BuiltinPackage, variant_vars: Mapping[str, str]) -> str:
+    """``package``'s kernel for the variant with variables ``variant_vars``."""
+    return render(package, KERNEL_TEMPLATE, kernel_variables(package, variant_vars))
+
+
+def _kernel_dir(core_type: str) -> str:
+    """The sub-build folder of a kernel of ``core_type`` (a MIX kernel's entry is its AIV)."""
+    return f"kernels/{CoreType.AIC.value if core_type == 'aic' else CoreType.AIV.value}"
+
+
+# --- CHIP rail -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChipBuiltinKernel:
+    """A synthesized builtin kernel function of a lowered program."""
+
+    function: Function
+    package: BuiltinPackage
+    variant_vars: Mapping[str, str]
+
+    @property
+    def payload_dtype(self) -> DataType:
+        """The element type of the variant: that of the first payload-typed operand."""
+        for operand, param in zip(self.package.operands, self.function.params, strict=False):
+            if operand.dtype == PAYLOAD_DTYPE and isinstance(param.var.type, TensorType):
+                return param.var.type.dtype
+        raise ProgramError(
+            f"builtin kernel '{self.function.name}' has no payload operand matching package "
+            f"{self.package.handle}",
+            self.function.span,
+            PHASE,
+        )
+
+    def render(self) -> str:
+        with diagnosed_at(self.function.span):
+            return render_kernel(self.package, self.variant_vars)
+
+
+def chip_builtin_kernel(func: Function) -> ChipBuiltinKernel | None:
+    """The builtin template ``func`` is rendered from, or None for any other function."""
+    handle = func.attr(ATTR_TEMPLATE_DIR)
+    if handle is None:
+        return None
+    if not isinstance(handle, str):
+        raise ProgramError(
+            f"function '{func.name}': {ATTR_TEMPLATE_DIR} must be a string", func.span, PHASE
+        )
+    raw_vars = func.attr(ATTR_TEMPLATE_VARS, "")
+    if not isinstance(raw_vars, str):
+        raise ProgramError(
+            f"function '{func.name}': {ATTR_TEMPLATE_VARS} must be a string", func.span, PHASE
+        )
+    try:
+        variant_vars = parse_template_vars(raw_vars, func.name)
+    except ValueError as error:
+        raise ProgramError(str(error), func.span, PHASE) from None
+    with diagnosed_at(func.span):
+        package = resolve(handle)
+    return ChipBuiltinKernel(func, package, variant_vars)
+
+
+# --- HOST rail -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostVariant:
+    """A builtin chip callable that a HOST orchestrator dispatches: one op, one payload dtype."""
+
+    package: BuiltinPackage
+    dtype: DataType
+    #: The first dispatch of the variant (where a diagnostic about it points).
+    span: Span
+
+    @property
+    def name(self) -> str:
+        """The variant and its sub-build folder, e.g. ``builtin.tensor.all_to_all_v__fp32``."""
+        return f"{self.package.builtin_op}__{self.dtype.value}"
+
+    @property
+    def entry(self) -> str:
+        """The variant as a C identifier: the entry's exported name and source stem."""
+        return _NOT_IDENTIFIER_CHAR.sub("_", self.name)
+
+    @property
+    def kernel_name(self) -> str:
+        return f"{self.entry}_kernel"
+
+    @property
+    def variant_vars(self) -> dict[str, str]:
+        """The manifest's variables for this dtype."""
+        try:
+            return self.package.dtype_variables(self.dtype.value)
+        except LookupError as error:
+            raise ProgramError(str(error.args[0]), self.span, PHASE) from None
+
+    def output_path(self, template: str) -> str:
+        """Where ``template`` renders to inside the variant's sub-build."""
+        if template == ENTRY_TEMPLATE:
+            return f"orchestration/{self.entry}.cpp"
+        if template == KERNEL_TEMPLATE:
+            return f"{_kernel_dir(self.package.core_type)}/{self.kernel_name}.cpp"
+        if template == CONFIG_TEMPLATE:
+            return "kernel_config.py"
+        return template.removesuffix(".in")
+
+    def render(self, chip: Chip, runtime: str) -> dict[str, str]:
+        """Every template of the package, by output path inside the variant's sub-build."""
+        if "host" not in self.package.rails:
+            raise ProgramError(
+                f"{self.package.builtin_op} ({self.package.handle}) has no HOST rail",
+                self.span,
+                PHASE,
+            )
+        if chip.name not in self.package.chips:
+            raise ProgramError(
+                f"{self.package.builtin_op} ({self.package.handle}) does not support chip "
+                f"{chip.name}; it supports {', '.join(self.package.chips)}",
+                self.span,
+                PHASE,
+            )
+        available = {
+            "variant": self.name,
+            "entry": self.entry,
+            "kernel_name": self.kernel_name,
+            "runtime": runtime,
+            "launch_core_count_method": chip.launch_spec_method,
+            **kernel_variables(self.package, self.variant_vars),
+        }
+        files: dict[str, str] = {}
+        with diagnosed_at(self.span):
+            for spec in self.package.templates:
+                # A declared variable we do not know is left out, for render to name it.
+                variables = {name: available[name] for name in spec.variables if name in available}
+                files[self.output_path(spec.name)] = render(self.package, spec.name, variables)
+        return dict(sorted(files.items()))
+
+    def render_kernel(self) -> str:
+        """The variant's kernel alone (what :meth:`render` writes for ``kernel.cpp.in``)."""
+        with diagnosed_at(self.span):
+            return render_kernel(self.package, self.variant_vars)
+
+
+def package_for_builtin_op(op: str, span: Span) -> BuiltinPackage:
+    """The registered package implementing the internal op ``op`` (``builtin.tensor.*``)."""
+    found = [package for package in all_packages() if package.builtin_op == op]
+    if len(found) != 1:
+        what = "no registered builtin package" if not found else "several builtin packages"
+        raise ProgramError(f"{what} implement {op}", span, PHASE)
+    return found[0]
+
+
+def is_builtin_dispatch(call: Call) -> bool:
+    """Whether ``call`` is a HOST-rail builtin dispatch (an op of a registered package)."""
+    return isinstance(call.op, str) and any(
+        package.builtin_op == call.op for package in all_packages()
+    )
+
+
+def host_variant(call: Call) -> HostVariant:
+    """The variant a HOST-rail builtin dispatch ``call`` submits."""
+    assert isinstance(call.op, str)
+    dtype = get_attr(call.kwargs, "dtype")
+    if not isinstance(dtype, DataType):
+        raise ProgramError(f"{call.op} has no dtype= selecting its variant", call.span, PHASE)
+    return HostVariant(package_for_builtin_op(call.op, call.span), dtype, call.span)
+
+
+def host_variants(program: Program) -> tuple[HostVariant, ...]:
+    """The variants the HOST orchestrators of ``program`` dispatch, once each, by first use."""
+    found: dict[str, HostVariant] = {}
+    for func in program.functions:
+        if not func.is_host_orchestrator:
+            continue
+        for call in walk_calls(func.body):
+            if is_builtin_dispatch(call):
+                variant = host_variant(call)
+                found.setdefault(variant.name, variant)
+    return tuple(found.values())
+
+
+@contextmanager
+def diagnosed_at(span: Span) -> Iterator[None]:
+    """Turn a registry or template failure into a diagnostic at ``span``, the function or
+    dispatch being rendered (a broken third-party package is then reported where it is used)."""
+    try:
+        yield
+    except (TemplateRenderError, UnknownBuiltinError, ValueError) as error:
+        raise ProgramError(str(error), span, PHASE) from None

@@ -1,0 +1,258 @@
+"""``check-render``: prove that a render is a pure function of its inputs.
+
+Three checks, each comparing two trees byte for byte and, on a difference, writing a report
+(:mod:`pypto_build.chip_build.diffreport`):
+
+``rail-identity``
+    Every builtin kernel the program uses is rendered through the HOST rail (the variant
+    sub-build's ``kernel.cpp.in`` output, variables from the package manifest) and through the
+    CHIP rail (variables from the ``builtin_template_vars`` the lowering writes) for every chip;
+    the two must be the same bytes, so a collective behaves alike on both rails.
+``reproducible``
+    The whole tree is rendered twice: once in this process, once by ``python -m pypto_build
+    render`` in a subprocess with another output path, working directory, ``PYTHONHASHSEED``,
+    locale, time zone and umask. Any difference is an input that leaked into the output.
+``against``
+    With a reference tree (one shipped in a wheel, say), a fresh render must equal it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pypto_build
+from pypto_build.chip_build.builtin_variants import (
+    KERNEL_TEMPLATE,
+    HostVariant,
+    chip_builtin_kernel,
+    diagnosed_at,
+    host_variants,
+    parse_template_vars,
+    render_kernel,
+)
+from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.diffreport import Report, TreeDiff, compare_trees, write_report
+from pypto_build.chip_build.fs import atomic_write_text
+from pypto_build.chip_build.subbuild import RUNTIME, SourceProgram, render_subbuilds
+from pypto_build.lowering.builtin_kernels import template_vars
+from pypto_build.lowering.ir import Program
+
+RAIL_IDENTITY = "rail-identity"
+REPRODUCIBLE = "reproducible"
+AGAINST = "against"
+CHECKS = (RAIL_IDENTITY, REPRODUCIBLE, AGAINST)
+
+_HOST_RAIL = "host-rail"
+_CHIP_RAIL = "chip-rail"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one check."""
+
+    name: str
+    description: str
+    diff: TreeDiff
+    report: Report | None = None
+    #: Why the check could not compare (the second render failed), if it could not.
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.diff.identical and not self.error
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "passed": self.passed,
+            "differences": list(self.diff.paths),
+            "error": self.error,
+            "report": [str(path) for path in self.report.files] if self.report else [],
+            "report_tool": self.report.tool if self.report else None,
+            "report_note": self.report.note if self.report else "",
+        }
+
+
+@dataclass(frozen=True)
+class CheckRenderResult:
+    checks: tuple[Check, ...]
+    report_dir: Path
+
+    @property
+    def passed(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "report_dir": str(self.report_dir),
+            "checks": [check.to_json() for check in self.checks],
+        }
+
+
+def check_render(
+    path: Path,
+    programs: Sequence[SourceProgram],
+    chips: Sequence[str],
+    *,
+    source_root: Path,
+    report_dir: Path,
+    against: Path | None = None,
+    diffoscope: str | None,
+) -> CheckRenderResult:
+    """Run the checks on ``programs`` (lowered from the file ``path`` for ``chips``)."""
+    for name in CHECKS:
+        for suffix in (".txt", ".html"):
+            (report_dir / f"{name}{suffix}").unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="pypto-check-render-") as scratch:
+        workspace = Path(scratch)
+        checks = [_rail_identity(programs, chips, workspace, report_dir, diffoscope)]
+        first = workspace / "first-render" / "tree"
+        render_subbuilds(programs, chips, first, source_root=source_root)
+        checks.append(
+            _reproducible(path, chips, first, workspace, source_root, report_dir, diffoscope)
+        )
+        if against is not None:
+            description = f"a fresh render equals {against}"
+            checks.append(_compare(AGAINST, description, first, against, report_dir, diffoscope))
+    return CheckRenderResult(tuple(checks), report_dir)
+
+
+def _compare(
+    name: str,
+    description: str,
+    left: Path,
+    right: Path,
+    report_dir: Path,
+    diffoscope: str | None,
+) -> Check:
+    diff = compare_trees(left, right)
+    if diff.identical:
+        return Check(name, description, diff)
+    report = write_report(left, right, diff, report_dir, name, diffoscope=diffoscope)
+    return Check(name, description, diff, report)
+
+
+# --- rail identity -----------------------------------------------------------------------------
+
+
+def _rail_identity(
+    programs: Sequence[SourceProgram],
+    chips: Sequence[str],
+    workspace: Path,
+    report_dir: Path,
+    diffoscope: str | None,
+) -> Check:
+    host_root = workspace / _HOST_RAIL
+    chip_root = workspace / _CHIP_RAIL
+    host_root.mkdir()
+    chip_root.mkdir()
+    variants: set[str] = set()
+    for chip in chips:
+        for source in programs:
+            for variant, host_text, chip_text in rail_renders(source.program, chip):
+                variants.add(variant)
+                atomic_write_text(host_root / chip / f"{variant}.cpp", host_text)
+                atomic_write_text(chip_root / chip / f"{variant}.cpp", chip_text)
+    description = "the HOST and CHIP rails render the same kernel for " + (
+        ", ".join(sorted(variants)) if variants else "(no builtin kernel is used)"
+    )
+    return _compare(RAIL_IDENTITY, description, host_root, chip_root, report_dir, diffoscope)
+
+
+def rail_renders(program: Program, chip: str) -> Iterator[tuple[str, str, str]]:
+    """For each builtin variant ``program`` uses on a rail-identical package: its name, its
+    kernel rendered through the HOST rail, and through the CHIP rail."""
+    target = get_chip(chip)
+    seen: set[str] = set()
+    for variant in host_variants(program):
+        chip_vars = parse_template_vars(template_vars(variant.dtype), variant.name)
+        with diagnosed_at(variant.span):
+            chip_text = render_kernel(variant.package, chip_vars)
+        seen.add(variant.name)
+        yield variant.name, _host_rail_kernel(variant, target.name), chip_text
+    for func in program.functions:
+        builtin = chip_builtin_kernel(func)
+        if builtin is None or "host" not in builtin.package.rails:
+            continue
+        variant = HostVariant(builtin.package, builtin.payload_dtype, func.span)
+        if variant.name not in seen:
+            seen.add(variant.name)
+            yield variant.name, _host_rail_kernel(variant, target.name), builtin.render()
+
+
+def _host_rail_kernel(variant: HostVariant, chip: str) -> str:
+    """The kernel exactly as the variant's sub-build holds it."""
+    return variant.render(get_chip(chip), RUNTIME)[variant.output_path(KERNEL_TEMPLATE)]
+
+
+# --- reproducibility ---------------------------------------------------------------------------
+
+
+def _reproducible(
+    path: Path,
+    chips: Sequence[str],
+    first: Path,
+    workspace: Path,
+    source_root: Path,
+    report_dir: Path,
+    diffoscope: str | None,
+) -> Check:
+    description = (
+        "two renders (different output path, working directory, PYTHONHASHSEED, locale, "
+        "time zone and umask) are identical"
+    )
+    second_cwd = workspace / "second-render-from-another-directory"
+    second_cwd.mkdir()
+    second = second_cwd / "nested" / "tree"
+    command = [
+        sys.executable,
+        "-m",
+        "pypto_build",
+        "render",
+        str(path.resolve()),
+        "--out",
+        str(second),
+        "--source-root",
+        str(source_root.resolve()),
+    ]
+    for chip in chips:
+        command += ["--chip", chip]
+    result = subprocess.run(
+        command,
+        cwd=second_cwd,
+        env=_varied_environment(),
+        umask=0o077,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        error = f"the second render failed (exit status {result.returncode}): "
+        error += result.stderr.strip() or result.stdout.strip()
+        return Check(REPRODUCIBLE, description, TreeDiff(), error=error)
+    return _compare(REPRODUCIBLE, description, first, second, report_dir, diffoscope)
+
+
+def _varied_environment() -> dict[str, str]:
+    """This process's environment with everything a render must not depend on changed, and
+    this checkout first on the import path (the subprocess must run the same code)."""
+    env = dict(os.environ)
+
+    def other(name: str, choices: tuple[str, str]) -> None:
+        env[name] = choices[1] if os.environ.get(name) == choices[0] else choices[0]
+
+    other("PYTHONHASHSEED", ("1", "2"))
+    other("LC_ALL", ("C", "C.UTF-8"))
+    other("TZ", ("Pacific/Kiritimati", "UTC"))
+    package_parent = str(Path(pypto_build.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+    return env

@@ -1,0 +1,786 @@
+"""CHIP orchestration codegen: a lowered CHIP orchestration function -> its AICPU C++ source.
+
+The runtime loads ``orchestration/<orch>.cpp`` of a sub-build and calls its
+``aicpu_orchestration_entry(orch_args)`` once per run; the entry submits the kernels of the
+pipeline as tasks, and the runtime orders them by the tensors each task reads and writes (its
+TensorMap). So the source is the orchestration body replayed in program order:
+
+* parameters are bound from ``orch_args``: tensor parameters, in order, to
+  ``orch_args.tensor(i)``; every other parameter (scalars, and the CommCtx parameters that
+  MaterializeDistTensorCtx added, which carry a ``CommContext`` device address), in order, to
+  ``orch_args.scalar<T>(j)``;
+* each kernel call is one task: a ``CoreTaskArgs`` with one ``add_input`` / ``add_output`` /
+  ``add_inout`` per tensor argument as the call's ``arg_directions`` say (tensors first, the
+  kernel ABI's order), then ``add_scalar`` per scalar, the launch spec from the call attrs
+  (``core_num`` through the chip's launch-spec method, ``sync_start``), and
+  ``rt_submit_aiv_task(<func_id>, ...)`` (``rt_submit_aic_task`` for an AIC kernel), where the
+  func_id is the kernel's position in order of first call — the ``KERNELS`` entry of the
+  sub-build's kernel_config.py;
+* a kernel with ``require_contiguous_operands`` (the builtin collectives: a peer computes remote
+  addresses from the packed shape) gets one ``is_contiguous`` check per tensor operand first; at
+  the first violation the entry latches ``SIMPLER_ERROR_INVALID_ARGS`` and returns, so nothing
+  further is submitted;
+* a kernel call's result is the argument the kernel returns (:func:`returned_params`), so
+  ``data = self.k(a, b)`` binds ``data`` to ``b``'s descriptor. Tensor names are therefore
+  pointers to descriptors, reseated by assignment (which also makes rebinding in branches and
+  loops exact); each view site (``pl.slice``, ``pl.reshape``, ``pl.view``, ``pl.create_tensor``)
+  owns a descriptor declared once at function scope, so a pointer to it stays valid for the
+  whole entry, as a Python name stays bound after the loop that assigned it;
+* ``if``, ``while`` and ``for ... in pl.range`` become C++ control flow over ``int64_t``, with
+  Python's floor division and modulo.
+
+Anything else in a CHIP orchestration body is a diagnostic at the statement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pypto_build.chip_build.chips import Chip, CoreType
+from pypto_build.lowering.builtin_kernels import ATTR_REQUIRE_CONTIGUOUS
+from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
+from pypto_build.lowering.ir import (
+    AssignStmt,
+    AttrValue,
+    BinaryOp,
+    Call,
+    CommCtxType,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
+    DataType,
+    EvalStmt,
+    Expr,
+    ForStmt,
+    Function,
+    FunctionType,
+    GlobalVar,
+    IfStmt,
+    MakeTuple,
+    Program,
+    ReturnStmt,
+    ScalarType,
+    SeqStmts,
+    Stmt,
+    TensorType,
+    TupleGetItem,
+    Type,
+    UnaryOp,
+    Var,
+    WhileStmt,
+    get_attr,
+)
+from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, SCALAR
+from pypto_build.lowering.passes.provenance import returned_params
+from pypto_build.lowering.passes.rewrite import walk_calls, walk_exprs, walk_stmts
+
+PHASE = "orchestration codegen"
+
+#: Headers every generated orchestration includes (from ``pypto_build.builtins.include_dir()``).
+INCLUDES = ("pypto_build/orchestration_api.h", "pypto_build/orchestration_views.h")
+
+_TASK_ID = "task_id"
+_DEPS = "deps"
+_SUBMIT = "submit"
+
+#: The runtime's ``DataType`` enumerator of each tensor element type.
+_DTYPE_ENUM = {
+    DataType.FP32: "FLOAT32",
+    DataType.FP16: "FLOAT16",
+    DataType.BF16: "BFLOAT16",
+    DataType.INT8: "INT8",
+    DataType.UINT8: "UINT8",
+    DataType.INT16: "INT16",
+    DataType.INT32: "INT32",
+    DataType.INT64: "INT64",
+    DataType.INDEX: "INT64",
+    DataType.BOOL: "BOOL",
+}
+
+#: Scalar types an AICPU orchestration computes with (no half-precision arithmetic there).
+_SCALAR_C_TYPES = {
+    dtype: dtype.c_type for dtype in DataType if dtype not in (DataType.FP16, DataType.BF16)
+}
+
+_BINARY = {"+", "-", "*", "<", "<=", ">", ">=", "==", "!="}
+_LOGICAL = {"and": "&&", "or": "||"}
+_FLOOR = {"//": "floordiv", "%": "floormod"}
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_UINT32_MAX = 2**32 - 1
+_INT32_RANGE = range(-(2**31), 2**31)
+
+# C++ keywords and alternative tokens, and every identifier the generated code itself uses: an
+# IR name among them (or ending in "_", the suffix of generated names, or all upper case, like
+# a macro) is emitted with a trailing "_", which keeps the renaming one-to-one.
+_CPP_RESERVED_WORDS = """
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+    char32_t class compl concept const consteval constexpr constinit const_cast continue
+    co_await co_return co_yield decltype default delete do double dynamic_cast else enum
+    explicit export extern false float for friend goto if inline int long mutable namespace new
+    noexcept not not_eq nullptr operator or or_eq private protected public register
+    reinterpret_cast requires return short signed sizeof static static_assert static_cast struct
+    switch template this thread_local throw true try typedef typeid typename union unsigned
+    using virtual void volatile wchar_t while xor xor_eq
+    int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t std pypto_build
+    orch_args ChipTensor ChipTaskArgs CoreTaskArgs OrchestrationConfig DataType TensorArg
+    rt_submit_aiv_task rt_submit_aic_task rt_report_fatal rt_create_tensor rt_log_timing
+    aicpu_orchestration_config aicpu_orchestration_entry main
+"""
+_CPP_RESERVED = frozenset(_CPP_RESERVED_WORDS.split())
+
+
+def cpp_name(name: str) -> str:
+    """The C++ identifier of IR name ``name`` (never a keyword or a generated name)."""
+    if name.endswith("_") or name in _CPP_RESERVED or name.isupper():
+        return name + "_"
+    return name
+
+
+def kernel_functions(program: Program, orch: Function) -> tuple[Function, ...]:
+    """The kernels ``orch`` calls, in order of first call: their position is their func_id.
+
+    A call of anything but a kernel (another orchestration, an inline function) is a
+    diagnostic: a CHIP orchestration's only callees are tasks.
+    """
+    found: dict[str, Function] = {}
+    for call in walk_calls(orch.body):
+        if not isinstance(call.op, GlobalVar) or call.op.name in found:
+            continue
+        callee = program.function(call.op.name)
+        if callee is None:
+            raise InternalError(f"{PHASE}: call of unknown function '{call.op.name}'")
+        if not callee.func_type.is_kernel:
+            raise ProgramError(
+                f"calling '{callee.name}' ({callee.func_type.value} function) is not supported "
+                "in a CHIP orchestration: it can only submit kernels (InCore, AIV or AIC "
+                "functions)",
+                call.span,
+                PHASE,
+            )
+        found[callee.name] = callee
+    return tuple(found.values())
+
+
+def kernel_core_type(func: Function) -> CoreType:
+    """The core a kernel runs on: AIC for an AIC function, else AIV (upstream's default)."""
+    return CoreType.AIC if func.func_type is FunctionType.AIC else CoreType.AIV
+
+
+def generate_orchestration(program: Program, orch: Function, chip: Chip) -> str:
+    """The C++ source of CHIP orchestration ``orch`` of ``program`` for ``chip``."""
+    if not orch.is_chip_orchestration:
+        raise InternalError(f"{PHASE}: '{orch.name}' is not a CHIP orchestration")
+    return _Codegen(program, orch, chip).source()
+
+
+# --- values ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    """A tensor value: a C++ expression of type ``const ChipTensor*``."""
+
+    pointer: str
+
+    @property
+    def ref(self) -> str:
+        return self.pointer[1:] if self.pointer.startswith("&") else f"*{self.pointer}"
+
+
+@dataclass(frozen=True)
+class _Scalar:
+    """A scalar value: a C++ expression (a CommCtx is its ``uint64_t`` address)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class _Unknown:
+    """A kernel result that is not provably one of its arguments: an error once used."""
+
+    error: ProgramError
+
+
+_Value = _Tensor | _Scalar | _Unknown | tuple["_Value", ...]
+
+
+def _known(value: _Value) -> _Tensor | _Scalar | tuple[_Value, ...]:
+    if isinstance(value, _Unknown):
+        raise value.error
+    return value
+
+
+# --- locals --------------------------------------------------------------------------------
+
+
+Kind = Literal["tensor", "scalar"]
+
+
+@dataclass(frozen=True)
+class _Local:
+    """A C++ local standing for an IR name: its identifier, kind and declared type."""
+
+    name: str
+    kind: Kind
+    c_type: str
+
+
+def _local_for(name: str, ty: Type, span: Span) -> _Local:
+    if isinstance(ty, TensorType):
+        return _Local(cpp_name(name), "tensor", "const ChipTensor*")
+    if isinstance(ty, CommCtxType):
+        return _Local(cpp_name(name), "scalar", "uint64_t")
+    if isinstance(ty, ScalarType) and ty.dtype in _SCALAR_C_TYPES:
+        return _Local(cpp_name(name), "scalar", _SCALAR_C_TYPES[ty.dtype])
+    raise ProgramError(
+        f"'{name}' has type {_type_text(ty)}, which is not supported in a CHIP orchestration "
+        "(tensors, integer, float and bool scalars are)",
+        span,
+        PHASE,
+    )
+
+
+def _type_text(ty: Type) -> str:
+    if isinstance(ty, ScalarType):
+        return f"Scalar[{ty.dtype.value}]"
+    return type(ty).__name__.removesuffix("Type")
+
+
+def _span(node: Expr | Stmt, fallback: Span) -> Span:
+    span = getattr(node, "span", None)
+    return span if isinstance(span, Span) else fallback
+
+
+def _unsupported(what: str, span: Span) -> ProgramError:
+    return ProgramError(f"{what} is not supported in a CHIP orchestration", span, PHASE)
+
+
+class _Codegen:
+    def __init__(self, program: Program, orch: Function, chip: Chip) -> None:
+        self.program = program
+        self.orch = orch
+        self.chip = chip
+        self.func_ids = {f.name: i for i, f in enumerate(kernel_functions(program, orch))}
+        self.locals: dict[str, _Local] = {}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.views = 0
+        self.tasks = 0
+        self.loops = 0
+        self.temps = 0
+        self._declare_locals()
+
+    # -- output -----------------------------------------------------------------------------
+
+    def source(self) -> str:
+        self._block(self.orch.body, final=True)
+        body = self.lines
+        self.lines = []
+        self._entry_prologue()
+        prologue = self.lines
+        tensors, scalars = self._param_counts()
+        out = [
+            f"// Orchestration Function: {self.orch.name}",
+            "// Generated by pypto-build",
+            "",
+            "#include <cstdint>",
+            "",
+            *(f'#include "{header}"' for header in INCLUDES),
+            "",
+            'extern "C" {',
+            "",
+            "PYPTO_ORCH_EXPORT OrchestrationConfig aicpu_orchestration_config("
+            "const ChipTaskArgs& orch_args) {",
+            "  (void)orch_args;",
+            f"  // {tensors} tensor and {scalars} scalar arguments.",
+            f"  return OrchestrationConfig{{{tensors + scalars}}};",
+            "}",
+            "",
+            "PYPTO_ORCH_EXPORT void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {",
+            *prologue,
+            *body,
+            "}",
+            "",
+            '}  // extern "C"',
+        ]
+        return "\n".join(out) + "\n"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    def _param_counts(self) -> tuple[int, int]:
+        tensors = sum(self.locals[p.var.name].kind == "tensor" for p in self.orch.params)
+        return tensors, len(self.orch.params) - tensors
+
+    # -- declarations -----------------------------------------------------------------------
+
+    def _declare_locals(self) -> None:
+        """One C++ local per IR name, params first, then in order of first definition; a name
+        keeps one kind (tensor or scalar type) for the whole function."""
+        for param in self.orch.params:
+            self._define(param.var.name, param.var.type, param.var.span)
+        for stmt in walk_stmts(self.orch.body):
+            if isinstance(stmt, AssignStmt):
+                for target in stmt.targets:
+                    self._define(target.name, target.type, _span(target, stmt.span))
+            elif isinstance(stmt, ForStmt):
+                self._define(stmt.var.name, stmt.var.type, _span(stmt.var, stmt.span))
+
+    def _define(self, name: str, ty: Type, span: Span) -> None:
+        local = _local_for(name, ty, span)
+        known = self.locals.setdefault(name, local)
+        if known != local:
+            raise ProgramError(
+                f"'{name}' is bound to a {local.c_type} here and to a {known.c_type} elsewhere: "
+                "a name of a CHIP orchestration must keep one kind of value",
+                span,
+                PHASE,
+            )
+
+    def _entry_prologue(self) -> None:
+        """Bind the parameters and declare every other local; a local the body never reads is
+        marked ``[[maybe_unused]]``, so the source also compiles under ``-Werror``."""
+        params = {p.var.name for p in self.orch.params}
+        read = {e.name for e in walk_exprs(self.orch.body) if isinstance(e, Var)}
+        tensor_index = scalar_index = 0
+        for param in self.orch.params:
+            local = self.locals[param.var.name]
+            if local.kind == "tensor":
+                init = f"&orch_args.tensor({tensor_index}).ref()"
+                tensor_index += 1
+            else:
+                init = f"orch_args.scalar<{local.c_type}>({scalar_index})"
+                scalar_index += 1
+            self._declare(local, init, used=param.var.name in read)
+        for name, local in self.locals.items():
+            if name not in params:
+                initial = "nullptr" if local.kind == "tensor" else "{}"
+                self._declare(local, initial, used=name in read)
+        for index in range(self.views):
+            self.emit(f"ChipTensor view{index}_{{}};")
+
+    def _declare(self, local: _Local, init: str, *, used: bool) -> None:
+        unused = "" if used else "[[maybe_unused]] "
+        self.emit(f"{unused}{local.c_type} {local.name} = {init};")
+
+    # -- statements -------------------------------------------------------------------------
+
+    def _block(self, body: SeqStmts, *, final: bool = False) -> None:
+        for index, stmt in enumerate(body.stmts):
+            self._stmt(stmt, final=final and index == len(body.stmts) - 1)
+
+    def _stmt(self, stmt: Stmt, *, final: bool) -> None:
+        if isinstance(stmt, AssignStmt):
+            self._assign(stmt)
+        elif isinstance(stmt, EvalStmt):
+            self._value(stmt.expr, stmt.span)
+        elif isinstance(stmt, ReturnStmt):
+            # Results reach the caller through the Out/InOut arguments; only effects remain.
+            for value in stmt.values:
+                self._value(value, stmt.span)
+            if not final:
+                self.emit("return;")
+        elif isinstance(stmt, IfStmt):
+            self._if(stmt)
+        elif isinstance(stmt, ForStmt):
+            self._for(stmt)
+        elif isinstance(stmt, WhileStmt):
+            self.emit(f"while ({_unparen(self._scalar(stmt.cond, stmt.span))}) {{")
+            self._nested(stmt.body)
+            self.emit("}")
+        elif isinstance(stmt, SeqStmts):
+            self._block(stmt, final=final)
+        else:
+            raise _unsupported(f"a {type(stmt).__name__}", _span(stmt, self.orch.span))
+
+    def _nested(self, body: SeqStmts) -> None:
+        self.depth += 1
+        self._block(body)
+        self.depth -= 1
+
+    def _if(self, stmt: IfStmt) -> None:
+        self.emit(f"if ({_unparen(self._scalar(stmt.cond, stmt.span))}) {{")
+        self._nested(stmt.then_body)
+        if stmt.else_body is not None and stmt.else_body.stmts:
+            self.emit("} else {")
+            self._nested(stmt.else_body)
+        self.emit("}")
+
+    def _for(self, stmt: ForStmt) -> None:
+        """``for v in pl.range(start, stop, step)``: bounds evaluated once, as Python does; the
+        loop variable is assigned at the top of each iteration (and keeps its last value)."""
+        counter = f"loop{self.loops}_"
+        self.loops += 1
+        start = self._scalar(stmt.start, stmt.span)
+        stop = self._scalar(stmt.stop, stmt.span)
+        hoisted = not isinstance(stmt.stop, ConstInt) or not isinstance(stmt.step, ConstInt)
+        if hoisted:
+            self.emit("{")
+            self.depth += 1
+        if not isinstance(stmt.stop, ConstInt):
+            self.emit(f"const int64_t {counter}stop = {stop};")
+            stop = f"{counter}stop"
+        if isinstance(stmt.step, ConstInt):
+            step = stmt.step.value
+            if step == 0:
+                raise ProgramError(
+                    "pl.range() step must not be zero", _span(stmt.step, stmt.span), PHASE
+                )
+            condition = f"{counter} {'<' if step > 0 else '>'} {stop}"
+            increment = str(step)
+        else:
+            increment = f"{counter}step"
+            self.emit(f"const int64_t {increment} = {self._scalar(stmt.step, stmt.span)};")
+            self.emit(f"if ({increment} == 0) {{")
+            self.emit(
+                '  rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "pl.range() step must not be zero");'
+            )
+            self.emit("  return;")
+            self.emit("}")
+            condition = f"({increment} > 0 ? {counter} < {stop} : {counter} > {stop})"
+        self.emit(f"for (int64_t {counter} = {start}; {condition}; {counter} += {increment}) {{")
+        self.depth += 1
+        self.emit(f"{self.locals[stmt.var.name].name} = {counter};")
+        self._block(stmt.body)
+        self.depth -= 1
+        self.emit("}")
+        if hoisted:
+            self.depth -= 1
+            self.emit("}")
+
+    def _assign(self, stmt: AssignStmt) -> None:
+        value = _known(self._value(stmt.value, stmt.span))
+        if len(stmt.targets) == 1:
+            values: tuple[_Value, ...] = (value,)
+        elif isinstance(value, tuple) and len(value) == len(stmt.targets):
+            values = value
+        else:
+            raise InternalError(f"{PHASE}: {len(stmt.targets)} targets for a non-tuple value")
+        pairs: list[tuple[_Local, str]] = []
+        for target, item in zip(stmt.targets, values, strict=True):
+            local = self.locals[target.name]
+            pairs.append((local, self._bound_text(local, _known(item), _span(target, stmt.span))))
+        moves = [(local, text) for local, text in pairs if text != local.name]
+        if _reads_earlier_target(moves):
+            # Simultaneous assignment: `a, b = self.k(b, a)` must not see the new `a`.
+            self.emit("{")
+            self.depth += 1
+            temps = []
+            for local, text in moves:
+                temp = f"result{self.temps}_"
+                self.temps += 1
+                self.emit(f"{local.c_type} const {temp} = {text};")
+                temps.append((local, temp))
+            for local, temp in temps:
+                self.emit(f"{local.name} = {temp};")
+            self.depth -= 1
+            self.emit("}")
+        else:
+            for local, text in moves:
+                self.emit(f"{local.name} = {text};")
+
+    def _bound_text(
+        self, local: _Local, value: _Tensor | _Scalar | tuple[_Value, ...], span: Span
+    ) -> str:
+        if isinstance(value, tuple):
+            raise _unsupported("binding a tuple to one name", span)
+        if local.kind == "tensor":
+            if not isinstance(value, _Tensor):
+                raise InternalError(f"{PHASE}: tensor name '{local.name}' bound to a scalar")
+            return value.pointer
+        if not isinstance(value, _Scalar):
+            raise InternalError(f"{PHASE}: scalar name '{local.name}' bound to a tensor")
+        return _unparen(value.text)
+
+    # -- values -----------------------------------------------------------------------------
+
+    def _value(self, expr: Expr, at: Span) -> _Value:
+        """Compile ``expr``, emitting the statements it needs first (tasks, views)."""
+        span = _span(expr, at)
+        if isinstance(expr, Var):
+            local = self.locals.get(expr.name)
+            if local is None:
+                raise InternalError(f"{PHASE}: unbound name '{expr.name}'")
+            return _Tensor(local.name) if local.kind == "tensor" else _Scalar(local.name)
+        if isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
+            return self._kernel_call(expr, span)
+        if isinstance(expr, Call):
+            return self._tensor_op(expr, span)
+        if isinstance(expr, TupleGetItem):
+            inner = _known(self._value(expr.tuple, span))
+            if not isinstance(inner, tuple) or not 0 <= expr.index < len(inner):
+                raise InternalError(f"{PHASE}: tuple index {expr.index} of a non-tuple value")
+            return inner[expr.index]
+        if isinstance(expr, MakeTuple):
+            raise _unsupported("a tuple value", span)
+        return _Scalar(self._scalar(expr, span))
+
+    def _tensor_arg(self, expr: Expr, at: Span) -> str:
+        value = _known(self._value(expr, at))
+        if not isinstance(value, _Tensor):
+            raise InternalError(f"{PHASE}: expected a tensor operand")
+        return value.pointer
+
+    def _scalar(self, expr: Expr, at: Span) -> str:
+        """A scalar expression (no side effects: it may be re-evaluated, as a loop condition)."""
+        span = _span(expr, at)
+        if isinstance(expr, ConstBool):
+            return "true" if expr.value else "false"
+        if isinstance(expr, ConstInt):
+            return str(expr.value) if expr.value in _INT32_RANGE else f"INT64_C({expr.value})"
+        if isinstance(expr, ConstFloat):
+            return _float_literal(expr, span)
+        if isinstance(expr, Var):
+            local = self.locals.get(expr.name)
+            if local is None or local.kind != "scalar":
+                raise InternalError(f"{PHASE}: '{expr.name}' is not a scalar")
+            return local.name
+        if isinstance(expr, BinaryOp):
+            lhs, rhs = self._scalar(expr.lhs, span), self._scalar(expr.rhs, span)
+            if expr.op in _FLOOR:
+                c_type = self._c_type(expr.type, span)
+                return f"pypto_build::{_FLOOR[expr.op]}<{c_type}>({_unparen(lhs)}, {_unparen(rhs)})"
+            if expr.op in _LOGICAL:
+                return f"({lhs} {_LOGICAL[expr.op]} {rhs})"
+            if expr.op in _BINARY:
+                return f"({lhs} {expr.op} {rhs})"
+            raise _unsupported(f"the operator '{expr.op}'", span)
+        if isinstance(expr, UnaryOp):
+            operand = self._scalar(expr.operand, span)
+            if expr.op == "-":
+                return f"(-{operand})"
+            if expr.op == "not":
+                return f"(!{operand})"
+            raise _unsupported(f"the operator '{expr.op}'", span)
+        if isinstance(expr, Call):
+            raise _unsupported(f"'{expr.callee_name}' as a scalar", span)
+        raise _unsupported(f"a {type(expr).__name__} as a scalar", span)
+
+    def _c_type(self, ty: Type, span: Span) -> str:
+        if isinstance(ty, ScalarType) and ty.dtype in _SCALAR_C_TYPES:
+            return _SCALAR_C_TYPES[ty.dtype]
+        raise _unsupported(f"a scalar of type {_type_text(ty)}", span)
+
+    # -- tensor ops ---------------------------------------------------------------------------
+
+    def _tensor_op(self, call: Call, span: Span) -> _Value:
+        op = call.callee_name
+        if op == "tensor.create":
+            shape = _shape(call.type, span)
+            dtype = get_attr(call.kwargs, "dtype")
+            if not isinstance(dtype, DataType) or dtype not in _DTYPE_ENUM:
+                raise _unsupported(f"tensor.create of dtype {dtype}", span)
+            return self._view(
+                f"pypto_build::create_tensor(DataType::{_DTYPE_ENUM[dtype]}, {shape})"
+            )
+        if op not in ("tensor.slice", "tensor.reshape", "tensor.view", "tensor.set_validshape"):
+            raise _unsupported(f"'{op}'", span)
+        source = _Tensor(self._tensor_arg(call.args[0], span))
+        if op == "tensor.slice":
+            offsets = call.args[2]
+            if not isinstance(offsets, MakeTuple):
+                raise _unsupported("tensor.slice offsets that are not a list", span)
+            offset_text = ", ".join(_unparen(self._scalar(item, span)) for item in offsets.items)
+            shape = _shape(call.type, span)
+            return self._view(f"pypto_build::slice({source.ref}, {shape}, {{{offset_text}}})")
+        if op == "tensor.reshape" or get_attr(call.kwargs, "shape") is not None:
+            return self._view(f"pypto_build::reshape({source.ref}, {_shape(call.type, span)})")
+        # set_validshape, or a view of the same shape: the valid region and layout are not
+        # part of the runtime descriptor (orchestration_views.h), so it is the source itself.
+        for extent in call.args[1:]:
+            self._scalar(extent, span)
+        return source
+
+    def _view(self, init: str) -> _Tensor:
+        storage = f"view{self.views}_"
+        self.views += 1
+        self.emit(f"{storage} = {init};")
+        return _Tensor(f"&{storage}")
+
+    # -- kernel calls ---------------------------------------------------------------------------
+
+    def _kernel_call(self, call: Call, span: Span) -> _Value:
+        callee = self.program.function(call.callee_name)
+        if callee is None or call.callee_name not in self.func_ids:
+            raise InternalError(f"{PHASE}: call of unknown kernel '{call.callee_name}'")
+        if get_attr(call.attrs, "device") is not None:
+            raise _unsupported(
+                "a device= dispatch (only HOST orchestrators dispatch to devices)", span
+            )
+        directions = _directions(call, callee)
+        args: list[_Tensor | _Scalar] = []
+        for arg, direction in zip(call.args, directions, strict=True):
+            value = _known(self._value(arg, span))
+            if isinstance(value, tuple) or (direction == SCALAR) != isinstance(value, _Scalar):
+                raise InternalError(
+                    f"{PHASE}: argument of '{callee.name}' does not match {direction}"
+                )
+            args.append(value)
+        task_id = get_attr(call.attrs, _TASK_ID)
+        number = task_id if isinstance(task_id, int) else self.tasks
+        self._submit(call, callee, directions, args, number)
+        results: list[_Value] = [
+            self._result(callee, index, position, args, span)
+            for index, position in enumerate(returned_params(callee))
+        ]
+        result: _Value = results[0] if len(results) == 1 else tuple(results)
+        if get_attr(call.attrs, _SUBMIT) is True:
+            return (result, _Scalar(f"INT64_C({number})"))
+        return result
+
+    @staticmethod
+    def _result(
+        callee: Function,
+        index: int,
+        position: int | None,
+        args: Sequence[_Tensor | _Scalar],
+        span: Span,
+    ) -> _Value:
+        if position is not None and isinstance(args[position], _Tensor):
+            return args[position]
+        return _Unknown(
+            ProgramError(
+                f"cannot tell which argument kernel '{callee.name}' returns as result {index}: "
+                "a kernel result is one of its Out/InOut arguments; end the kernel with "
+                "'return <param>' or declare one written parameter per result",
+                span,
+                PHASE,
+            )
+        )
+
+    def _submit(
+        self,
+        call: Call,
+        callee: Function,
+        directions: tuple[str, ...],
+        args: Sequence[_Tensor | _Scalar],
+        number: int,
+    ) -> None:
+        task = f"task{self.tasks}_"
+        self.tasks += 1
+        deps = get_attr(call.attrs, _DEPS)
+        after = ""
+        if isinstance(deps, tuple) and deps:
+            after = f", after task{'s' if len(deps) > 1 else ''} {', '.join(map(str, deps))}"
+        self.emit("{")
+        self.depth += 1
+        self.emit(f"// task {number}: {callee.name}{after}")
+        if callee.attr(ATTR_REQUIRE_CONTIGUOUS) is True:
+            for param, arg in zip(callee.params, args, strict=True):
+                if isinstance(arg, _Tensor):
+                    self._contiguity_check(callee.name, param.var.name, arg)
+        self.emit(f"CoreTaskArgs {task};")
+        for direction, arg in zip(directions, args, strict=True):
+            if isinstance(arg, _Tensor):
+                self.emit(f"{task}.{_ADD_TENSOR[direction]}({arg.ref});")
+        for param, arg in zip(callee.params, args, strict=True):
+            if isinstance(arg, _Scalar):
+                self.emit(
+                    f"{task}.add_scalar({self._scalar_bits(param.var.type, arg, call.span)});"
+                )
+        for line in self._launch_spec(call, call.span):
+            self.emit(f"{task}.launch_spec.{line};")
+        submit = (
+            "rt_submit_aic_task"
+            if kernel_core_type(callee) is CoreType.AIC
+            else "rt_submit_aiv_task"
+        )
+        self.emit(f"{submit}({self.func_ids[callee.name]}, {task});")
+        self.depth -= 1
+        self.emit("}")
+
+    def _contiguity_check(self, kernel: str, role: str, arg: _Tensor) -> None:
+        self.emit(f"if (!pypto_build::is_contiguous({arg.ref})) {{")
+        self.emit(
+            f'  rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "{kernel}: operand {role} is not '
+            'contiguous");'
+        )
+        self.emit("  return;")
+        self.emit("}")
+
+    def _scalar_bits(self, param_type: Type, arg: _Scalar, span: Span) -> str:
+        if isinstance(param_type, CommCtxType):
+            return arg.text
+        return f"pypto_build::scalar_bits<{self._c_type(param_type, span)}>({_unparen(arg.text)})"
+
+    def _launch_spec(self, call: Call, span: Span) -> Iterator[str]:
+        core_num = get_attr(call.attrs, "core_num")
+        if core_num is not None:
+            yield f"{self.chip.launch_spec_method}({self._attr_scalar(core_num, 'core_num', span)})"
+        sync_start = get_attr(call.attrs, "sync_start")
+        if isinstance(sync_start, ConstBool | bool):
+            if sync_start is True or (isinstance(sync_start, ConstBool) and sync_start.value):
+                yield "set_require_sync_start(true)"
+        elif sync_start is not None:
+            yield f"set_require_sync_start({self._attr_scalar(sync_start, 'sync_start', span)})"
+
+    def _attr_scalar(self, value: AttrValue, key: str, span: Span) -> str:
+        if isinstance(value, bool) or not isinstance(value, int | Expr):
+            raise ProgramError(f"{key}= must be a scalar expression, got {value!r}", span, PHASE)
+        if isinstance(value, int):
+            return str(value)
+        return _unparen(self._scalar(value, span))
+
+
+_ADD_TENSOR = {"In": "add_input", "Out": "add_output", "InOut": "add_inout"}
+
+
+def _directions(call: Call, callee: Function) -> tuple[str, ...]:
+    directions = get_attr(call.attrs, ARG_DIRECTIONS)
+    if not (
+        isinstance(directions, tuple)
+        and len(directions) == len(call.args) == len(callee.params)
+        and all(d in _ADD_TENSOR or d == SCALAR for d in directions)
+    ):
+        raise InternalError(
+            f"{PHASE}: call of '{callee.name}' lacks valid {ARG_DIRECTIONS} "
+            f"(got {directions!r}); DeriveCallDirections must run first"
+        )
+    return tuple(str(d) for d in directions)
+
+
+def _unparen(text: str) -> str:
+    """``text`` without one pair of parentheses enclosing all of it (for an if/while condition)."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and index < len(text) - 1:
+            return text
+    return text[1:-1]
+
+
+def _reads_earlier_target(moves: Sequence[tuple[_Local, str]]) -> bool:
+    """Whether a later assignment of a tuple assignment reads a name an earlier one writes."""
+    written: set[str] = set()
+    for local, text in moves:
+        if written & set(_IDENTIFIER.findall(text)):
+            return True
+        written.add(local.name)
+    return False
+
+
+def _shape(ty: Type, span: Span) -> str:
+    if not isinstance(ty, TensorType):
+        raise InternalError(f"{PHASE}: expected a tensor type, got {ty}")
+    for dim in ty.shape:
+        if not 0 <= dim <= _UINT32_MAX:
+            raise ProgramError(
+                f"dimension {dim} does not fit the runtime descriptor (0 .. {_UINT32_MAX})",
+                span,
+                PHASE,
+            )
+    return "{" + ", ".join(str(dim) for dim in ty.shape) + "}"
+
+
+def _float_literal(expr: ConstFloat, span: Span) -> str:
+    text = repr(float(expr.value))
+    if text in ("inf", "-inf", "nan"):
+        raise _unsupported(f"the constant {text}", span)
+    is_fp32 = isinstance(expr.type, ScalarType) and expr.type.dtype is DataType.FP32
+    return f"{text}f" if is_fp32 else text

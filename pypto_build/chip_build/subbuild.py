@@ -1,0 +1,415 @@
+"""Per-chip sub-build trees: the render half of a build (DESIGN §3, §7).
+
+A lowered program becomes, for each target chip, a tree that PyPTO's runtime can load as it
+loads upstream's build output:
+
+```
+<out>/<chip>/next_levels/<chip orchestration>/orchestration/<orch>.cpp
+                                             /kernels/{aiv,aic}/<kernel>.cpp
+                                             /kernel_config.py
+<out>/<chip>/next_levels/builtin.tensor.<op>__<dtype>/...      (HOST-rail variants only)
+<out>/<chip>/orchestration/<host orchestrator>.py
+<out>/<chip>/manifest.json
+```
+
+Each CHIP orchestration's sub-build holds the orchestration and every kernel it calls: builtin
+kernels rendered from their template package, hand-written kernels (``external_source``, relative
+to the program file) copied in, so a tree never refers to a path outside itself. A builtin
+variant appears under ``next_levels/`` only if a HOST orchestrator dispatches it.
+
+The tree is a pure function of the programs' text, the external sources and the templates: it
+is planned in memory first (:func:`plan_chip`), so a bad program raises before anything is
+written, then written into a temporary sibling of the output directory and renamed into place.
+No absolute path, timestamp or environment-dependent value reaches a file; inputs are recorded in
+the manifest by their path relative to the source root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pypto_build.builtins import BuiltinPackage
+from pypto_build.chip_build.builtin_variants import (
+    KERNEL_TEMPLATE,
+    PHASE,
+    ChipBuiltinKernel,
+    HostVariant,
+    chip_builtin_kernel,
+    host_variants,
+)
+from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
+from pypto_build.chip_build.fs import atomic_write_bytes
+from pypto_build.chip_build.host_orch_codegen import generate_host_orchestrator
+from pypto_build.chip_build.kernel_config import (
+    ArgDirection,
+    KernelEntry,
+    OrchestrationEntry,
+    render_kernel_config,
+)
+from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
+from pypto_build.chip_build.orchestration_codegen import (
+    generate_orchestration,
+    kernel_core_type,
+    kernel_functions,
+)
+from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
+from pypto_build.lowering.frontend import parse_file
+from pypto_build.lowering.ir import Function, ParamDirection, Program, TensorType
+from pypto_build.lowering.passes import default_pipeline
+from pypto_build.lowering.passes.rewrite import walk_calls
+
+#: The runtime every sub-build targets (its wire name in kernel_config.py).
+RUNTIME = "tensormap_and_ringbuffer"
+NEXT_LEVELS = "next_levels"
+ORCHESTRATION = "orchestration"
+#: The toolchain recorded in the manifest while sub-builds hold sources only.
+TOOLCHAIN = "none"
+
+ATTR_EXTERNAL_SOURCE = "external_source"
+
+_SIGNATURE = {
+    ParamDirection.In: ArgDirection.IN,
+    ParamDirection.Out: ArgDirection.OUT,
+    ParamDirection.InOut: ArgDirection.INOUT,
+}
+
+
+class RenderError(Exception):
+    """A render that cannot proceed for a reason outside the programs (an input outside the
+    source root, an output directory that is not a render tree)."""
+
+
+@dataclass(frozen=True)
+class SourceProgram:
+    """A lowered program and the file it was parsed from (external sources are relative to the
+    file's folder)."""
+
+    path: Path
+    program: Program
+
+
+def lower_file(path: Path, chips: Sequence[str]) -> tuple[SourceProgram, ...]:
+    """Parse ``path`` and run the default pipeline for a build targeting ``chips``."""
+    pipeline = default_pipeline(tuple(chips))
+    return tuple(SourceProgram(path, pipeline.run(program)) for program in parse_file(path))
+
+
+def used_packages(program: Program) -> tuple[BuiltinPackage, ...]:
+    """The builtin packages ``program`` renders, on either rail, by handle."""
+    found: dict[str, BuiltinPackage] = {}
+    for func in program.functions:
+        builtin = chip_builtin_kernel(func)
+        if builtin is not None:
+            found[builtin.package.handle] = builtin.package
+    for variant in host_variants(program):
+        found[variant.package.handle] = variant.package
+    return tuple(found[handle] for handle in sorted(found))
+
+
+def default_chips(path: Path) -> tuple[str, ...]:
+    """Every catalog chip that all builtin packages used by the programs of ``path`` support
+    (the chips a render targets when none is named)."""
+    packages = [
+        package for source in lower_file(path, ()) for package in used_packages(source.program)
+    ]
+    chips = tuple(
+        chip.name for chip in CHIPS if all(chip.name in package.chips for package in packages)
+    )
+    if not chips:
+        raise RenderError(
+            f"no chip supports every builtin {path} uses "
+            f"({', '.join(sorted({package.handle for package in packages}))})"
+        )
+    return chips
+
+
+@dataclass(frozen=True)
+class ChipTree:
+    """The planned content of one chip's tree (without its manifest)."""
+
+    chip: str
+    #: File bytes by path relative to ``<out>/<chip>``, sorted by path.
+    files: Mapping[str, bytes]
+    #: SHA-256 of every input, by path relative to the source root (templates: by handle).
+    inputs: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class RenderResult:
+    """What :func:`render_subbuilds` wrote."""
+
+    out_dir: Path
+    trees: tuple[ChipTree, ...]
+
+    def paths(self, chip: str) -> tuple[str, ...]:
+        """Every file of ``chip``'s tree (its manifest included), relative to ``<out>/<chip>``."""
+        for tree in self.trees:
+            if tree.chip == chip:
+                return tuple(sorted([*tree.files, MANIFEST_NAME]))
+        raise KeyError(chip)
+
+
+def render_subbuilds(
+    programs: Sequence[SourceProgram],
+    chips: Sequence[str],
+    out_dir: Path,
+    *,
+    source_root: Path,
+) -> RenderResult:
+    """Render ``programs`` into ``out_dir/<chip>`` for each of ``chips``, replacing ``out_dir``.
+
+    ``out_dir`` must be absent, empty or an earlier render tree. Nothing is written when a
+    program is wrong: the trees are planned in memory, then published with one rename.
+    """
+    trees = tuple(plan_chip(programs, chip, source_root) for chip in _unique(chips))
+    _publish(trees, Path(out_dir))
+    return RenderResult(Path(out_dir), trees)
+
+
+def plan_chip(programs: Sequence[SourceProgram], chip: str, source_root: Path) -> ChipTree:
+    """The tree of ``chip``: every program's sub-builds, variants and HOST orchestrators."""
+    target = get_chip(chip)
+    plan = _Plan(source_root)
+    for source in programs:
+        plan.add_input(source.path)
+        _plan_program(plan, source, target)
+    return ChipTree(chip, dict(sorted(plan.files.items())), dict(sorted(plan.inputs.items())))
+
+
+# --- planning --------------------------------------------------------------------------------
+
+
+class _Plan:
+    """Files and inputs of one chip's tree, and which program claimed each output name."""
+
+    def __init__(self, source_root: Path) -> None:
+        self.source_root = source_root
+        self.files: dict[str, bytes] = {}
+        self.inputs: dict[str, str] = {}
+        self._owners: dict[str, str] = {}
+
+    def claim(self, name: str, program: Program, func: Function) -> None:
+        """Reserve output ``name`` for ``program``; a second program is a diagnostic."""
+        owner = self._owners.setdefault(name, program.name)
+        if owner != program.name:
+            raise ProgramError(
+                f"'{func.name}' of program '{program.name}' and a function of program "
+                f"'{owner}' both produce {name}: sub-builds are named after their functions, "
+                "so these names must be unique across the programs of a build",
+                func.span,
+                PHASE,
+            )
+
+    def add(self, path: str, data: bytes) -> None:
+        self.files[path] = data
+
+    def add_shared(self, path: str, data: bytes) -> None:
+        """A file several programs may produce (a builtin variant): always the same bytes."""
+        if self.files.setdefault(path, data) != data:
+            raise InternalError(f"two renders of {path} differ")
+
+    def add_input(self, path: Path) -> bytes:
+        """Record input ``path`` (a program file or an external source); return its bytes."""
+        data = path.read_bytes()
+        self.inputs[self._input_key(path)] = hashlib.sha256(data).hexdigest()
+        return data
+
+    def add_template_input(self, handle: str, template: str, data: bytes) -> None:
+        self.inputs[f"{handle}/templates/{template}"] = hashlib.sha256(data).hexdigest()
+
+    def _input_key(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.source_root.resolve()).as_posix()
+        except ValueError:
+            raise RenderError(
+                f"{path} is not under the source root {self.source_root}: inputs are recorded "
+                "by their path relative to it"
+            ) from None
+
+
+def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
+    program = source.program
+    sub_builds = [f for f in program.functions if f.is_chip_orchestration]
+    for orch in sub_builds:
+        prefix = f"{NEXT_LEVELS}/{orch.name}"
+        plan.claim(prefix, program, orch)
+        for path, data in _chip_sub_build(plan, source, orch, chip).items():
+            plan.add(f"{prefix}/{path}", data)
+    for variant in host_variants(program):
+        _plan_variant(plan, variant, chip)
+    names = [f.name for f in sub_builds]
+    for host in (f for f in program.functions if f.is_host_orchestrator):
+        path = f"{ORCHESTRATION}/{host.name}.py"
+        plan.claim(path, program, host)
+        plan.add(path, generate_host_orchestrator(program, host, names).encode())
+
+
+def _plan_variant(plan: _Plan, variant: HostVariant, chip: Chip) -> None:
+    for path, text in variant.render(chip, RUNTIME).items():
+        plan.add_shared(f"{NEXT_LEVELS}/{variant.name}/{path}", text.encode())
+    for spec in variant.package.templates:
+        plan.add_template_input(
+            variant.package.handle, spec.name, variant.package.template(spec.name)
+        )
+
+
+def _chip_sub_build(
+    plan: _Plan, source: SourceProgram, orch: Function, chip: Chip
+) -> dict[str, bytes]:
+    """The files of ``orch``'s sub-build, by path relative to it."""
+    program = source.program
+    first_calls: dict[str, Span] = {}
+    for call in walk_calls(orch.body):
+        first_calls.setdefault(call.callee_name, call.span)
+    files: dict[str, bytes] = {}
+    entries: list[KernelEntry] = []
+    for func_id, kernel in enumerate(kernel_functions(program, orch)):
+        core_type = kernel_core_type(kernel)
+        path = f"kernels/{core_type.value}/{kernel.name}.cpp"
+        builtin = chip_builtin_kernel(kernel)
+        if builtin is not None:
+            files[path] = _builtin_kernel(plan, builtin, chip, first_calls[kernel.name])
+        else:
+            files[path] = _external_kernel(plan, source, kernel)
+        entries.append(KernelEntry(func_id, kernel.name, core_type, _signature(kernel)))
+    files[f"{ORCHESTRATION}/{orch.name}.cpp"] = generate_orchestration(program, orch, chip).encode()
+    config = render_kernel_config(
+        OrchestrationEntry(orch.name, _signature(orch)), entries, runtime=RUNTIME
+    )
+    files["kernel_config.py"] = config.encode()
+    return dict(sorted(files.items()))
+
+
+def _builtin_kernel(plan: _Plan, builtin: ChipBuiltinKernel, chip: Chip, call: Span) -> bytes:
+    package = builtin.package
+    if "chip" not in package.rails:
+        raise ProgramError(
+            f"builtin {package.handle} has no CHIP rail (it declares rails "
+            f"{', '.join(package.rails)})",
+            call,
+            PHASE,
+        )
+    if chip.name not in package.chips:
+        raise ProgramError(
+            f"builtin kernel '{builtin.function.name}' ({package.handle}) does not support chip "
+            f"{chip.name}; it supports {', '.join(package.chips)}",
+            call,
+            PHASE,
+        )
+    plan.add_template_input(package.handle, KERNEL_TEMPLATE, package.template(KERNEL_TEMPLATE))
+    return builtin.render().encode()
+
+
+def _external_kernel(plan: _Plan, source: SourceProgram, kernel: Function) -> bytes:
+    relative = kernel.attr(ATTR_EXTERNAL_SOURCE)
+    if not isinstance(relative, str):
+        raise ProgramError(
+            f"kernel '{kernel.name}' has no {ATTR_EXTERNAL_SOURCE}: pypto-build does not "
+            "generate code from DSL kernel bodies; write the kernel in C++ and name the file "
+            f'with external_source="kernels/{kernel.name}.cpp" (relative to the program file)',
+            kernel.span,
+            PHASE,
+        )
+    path = source.path.parent / relative
+    if not path.is_file():
+        raise ProgramError(
+            f"external_source '{relative}' of kernel '{kernel.name}' does not exist "
+            "(it is relative to the program file)",
+            kernel.span,
+            PHASE,
+        )
+    return plan.add_input(path)
+
+
+def _signature(func: Function) -> tuple[ArgDirection, ...]:
+    """Directions of ``func``'s tensor parameters in order (scalars and contexts have none)."""
+    return tuple(
+        _SIGNATURE[param.direction]
+        for param in func.params
+        if isinstance(param.var.type, TensorType)
+    )
+
+
+def _unique(chips: Iterable[str]) -> list[str]:
+    seen: list[str] = []
+    for chip in chips:
+        get_chip(chip)
+        if chip not in seen:
+            seen.append(chip)
+    if not seen:
+        raise RenderError("no chip to render for")
+    return seen
+
+
+# --- publishing --------------------------------------------------------------------------------
+
+_CHIP_NAMES = frozenset(chip.name for chip in CHIPS)
+_DIR_MODE = 0o755
+
+
+def is_render_tree(path: Path) -> bool:
+    """Whether ``path`` is a directory holding only chip trees with a manifest (or nothing)."""
+    if not path.is_dir():
+        return False
+    return all(
+        entry.is_dir() and entry.name in _CHIP_NAMES and (entry / MANIFEST_NAME).is_file()
+        for entry in path.iterdir()
+    )
+
+
+def _publish(trees: Sequence[ChipTree], out_dir: Path) -> None:
+    """Write ``trees`` into a temporary sibling of ``out_dir``, then rename it into place."""
+    if out_dir.exists() and not is_render_tree(out_dir):
+        raise RenderError(
+            f"{out_dir} exists and is not a render tree (one folder per chip, each with a "
+            f"{MANIFEST_NAME}); choose another output directory or remove it"
+        )
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".new"))
+    try:
+        for tree in trees:
+            root = staging / tree.chip
+            for path, data in tree.files.items():
+                atomic_write_bytes(root / path, data)
+            write_manifest(
+                root,
+                chip=tree.chip,
+                toolchain=TOOLCHAIN,
+                toolchain_version="",
+                inputs=tree.inputs,
+            )
+        _fix_directory_modes(staging)
+        _replace_directory(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _fix_directory_modes(root: Path) -> None:
+    """Give every directory one mode, so the tree does not depend on the umask."""
+    root.chmod(_DIR_MODE)
+    for directory, dirnames, _ in os.walk(root):
+        for name in dirnames:
+            (Path(directory) / name).chmod(_DIR_MODE)
+
+
+def _replace_directory(new: Path, target: Path) -> None:
+    """Move ``new`` to ``target``; an existing ``target`` is swapped out first and removed."""
+    if not target.exists():
+        os.replace(new, target)
+        return
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+    os.replace(target, old / target.name)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        os.replace(old / target.name, target)
+        raise
+    finally:
+        shutil.rmtree(old, ignore_errors=True)

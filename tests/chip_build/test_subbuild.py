@@ -1,0 +1,284 @@
+"""The sub-build writer: tree layout, kernel_config.py, manifest, copied kernels, diagnostics and
+atomic publishing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, Render, sub_builds
+from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
+from pypto_build.chip_build.manifest import verify_manifest
+from pypto_build.chip_build.subbuild import (
+    RenderError,
+    default_chips,
+    lower_file,
+    plan_chip,
+    render_subbuilds,
+)
+from pypto_build.lowering.diagnostics import ProgramError
+
+VARIANT = "next_levels/builtin.tensor.all_to_all_v__int8"
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("chip", ALL_CHIPS)
+def test_chip_rail_program_layout(rendered: Render, chip: str) -> None:
+    root = rendered("chip_pipeline") / chip
+    assert _files(root) == [
+        "manifest.json",
+        "next_levels/chip_pipeline/kernel_config.py",
+        "next_levels/chip_pipeline/kernels/aiv/__builtin_all_to_all_v__fp32.cpp",
+        "next_levels/chip_pipeline/kernels/aiv/consume_step.cpp",
+        "next_levels/chip_pipeline/kernels/aiv/stage_step.cpp",
+        "next_levels/chip_pipeline/orchestration/chip_pipeline.cpp",
+        "orchestration/host_orch.py",
+    ]
+    # A CHIP-only program has no HOST-rail variant sub-build.
+    assert not list((root / "next_levels").glob("builtin.tensor.*"))
+
+
+def test_host_rail_program_layout(rendered: Render) -> None:
+    root = rendered("host_rail_int8") / "a3"
+    assert _files(root / VARIANT) == [
+        "kernel_config.py",
+        "kernels/aiv/builtin_tensor_all_to_all_v__int8_kernel.cpp",
+        "orchestration/builtin_tensor_all_to_all_v__int8.cpp",
+    ]
+    assert sorted(p.name for p in (root / "next_levels").iterdir()) == [
+        "builtin.tensor.all_to_all_v__int8",
+        "consume_orch",
+        "stage_orch",
+    ]
+    assert (root / "orchestration" / "host_orch.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("chip", "method"), [("a2", "set_block_num"), ("a3", "set_block_num"), ("a5", "set_core_num")]
+)
+def test_host_rail_entry_uses_the_chips_launch_spec_method(
+    rendered: Render, chip: str, method: str
+) -> None:
+    entry = rendered("host_rail_int8") / chip / VARIANT / "orchestration"
+    text = (entry / "builtin_tensor_all_to_all_v__int8.cpp").read_text()
+    assert f"params.launch_spec.{method}(blocks);" in text
+    assert "{{" not in text
+
+
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "chip_pipeline",
+        "chip_rail_int8",
+        "host_rail_fp32",
+        "host_rail_int8",
+        "orchestration_features",
+    ],
+)
+def test_kernel_config_compiles_and_lists_every_kernel(rendered: Render, stem: str) -> None:
+    builds = sub_builds(rendered(stem))
+    assert builds
+    for build in builds:
+        text = (build / "kernel_config.py").read_text()
+        compile(text, str(build / "kernel_config.py"), "exec")
+        config = read_kernel_config(build / "kernel_config.py")
+        listed = sorted(kernel.source for kernel in config.kernels)
+        assert listed == sorted(
+            p.relative_to(build).as_posix() for p in (build / "kernels").rglob("*.cpp")
+        )
+        assert config.orchestration is not None
+        assert (build / config.orchestration.source).is_file()
+
+
+def test_kernel_config_signatures_and_func_ids(rendered: Render) -> None:
+    config = read_kernel_config(
+        rendered("chip_pipeline") / "a3/next_levels/chip_pipeline/kernel_config.py"
+    )
+    IN, OUT, INOUT = ArgDirection.IN, ArgDirection.OUT, ArgDirection.INOUT
+    # Kernels in order of first call; signatures list tensors only (no CommCtx, no scalars).
+    assert [(k.func_id, k.name, k.signature) for k in config.kernels] == [
+        (0, "stage_step", (IN, INOUT, INOUT)),
+        (1, "__builtin_all_to_all_v__fp32", (IN, INOUT, INOUT, IN, INOUT)),
+        (2, "consume_step", (IN, IN, OUT)),
+    ]
+    assert config.orchestration is not None
+    assert config.orchestration.signature == (IN, OUT, INOUT, INOUT, INOUT, INOUT, INOUT)
+
+
+def test_external_kernels_are_copied_not_referenced(rendered: Render) -> None:
+    build = rendered("chip_pipeline") / "a5/next_levels/chip_pipeline"
+    for name in ("stage_step", "consume_step"):
+        copied = build / "kernels" / "aiv" / f"{name}.cpp"
+        assert copied.read_bytes() == (PROGRAMS_DIR / "kernels" / f"{name}.cpp").read_bytes()
+    assert '"external"' not in (build / "kernel_config.py").read_text()
+
+
+def test_aic_kernels_go_to_kernels_aic(rendered: Render) -> None:
+    build = rendered("orchestration_features") / "a2/next_levels/features"
+    assert (build / "kernels/aic/tile_mix.cpp").is_file()
+    assert (build / "kernels/aiv/tile_scale.cpp").is_file()
+
+
+@pytest.mark.parametrize("stem", ["chip_pipeline", "host_rail_int8"])
+def test_manifest_lists_every_file_and_the_inputs(rendered: Render, stem: str) -> None:
+    for chip in ALL_CHIPS:
+        root = rendered(stem) / chip
+        assert verify_manifest(root) == []
+        manifest = json.loads((root / "manifest.json").read_text())
+        assert manifest["toolchain"] == {"name": "none", "version": ""}
+        inputs = manifest["inputs"]
+        program = PROGRAMS_DIR / f"{stem}.py"
+        assert inputs[f"{stem}.py"] == hashlib.sha256(program.read_bytes()).hexdigest()
+        external = [name for name in inputs if name.startswith("kernels/")]
+        assert external
+        for name in external:
+            assert inputs[name] == hashlib.sha256((PROGRAMS_DIR / name).read_bytes()).hexdigest()
+        handle = ":pypto.runtime.builtins.collectives.all_to_all_v"
+        assert f"{handle}/templates/kernel.cpp.in" in inputs
+
+
+def test_builtin_variant_is_rendered_once_for_two_dispatch_sites(rendered: Render) -> None:
+    # host_rail_int8 dispatches the variant once per rank (a loop); the tree holds it once.
+    manifest = json.loads((rendered("host_rail_int8") / "a2" / "manifest.json").read_text())
+    kernels = [f["path"] for f in manifest["files"] if f["path"].endswith("_kernel.cpp")]
+    assert kernels == [f"{VARIANT}/kernels/aiv/builtin_tensor_all_to_all_v__int8_kernel.cpp"]
+
+
+def _program(tmp_path: Path, text: str, kernels: dict[str, str] | None = None) -> Path:
+    path = tmp_path / "prog.py"
+    path.write_text(textwrap.dedent(text))
+    for name, body in (kernels or {}).items():
+        (tmp_path / "kernels").mkdir(exist_ok=True)
+        (tmp_path / "kernels" / name).write_text(body)
+    return path
+
+
+SCALE_PROGRAM = """\
+    import pypto.language as pl
+
+    @pl.program
+    class Scale:
+        @pl.function(type=pl.FunctionType.AIV, external_source="kernels/scale.cpp")
+        def scale(self, x: pl.Tensor[[16], pl.FP32], y: pl.Out[pl.Tensor[[16], pl.FP32]]
+                  ) -> pl.Tensor[[16], pl.FP32]: ...
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def orch(self, x: pl.Tensor[[16], pl.FP32], y: pl.Out[pl.Tensor[[16], pl.FP32]]
+                 ) -> pl.Tensor[[16], pl.FP32]:
+            return self.scale(x, y)
+"""
+
+
+def _render(path: Path, out: Path, chips: tuple[str, ...] = ("a3",)) -> None:
+    render_subbuilds(lower_file(path, chips), chips, out, source_root=path.parent)
+
+
+def test_missing_external_source_is_a_diagnostic_and_writes_nothing(tmp_path: Path) -> None:
+    path = _program(tmp_path, SCALE_PROGRAM)
+    out = tmp_path / "out"
+    with pytest.raises(ProgramError) as caught:
+        _render(path, out)
+    assert "external_source 'kernels/scale.cpp' of kernel 'scale' does not exist" in str(
+        caught.value
+    )
+    assert (caught.value.span.file, caught.value.span.line) == (str(path), 6)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prog.py"]
+
+
+def test_kernel_without_source_is_a_diagnostic(tmp_path: Path) -> None:
+    path = _program(tmp_path, SCALE_PROGRAM.replace(', external_source="kernels/scale.cpp"', ""))
+    with pytest.raises(ProgramError, match="kernel 'scale' has no external_source"):
+        _render(path, tmp_path / "out")
+
+
+def test_names_must_be_unique_across_programs(tmp_path: Path) -> None:
+    programs = [
+        *lower_file(PROGRAMS_DIR / "chip_pipeline.py", ALL_CHIPS),
+        *lower_file(PROGRAMS_DIR / "host_rail_int8.py", ALL_CHIPS),
+    ]
+    with pytest.raises(ProgramError) as caught:
+        render_subbuilds(programs, ("a3",), tmp_path / "out", source_root=PROGRAMS_DIR)
+    message = str(caught.value)
+    assert "'host_orch' of program 'HostRailInt8'" in message
+    assert "program 'ChipPipeline'" in message
+    assert "orchestration/host_orch.py" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_second_render_replaces_the_tree(tmp_path: Path) -> None:
+    path = _program(tmp_path, SCALE_PROGRAM, {"scale.cpp": "// v1\n"})
+    out = tmp_path / "out"
+    _render(path, out, ("a2", "a3"))
+    (tmp_path / "kernels" / "scale.cpp").write_text("// v2\n")
+    _render(path, out, ("a5",))
+    assert sorted(p.name for p in out.iterdir()) == ["a5"]
+    copied = out / "a5/next_levels/orch/kernels/aiv/scale.cpp"
+    assert copied.read_text() == "// v2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kernels", "out", "prog.py"]
+
+
+def test_refuses_to_replace_a_directory_that_is_not_a_render(tmp_path: Path) -> None:
+    path = _program(tmp_path, SCALE_PROGRAM, {"scale.cpp": "// k\n"})
+    with pytest.raises(RenderError, match="is not a render tree"):
+        _render(path, tmp_path)
+    assert (tmp_path / "prog.py").is_file()
+
+
+def test_inputs_must_be_under_the_source_root(tmp_path: Path) -> None:
+    path = _program(tmp_path, SCALE_PROGRAM, {"scale.cpp": "// k\n"})
+    programs = lower_file(path, ("a3",))
+    with pytest.raises(RenderError, match="is not under the source root"):
+        plan_chip(programs, "a3", PROGRAMS_DIR)
+
+
+def test_file_modes_do_not_depend_on_the_umask(tmp_path: Path) -> None:
+    path = _program(tmp_path, SCALE_PROGRAM, {"scale.cpp": "// k\n"})
+    (tmp_path / "kernels" / "scale.cpp").chmod(0o600)
+    out = tmp_path / "out"
+    _render(path, out)
+    for entry in out.rglob("*"):
+        assert entry.stat().st_mode & 0o777 == (0o755 if entry.is_dir() else 0o644), entry
+    assert out.stat().st_mode & 0o777 == 0o755
+
+
+INDEXED_PROGRAM = """\
+    import pypto.language as pl
+    import pypto.language.distributed as pld
+
+    @pl.program
+    class Indexed:
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def gather(
+            self,
+            inp: pl.Tensor[[8, 64], pl.FP32],
+            target: pl.InOut[pld.DistributedTensor[[8, 64], pl.FP32]],
+            signal: pl.InOut[pld.DistributedTensor[[2, 2], pl.INT32]],
+            counts: pld.DistributedTensor[[2], pl.INT32],
+            recv: pl.InOut[pl.Tensor[[2, 1], pl.INT32]],
+            index: pl.Tensor[[8], pl.INT32],
+        ) -> pld.DistributedTensor[[8, 64], pl.FP32]:
+            return pld.tensor.indexed_all_to_all_v(
+                inp, target, signal, counts, recv, index, core_num=2
+            )
+"""
+
+
+def test_indexed_program_defaults_to_a5_and_renders_its_kernel(tmp_path: Path) -> None:
+    path = _program(tmp_path, INDEXED_PROGRAM)
+    assert default_chips(path) == ("a5",)
+    tree = plan_chip(lower_file(path, ("a5",)), "a5", tmp_path)
+    kernel = "next_levels/gather/kernels/aiv/__builtin_indexed_all_to_all_v__fp32.cpp"
+    assert kernel in tree.files
+    orchestration = tree.files["next_levels/gather/orchestration/gather.cpp"].decode()
+    assert "task0_.launch_spec.set_core_num(2);" in orchestration
+
+
+def test_chip_pipeline_defaults_to_every_chip() -> None:
+    assert default_chips(PROGRAMS_DIR / "chip_pipeline.py") == ALL_CHIPS

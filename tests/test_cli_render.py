@@ -1,0 +1,167 @@
+"""``pypto-build render`` and ``pypto-build check-render``, run in-process through ``main``."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import pypto_build.chip_build.diffreport as diffreport
+from pypto_build.plugin.cli import ExitCode, main
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+CHIP_PIPELINE = PROGRAMS / "chip_pipeline.py"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_render_writes_a_tree_per_chip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, stdout, stderr = _run(
+        capsys, "render", str(CHIP_PIPELINE), "--out", str(out), "--chip", "a5"
+    )
+    assert (code, stderr) == (ExitCode.OK, "")
+    assert stdout == f"a5: 7 files in {out / 'a5'}\n"
+    assert (out / "a5/next_levels/chip_pipeline/kernel_config.py").is_file()
+    assert sorted(p.name for p in out.iterdir()) == ["a5"]
+
+
+def test_render_defaults_to_every_supporting_chip_and_prints_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = _run(capsys, "render", str(CHIP_PIPELINE), "--out", str(out), "--json")
+    assert code == ExitCode.OK
+    summary = json.loads(stdout)
+    assert summary["out"] == str(out)
+    assert sorted(summary["chips"]) == ["a2", "a3", "a5"]
+    assert "next_levels/chip_pipeline/orchestration/chip_pipeline.cpp" in summary["chips"]["a2"]
+    assert "manifest.json" in summary["chips"]["a2"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["render", "missing.py", "--out", "x"], "missing.py: no such file"),
+        (["render", str(CHIP_PIPELINE), "--out", "x", "--chip", "b9"], "invalid choice: 'b9'"),
+        (["render", str(CHIP_PIPELINE)], "the following arguments are required: --out"),
+        (
+            ["render", str(CHIP_PIPELINE), "--out", "x", "--source-root", "nowhere"],
+            "--source-root: nowhere: no such directory",
+        ),
+    ],
+)
+def test_render_usage_errors(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = _run(capsys, *argv)
+    assert code == ExitCode.USAGE_ERROR
+    assert message in stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_render_refuses_an_output_directory_that_is_not_a_render(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("keep me\n")
+    code, _, stderr = _run(capsys, "render", str(CHIP_PIPELINE), "--out", str(tmp_path))
+    assert code == ExitCode.USAGE_ERROR
+    assert "exists and is not a render tree" in stderr
+    assert (tmp_path / "notes.txt").read_text() == "keep me\n"
+
+
+def test_render_reports_program_errors_like_a_compiler(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    program = tmp_path / "prog.py"
+    program.write_text(
+        textwrap.dedent(
+            """\
+            import pypto.language as pl
+
+            @pl.program
+            class P:
+                @pl.function(type=pl.FunctionType.AIV, external_source="kernels/k.cpp")
+                def k(self, x: pl.Tensor[[4], pl.FP32], y: pl.Out[pl.Tensor[[4], pl.FP32]]
+                      ) -> pl.Tensor[[4], pl.FP32]: ...
+
+                @pl.function(type=pl.FunctionType.Orchestration)
+                def orch(self, x: pl.Tensor[[4], pl.FP32], y: pl.Out[pl.Tensor[[4], pl.FP32]]):
+                    self.k(x, y)
+            """
+        )
+    )
+    code, stdout, stderr = _run(capsys, "render", str(program), "--out", str(tmp_path / "out"))
+    assert (code, stdout) == (ExitCode.PROGRAM_ERROR, "")
+    assert stderr.startswith(f"{program}:6:5: error: external_source 'kernels/k.cpp' of kernel 'k'")
+    assert "[render]" in stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_render_of_a_file_without_programs_is_a_program_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty.py"
+    empty.write_text("X = 1\n")
+    code, _, stderr = _run(
+        capsys, "render", str(empty), "--out", str(tmp_path / "out"), "--chip", "a3"
+    )
+    assert code == ExitCode.PROGRAM_ERROR
+    assert "defines no @pl.program class" in stderr
+
+
+def test_check_render_passes_and_prints_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["check-render", str(CHIP_PIPELINE), "--chip", "a3", "--report", str(tmp_path / "r")]
+    code, stdout, stderr = _run(capsys, *argv, "--json")
+    assert (code, stderr) == (ExitCode.OK, "")
+    summary = json.loads(stdout)
+    assert summary["passed"] is True
+    assert [(c["name"], c["passed"]) for c in summary["checks"]] == [
+        ("rail-identity", True),
+        ("reproducible", True),
+    ]
+
+
+def test_check_render_against_a_changed_tree_fails_with_the_builtin_report(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    shipped = tmp_path / "shipped"
+    assert _run(capsys, "render", str(CHIP_PIPELINE), "--out", str(shipped), "--chip", "a3")[0] == 0
+    kernel_config = shipped / "a3/next_levels/chip_pipeline/kernel_config.py"
+    kernel_config.write_text(
+        kernel_config.read_text().replace('"aicpu_thread_num": 0', '"aicpu_thread_num": 1')
+    )
+    # Force the built-in report, as on a machine without diffoscope.
+    monkeypatch.setattr(diffreport, "find_diffoscope", lambda: None)
+    report_dir = tmp_path / "report"
+    code, stdout, _ = _run(
+        capsys,
+        "check-render",
+        str(CHIP_PIPELINE),
+        "--chip",
+        "a3",
+        "--against",
+        str(shipped),
+        "--report",
+        str(report_dir),
+    )
+    assert code == 1
+    assert "FAILED: against: a fresh render equals" in stdout
+    assert "  differs: a3/next_levels/chip_pipeline/kernel_config.py\n" in stdout
+    assert "diffoscope was not found" in stdout
+    assert f"  report: {report_dir / 'against.txt'}\n" in stdout
+    report = (report_dir / "against.txt").read_text()
+    assert '-\t"aicpu_thread_num": 0,\n+\t"aicpu_thread_num": 1,' in report
