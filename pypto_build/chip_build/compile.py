@@ -1,0 +1,375 @@
+"""Compiling rendered chip trees: every kernel and orchestration, in parallel, through the cache;
+and :func:`build`, the engine's front door (lower, render, compile) that the adapters call.
+
+:func:`compile_tree` finds the sources through the tree's ``kernel_config.py`` files (the
+kernels and the orchestration each one lists), compiles each with the toolchain — through the
+compile cache when one is given, with the compiler launcher in front — and places every binary
+beside its source. Then it records the kernels' binaries in their ``kernel_config.py`` and
+rewrites the chip's ``manifest.json`` with the toolchain, so the tree describes itself.
+
+Compiler processes run on a thread pool (the work is in the subprocesses). Results are sorted by
+source, never by completion order, so the log, the configs and the manifest are the same for any
+job count. The per-chip log lives outside the shipped tree, in ``<out>/.pypto-build-logs/``: the
+tree must stay a pure function of the inputs, and a log is not.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TextIO
+
+from pypto_build.chip_build.cache import (
+    BuildCounts,
+    Built,
+    CompileCache,
+    compile_key,
+    read_depfile,
+)
+from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
+from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
+from pypto_build.chip_build.subbuild import SourceProgram, lower_file, render_subbuilds
+from pypto_build.chip_build.toolchains.base import (
+    STAGE_PLACEHOLDER,
+    CompileError,
+    CompileJob,
+    CompilePlan,
+    Toolchain,
+    ToolchainError,
+    UnitKind,
+    run_plan,
+)
+from pypto_build.chip_build.toolchains.launcher import Launcher
+
+KERNEL_CONFIG = "kernel_config.py"
+LOG_DIR = ".pypto-build-logs"
+#: Suffixes any toolchain gives binaries; a binary of another toolchain beside a source is
+#: stale once this one has built it.
+_BINARY_SUFFIXES = (".o", ".so")
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """One compiled source."""
+
+    job: CompileJob
+    #: The binary, relative to the tree, beside its source.
+    artifact: PurePosixPath
+    #: Whether the binary came from the cache.
+    cached: bool
+    #: The plan as the cache keys it (against a placeholder staging directory); the log shows it.
+    plan: CompilePlan
+    #: What the compiler printed (warnings); empty for a cache hit.
+    output: str
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    """The outcome of :func:`compile_tree`."""
+
+    chip: str
+    toolchain: str
+    toolchain_version: str
+    #: Sorted by source path.
+    results: tuple[CompileResult, ...]
+    log: Path
+
+    @property
+    def compiled(self) -> int:
+        """Sources actually compiled (cache misses, or every source without a cache)."""
+        return sum(not result.cached for result in self.results)
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(result.cached for result in self.results)
+
+
+class BuildFailed(Exception):
+    """Some sources did not compile; the message holds every failure and the log's path."""
+
+    def __init__(self, chip: str, failures: Sequence[str], total: int, log: Path) -> None:
+        self.chip = chip
+        self.failures = tuple(failures)
+        self.log = log
+        body = "\n\n".join(self.failures)
+        super().__init__(
+            f"{len(self.failures)} of {total} compiles failed for chip {chip}:\n{body}\n"
+            f"full log: {log}"
+        )
+
+
+def default_log_path(tree: Path, chip: str) -> Path:
+    """``<out>/.pypto-build-logs/<chip>.log`` for the chip tree ``<out>/<chip>``."""
+    return tree.parent / LOG_DIR / f"{chip}.log"
+
+
+def find_jobs(tree: Path, chip: str) -> list[CompileJob]:
+    """Every source the ``kernel_config.py`` files under ``tree`` list, sorted by path."""
+    catalog_chip = get_chip(chip)
+    configs = sorted(tree.rglob(KERNEL_CONFIG), key=lambda path: path.as_posix())
+    jobs: list[CompileJob] = []
+    for path in configs:
+        config = read_kernel_config(path)
+        root = PurePosixPath(path.parent.relative_to(tree).as_posix())
+        if config.orchestration is not None:
+            source = root / config.orchestration.source
+            jobs.append(CompileJob(tree, source, UnitKind.ORCHESTRATION, catalog_chip))
+        jobs += [
+            CompileJob(tree, root / kernel.source, UnitKind.KERNEL, catalog_chip, kernel.core_type)
+            for kernel in config.kernels
+        ]
+    return sorted(jobs, key=lambda job: job.source.as_posix())
+
+
+class _Progress:
+    """One self-overwriting status line on a terminal; nothing when not on one."""
+
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        self._total = total
+        self._stream = stream if stream is not None and stream.isatty() else None
+        self._started = 0
+        self._lock = threading.Lock()
+
+    def start(self, job: CompileJob) -> None:
+        if self._stream is None:
+            return
+        with self._lock:
+            self._started += 1
+            line = f"[{self._started}/{self._total}] compiling {job.source.as_posix()}"
+            self._stream.write(f"\r{line}\x1b[K")
+            self._stream.flush()
+
+    def close(self) -> None:
+        if self._stream is not None and self._started:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+
+
+@dataclass(frozen=True)
+class _Compiler:
+    """Compiles one job: the toolchain, cache and launcher of one :func:`compile_tree` call."""
+
+    toolchain: Toolchain
+    identity: str
+    cache: CompileCache | None
+    launcher: Launcher | None
+
+    def __call__(self, job: CompileJob) -> CompileResult:
+        suffix = self.toolchain.artifact_suffix(job.kind)
+        key_plan = self.toolchain.plan(job, STAGE_PLACEHOLDER)
+        outputs: list[str] = []
+
+        def build(stage: Path) -> Built:
+            plan = self.toolchain.plan(job, stage)
+            launcher = () if self.launcher is None else self.launcher.argv
+            outputs.append(run_plan(plan, job, launcher))
+            return Built(plan.output, read_depfile(plan.depfile, job.source_path.parent))
+
+        if self.cache is None:
+            with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
+                data = build(Path(stage)).artifact.read_bytes()
+            cached = False
+        else:
+            key = compile_key(
+                source=job.source_path.read_bytes(),
+                commands=key_plan.key_argv(),
+                identity=self.identity,
+                version=self.toolchain.version,
+            )
+            fetched = self.cache.fetch_or_build(key, job.tree, build)
+            data, cached = fetched.data, fetched.hit
+        artifact = job.artifact(suffix)
+        _remove_binaries(job, keep=suffix)
+        atomic_write_bytes(job.tree / artifact, data)
+        return CompileResult(job, artifact, cached, key_plan, "".join(outputs))
+
+
+def _remove_binaries(job: CompileJob, keep: str | None) -> None:
+    """Delete binaries beside ``job``'s source except the one with suffix ``keep``."""
+    for suffix in _BINARY_SUFFIXES:
+        if suffix != keep:
+            (job.tree / job.artifact(suffix)).unlink(missing_ok=True)
+
+
+def compile_tree(
+    tree: Path,
+    chip: str,
+    toolchain: Toolchain,
+    *,
+    jobs: int = 1,
+    cache: CompileCache | None = None,
+    launcher: Launcher | None = None,
+    log: Path | None = None,
+    progress: TextIO | None = sys.stderr,
+) -> CompileReport:
+    """Compile every source of the chip tree ``tree`` (``<out>/<chip>``) with ``toolchain``.
+
+    ``jobs`` compiler processes run at once. On success the binaries sit beside their sources,
+    the kernels' ``kernel_config.py`` entries name them, and ``manifest.json`` is rewritten with
+    the toolchain's name and version (keeping its recorded inputs). If any source fails, every
+    failure is collected, no binary of a failed source is left in the tree, the configs and the
+    manifest are untouched, and :class:`BuildFailed` is raised. Either way the log
+    (default :func:`default_log_path`) records every command and the compilers' output.
+    """
+    log = default_log_path(tree, chip) if log is None else log
+    all_jobs = find_jobs(tree, chip)
+    identity = toolchain.identity()
+    compiler = _Compiler(toolchain, identity, cache, launcher)
+    status = _Progress(len(all_jobs), progress)
+
+    def run(job: CompileJob) -> CompileResult | str:
+        status.start(job)
+        try:
+            return compiler(job)
+        except CompileError as exc:
+            return exc.render()
+        except (ToolchainError, OSError) as exc:
+            return f"error: compiling {job.source.as_posix()}: {exc}"
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            outcomes = list(pool.map(run, all_jobs))
+    finally:
+        status.close()
+    results = tuple(outcome for outcome in outcomes if isinstance(outcome, CompileResult))
+    failures = [
+        (job, outcome)
+        for job, outcome in zip(all_jobs, outcomes, strict=True)
+        if isinstance(outcome, str)
+    ]
+    header = f"chip {chip}, toolchain {toolchain.name} {toolchain.version} ({identity})"
+    _write_log(log, header, all_jobs, outcomes, launcher)
+    if failures:
+        for job, _ in failures:
+            _remove_binaries(job, keep=None)
+        raise BuildFailed(chip, [message for _, message in failures], len(all_jobs), log)
+    _record_binaries(tree, results)
+    write_manifest(
+        tree,
+        chip=chip,
+        toolchain=toolchain.name,
+        toolchain_version=toolchain.version,
+        inputs=_recorded_inputs(tree),
+    )
+    return CompileReport(chip, toolchain.name, toolchain.version, results, log)
+
+
+def _record_binaries(tree: Path, results: Sequence[CompileResult]) -> None:
+    """Write each kernel's binary into the ``kernel_config.py`` that lists it."""
+    by_config: dict[Path, dict[str, str]] = {}
+    for result in results:
+        if result.job.kind is not UnitKind.KERNEL:
+            continue
+        # kernels/<core type>/<name>.cpp sits three levels below its sub-build root.
+        root = result.job.source.parents[2]
+        binaries = by_config.setdefault(tree / root / KERNEL_CONFIG, {})
+        binaries[result.job.source.stem] = result.artifact.relative_to(root).as_posix()
+    for path, binaries in sorted(by_config.items()):
+        text = read_kernel_config(path).with_binaries(binaries).render()
+        if path.read_text(encoding="utf-8") != text:
+            atomic_write_text(path, text)
+
+
+def _recorded_inputs(tree: Path) -> dict[str, str]:
+    """The inputs the renderer recorded in the tree's manifest (none without a manifest)."""
+    try:
+        document = json.loads((tree / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    inputs = document.get("inputs") if isinstance(document, dict) else None
+    if not isinstance(inputs, dict):
+        return {}
+    return {str(name): str(digest) for name, digest in sorted(inputs.items())}
+
+
+def _write_log(
+    log: Path,
+    header: str,
+    jobs: Sequence[CompileJob],
+    outcomes: Sequence[CompileResult | str],
+    launcher: Launcher | None,
+) -> None:
+    lines = [f"pypto-build compile log: {header}"]
+    prefix = () if launcher is None else launcher.argv
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        source = job.source.as_posix()
+        if isinstance(outcome, str):
+            lines += [f"== {source}: FAILED", outcome.rstrip("\n")]
+            continue
+        state = "cache hit" if outcome.cached else "compiled"
+        lines.append(f"== {source}: {state} -> {outcome.artifact.as_posix()}")
+        directory = job.source.parent.as_posix()
+        for step in outcome.plan.steps:
+            argv = (*prefix, *step.argv) if step.compiles else step.argv
+            lines.append(f"$ (cd {directory} && {shlex.join(argv)})")
+        if outcome.output:
+            lines.append(outcome.output.rstrip("\n"))
+    atomic_write_text(log, "\n".join(lines) + "\n")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """The outcome of :func:`build`: one compile report per chip, in the order asked for."""
+
+    out_dir: Path
+    reports: tuple[CompileReport, ...]
+
+    @property
+    def compiled(self) -> int:
+        return sum(report.compiled for report in self.reports)
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(report.cache_hits for report in self.reports)
+
+
+def build(
+    program_files: Sequence[Path],
+    *,
+    chips: Sequence[str],
+    out_dir: Path,
+    source_root: Path,
+    toolchain: Toolchain,
+    jobs: int = 1,
+    cache: CompileCache | None = None,
+    launcher: Launcher | None = None,
+    progress: TextIO | None = sys.stderr,
+) -> BuildResult:
+    """Lower ``program_files``, render a tree per chip into ``out_dir/<chip>`` and compile it.
+
+    ``source_root`` is the folder inputs are recorded relative to (the project). The cache, if
+    given, remembers this build's hits and misses for ``pypto-build cache stats``.
+    """
+    chips = list(dict.fromkeys(chips))
+    programs: list[SourceProgram] = []
+    for path in program_files:
+        programs += lower_file(path, chips)
+    # Logs of the previous build are not part of a render tree; the new build writes its own.
+    shutil.rmtree(out_dir / LOG_DIR, ignore_errors=True)
+    render_subbuilds(programs, chips, out_dir, source_root=source_root)
+    reports = tuple(
+        compile_tree(
+            out_dir / chip,
+            chip,
+            toolchain,
+            jobs=jobs,
+            cache=cache,
+            launcher=launcher,
+            progress=progress,
+        )
+        for chip in chips
+    )
+    result = BuildResult(out_dir, reports)
+    if cache is not None:
+        cache.record_build(BuildCounts(hits=result.cache_hits, misses=result.compiled))
+    return result

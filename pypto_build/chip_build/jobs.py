@@ -1,0 +1,75 @@
+"""How many compiler processes to run at once.
+
+The default is one per usable CPU, but never more than the available memory allows: a C++
+compile of a kernel with its headers takes up to about 1 GiB, and a build that makes the
+machine swap (or the OOM killer end a compiler) is far slower than one with fewer jobs.
+``PYPTO_JOBS`` overrides the default, and ``--jobs`` overrides both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+#: Memory one compile job is assumed to need.
+BYTES_PER_JOB = 1 << 30
+_MEMINFO = Path("/proc/meminfo")
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def available_memory(meminfo: Path = _MEMINFO) -> int | None:
+    """``MemAvailable`` from ``/proc/meminfo`` in bytes; None where it cannot be read."""
+    try:
+        text = meminfo.read_text(encoding="ascii")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name == "MemAvailable":
+            fields = value.split()
+            if fields and fields[0].isdigit():
+                unit = 1024 if fields[1:] == ["kB"] else 1
+                return int(fields[0]) * unit
+    return None
+
+
+def default_jobs(cpus: int | None = None, memory: int | None = None) -> int:
+    """One job per CPU, capped at one per :data:`BYTES_PER_JOB` of available memory; at least 1.
+
+    ``cpus`` and ``memory`` default to this machine's (:func:`usable_cpus`,
+    :func:`available_memory`); an unknown memory size does not cap.
+    """
+    cpus = usable_cpus() if cpus is None else cpus
+    memory = available_memory() if memory is None else memory
+    jobs = cpus if memory is None else min(cpus, memory // BYTES_PER_JOB)
+    return max(1, jobs)
+
+
+def parse_jobs(text: str, origin: str) -> int:
+    """A job count written by a user; ``origin`` (``PYPTO_JOBS``, ``--jobs``) names it in errors."""
+    try:
+        jobs = int(text.strip())
+    except ValueError:
+        raise ValueError(f"{origin}: '{text}' is not a whole number of jobs") from None
+    if jobs < 1:
+        raise ValueError(f"{origin}: {jobs} jobs; at least 1 is needed")
+    return jobs
+
+
+def resolve_jobs(requested: int | None, environ: Mapping[str, str] | None = None) -> int:
+    """``requested`` (``--jobs``) if given, else ``PYPTO_JOBS``, else :func:`default_jobs`."""
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"--jobs: {requested} jobs; at least 1 is needed")
+        return requested
+    environ = os.environ if environ is None else environ
+    if environ.get("PYPTO_JOBS"):
+        return parse_jobs(environ["PYPTO_JOBS"], "PYPTO_JOBS")
+    return default_jobs()

@@ -1,0 +1,58 @@
+"""Toolchains that turn a rendered sub-build's sources into binaries: ``cann`` (the CANN device
+compiler) and ``sim`` (the host compiler, for the simulation runtime), how they are found, and
+the compiler launchers that can front them."""
+
+from pypto_build.chip_build.toolchains.base import (
+    CompileError,
+    CompileJob,
+    CompilePlan,
+    Step,
+    Toolchain,
+    ToolchainError,
+    ToolkitNotFoundError,
+    UnitKind,
+    run_plan,
+)
+from pypto_build.chip_build.toolchains.cann import CannToolchain
+from pypto_build.chip_build.toolchains.discovery import (
+    CannToolkit,
+    SearchedRoot,
+    ToolkitSearch,
+    find_toolkit,
+    resolve_pto_isa_root,
+)
+from pypto_build.chip_build.toolchains.launcher import Launcher, find_launchers, resolve_launcher
+from pypto_build.chip_build.toolchains.select import (
+    TOOLCHAIN_NAMES,
+    ToolchainName,
+    select_toolchain,
+)
+from pypto_build.chip_build.toolchains.sim import SimToolchain, find_host_compiler
+from pypto_build.chip_build.toolchains.version import Version
+
+__all__ = [
+    "TOOLCHAIN_NAMES",
+    "CannToolchain",
+    "CannToolkit",
+    "CompileError",
+    "CompileJob",
+    "CompilePlan",
+    "Launcher",
+    "SearchedRoot",
+    "SimToolchain",
+    "Step",
+    "Toolchain",
+    "ToolchainError",
+    "ToolchainName",
+    "ToolkitNotFoundError",
+    "ToolkitSearch",
+    "UnitKind",
+    "Version",
+    "find_host_compiler",
+    "find_launchers",
+    "find_toolkit",
+    "resolve_launcher",
+    "resolve_pto_isa_root",
+    "run_plan",
+    "select_toolchain",
+]

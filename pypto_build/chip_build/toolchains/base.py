@@ -1,0 +1,203 @@
+"""What every toolchain provides, and running the commands it plans.
+
+A toolchain does not run anything itself: for one :class:`CompileJob` it returns a
+:class:`CompilePlan`, the exact command lines that turn the source into one artifact inside a
+staging directory. Keeping planning pure is what lets the compile cache key on the command line
+(planned against a placeholder staging directory, so no temporary path enters the key), lets a
+compiler launcher be prepended uniformly, and lets tests assert argv lists without compiling.
+
+Commands run in the source's own directory with the source named by its file name. The compiler
+then records only that name (in a symbol table or debug info), never the absolute path of the
+tree, so the same sources give the same binaries wherever the tree lives.
+"""
+
+from __future__ import annotations
+
+import enum
+import shlex
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from pypto_build.chip_build.chips import Chip, CoreType
+
+#: The staging directory as it appears in a command line that only serves as a cache key.
+STAGE_PLACEHOLDER = Path("@stage")
+
+
+class UnitKind(enum.StrEnum):
+    """What a compile job builds; decides the flags and the artifact's suffix."""
+
+    KERNEL = "kernel"
+    ORCHESTRATION = "orchestration"
+
+
+class ToolchainError(RuntimeError):
+    """A toolchain cannot be found or cannot run (as opposed to a compiler rejecting a source)."""
+
+
+class ToolkitNotFoundError(ToolchainError):
+    """No CANN toolkit was found; the message lists every place that was searched."""
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """One source of a rendered tree to compile."""
+
+    #: The chip directory of the rendered tree (``<out>/<chip>``).
+    tree: Path
+    #: The source, relative to ``tree`` (``next_levels/<name>/kernels/aiv/<kernel>.cpp``).
+    source: PurePosixPath
+    kind: UnitKind
+    chip: Chip
+    #: The core type of a kernel; None for an orchestration.
+    core_type: CoreType | None = None
+
+    def __post_init__(self) -> None:
+        if (self.kind is UnitKind.KERNEL) != (self.core_type is not None):
+            raise ValueError(f"{self.source}: a kernel job needs a core type, nothing else has one")
+
+    @property
+    def source_path(self) -> Path:
+        """The source on disk."""
+        return self.tree / self.source
+
+    def artifact(self, suffix: str) -> PurePosixPath:
+        """Where the artifact goes: beside the source, relative to the tree."""
+        return self.source.with_suffix(suffix)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a plan."""
+
+    argv: tuple[str, ...]
+    #: Whether this is a compiler invocation; only those get the compiler launcher (a launcher
+    #: such as ccache does not cache links).
+    compiles: bool
+
+
+@dataclass(frozen=True)
+class CompilePlan:
+    """The commands that build one job's artifact inside a staging directory."""
+
+    steps: tuple[Step, ...]
+    #: The artifact the last step writes, inside the staging directory.
+    output: Path
+    #: The make-style dependency file the compile step writes (``-MD -MF``), inside staging.
+    depfile: Path
+
+    def key_argv(self) -> tuple[tuple[str, ...], ...]:
+        """Every step's command line; the form the cache hashes (planned against
+        :data:`STAGE_PLACEHOLDER`)."""
+        return tuple(step.argv for step in self.steps)
+
+
+class Toolchain(Protocol):
+    """A way to turn kernel and orchestration sources into binaries (``cann`` or ``sim``)."""
+
+    @property
+    def name(self) -> str:
+        """The toolchain's settings name: ``cann`` or ``sim``."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """The version recorded in the manifest (CANN toolkit version, host compiler version)."""
+        ...
+
+    def identity(self) -> str:
+        """Everything about the compilers that can change an output, for the cache key."""
+        ...
+
+    def artifact_suffix(self, kind: UnitKind) -> str:
+        """The suffix of the artifact built for a job of ``kind`` (``.o``, ``.so``)."""
+        ...
+
+    def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
+        """The commands that build ``job``'s artifact inside ``stage``; run in the source's
+        directory (:func:`run_plan`)."""
+        ...
+
+
+def dependency_flags(depfile: Path, target: str) -> tuple[str, ...]:
+    """Flags that make a GCC-compatible compiler (g++, ccec) list every file it read.
+
+    The target is fixed to the artifact's file name (``-MT``) so the dependency file never
+    names a staging path, and a compiler launcher can cache it unchanged.
+    """
+    return ("-MD", "-MF", str(depfile), "-MT", target)
+
+
+class CompileError(Exception):
+    """A compiler (or linker) rejected a source; carries everything needed to act on it."""
+
+    def __init__(self, source: str, argv: Sequence[str], returncode: int, output: str) -> None:
+        self.source = source
+        self.argv = tuple(argv)
+        self.returncode = returncode
+        self.output = output
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """The message: which source failed, the exact command, and what the compiler said."""
+        output = self.output.rstrip("\n")
+        text = (
+            f"error: compiling {self.source} failed (exit status {self.returncode})\n"
+            f"command: {shlex.join(self.argv)}"
+        )
+        return f"{text}\n{output}" if output else text
+
+
+def run_plan(plan: CompilePlan, job: CompileJob, launcher: Sequence[str] = ()) -> str:
+    """Run ``plan`` for ``job`` and return the commands' combined output (warnings).
+
+    Every compile step is prefixed with ``launcher`` (``ccache``, ``sccache``). A failing step
+    raises :class:`CompileError`; a command that cannot be started raises
+    :class:`ToolchainError`. Steps run in the source's directory.
+    """
+    outputs: list[str] = []
+    for step in plan.steps:
+        argv = (*launcher, *step.argv) if step.compiles else step.argv
+        try:
+            completed = subprocess.run(
+                argv,
+                cwd=job.source_path.parent,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                check=False,
+            )
+        except OSError as exc:
+            raise ToolchainError(f"cannot run {shlex.join(argv)}: {exc}") from exc
+        output = completed.stdout.decode("utf-8", errors="replace")
+        if completed.returncode != 0:
+            raise CompileError(job.source.as_posix(), argv, completed.returncode, output)
+        outputs.append(output)
+    return "".join(outputs)
+
+
+def first_output_line(argv: Sequence[str]) -> str:
+    """The first line a tool prints for ``argv`` (a ``--version`` probe).
+
+    Raises :class:`ToolchainError` when it cannot run or fails, since a compiler whose version
+    cannot be read cannot be identified for the cache either.
+    """
+    try:
+        completed = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {shlex.join(argv)}: {exc}") from exc
+    text = completed.stdout.decode("utf-8", errors="replace").strip()
+    if completed.returncode != 0 or not text:
+        raise ToolchainError(
+            f"{shlex.join(argv)} failed (exit status {completed.returncode}): {text or 'no output'}"
+        )
+    return text.splitlines()[0].strip()

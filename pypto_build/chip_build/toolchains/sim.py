@@ -1,0 +1,108 @@
+"""The ``sim`` toolchain: the host C++ compiler builds every kernel and orchestration into a
+shared object that the host simulation runtime loads.
+
+Flags follow simpler's simulation platforms (``reference/upstream-simpler-runtime.md`` §3.1):
+one shared object per source, ``-D__CPU_SIM`` selecting the simulation side of the headers and
+``-D__DAV_VEC__`` / ``-D__DAV_CUBE__`` naming the core type (g++ does not define them), with
+``-DNDEBUG``. Unlike simpler we need no PTO-ISA and no ``-std=c++23`` (our portability header
+is plain C++17), so the distribution's g++ 12 is enough. Symbols the runtime provides
+(``pypto_sim_report_error``, ``rt_submit_aiv_task``, ...) stay undefined in the shared objects
+and bind when the runtime loads them, which a Linux ``-shared`` link allows by default.
+
+Each source is compiled to an object (``-c -fPIC``) and then linked ``-shared``, as CMake
+does, rather than in one command: a compiler launcher such as ccache caches compiles to an
+object only, and counts a one-step ``-shared`` build as an uncacheable link.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from pypto_build.builtins import include_dir
+from pypto_build.chip_build.chips import CoreType
+from pypto_build.chip_build.toolchains.base import (
+    CompileJob,
+    CompilePlan,
+    Step,
+    ToolchainError,
+    UnitKind,
+    dependency_flags,
+    first_output_line,
+)
+
+_COMPILE_FLAGS = ("-c", "-fPIC", "-O2", "-std=c++17")
+_KERNEL_DEFINES = {CoreType.AIV: "-D__DAV_VEC__", CoreType.AIC: "-D__DAV_CUBE__"}
+_VERSION_NUMBER = re.compile(r"\d+(?:\.\d+)+")
+
+
+def find_host_compiler(environ: Mapping[str, str] | None = None) -> Path:
+    """``$CXX`` if set, else ``g++``, resolved on ``PATH``; an error if it is not there."""
+    environ = os.environ if environ is None else environ
+    name = environ.get("CXX") or "g++"
+    located = shutil.which(name, path=environ.get("PATH"))
+    if located is None:
+        origin = f"CXX={name}" if environ.get("CXX") else "g++"
+        raise ToolchainError(f"toolchain 'sim' needs a host C++ compiler; {origin} is not on PATH")
+    return Path(located)
+
+
+class SimToolchain:
+    """Builds shared objects for the host simulation with ``compiler`` (see the module)."""
+
+    def __init__(self, compiler: Path, *, version_line: str | None = None) -> None:
+        self.compiler = compiler
+        #: The first line of ``compiler --version``, probed now unless given.
+        if version_line is None:
+            version_line = first_output_line([str(compiler), "--version"])
+        self.version_line = version_line
+
+    @classmethod
+    def discover(cls, environ: Mapping[str, str] | None = None) -> SimToolchain:
+        """The sim toolchain on the host compiler :func:`find_host_compiler` picks."""
+        return cls(find_host_compiler(environ))
+
+    @property
+    def name(self) -> str:
+        return "sim"
+
+    @property
+    def version(self) -> str:
+        """The compiler's name and version number (``g++ 12.2.0``); its whole version line if
+        that holds no number."""
+        numbers = _VERSION_NUMBER.findall(self.version_line)
+        return f"{self.compiler.name} {numbers[-1]}" if numbers else self.version_line
+
+    def identity(self) -> str:
+        return f"{self.compiler.name}: {self.version_line}"
+
+    def artifact_suffix(self, kind: UnitKind) -> str:
+        return ".so"
+
+    def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
+        artifact = job.artifact(self.artifact_suffix(job.kind)).name
+        output = stage / artifact
+        depfile = stage / f"{job.source.stem}.d"
+        obj = stage / f"{job.source.stem}.o"
+        defines: tuple[str, ...] = ()
+        if job.core_type is not None:
+            defines = ("-D__CPU_SIM", _KERNEL_DEFINES[job.core_type], "-DNDEBUG")
+        compile_argv = (
+            str(self.compiler),
+            *_COMPILE_FLAGS,
+            *defines,
+            f"-I{include_dir()}",
+            *dependency_flags(depfile, artifact),
+            "-o",
+            str(obj),
+            job.source.name,
+        )
+        link_argv = (str(self.compiler), "-shared", "-o", str(output), str(obj))
+        return CompilePlan(
+            steps=(Step(compile_argv, compiles=True), Step(link_argv, compiles=False)),
+            output=output,
+            depfile=depfile,
+        )

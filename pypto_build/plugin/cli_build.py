@@ -1,0 +1,422 @@
+"""The build-side commands of ``pypto-build``: ``build``, ``cache stats|prune`` and ``doctor``.
+
+Thin adapters over the engine (:func:`pypto_build.chip_build.compile.build`), the compile cache
+and toolchain discovery: they read the settings, map failures onto the documented exit codes
+and print either a short human summary or, with ``--json``, a document for machines.
+:func:`register` adds them to the main parser. The engine (and with it the program model) is
+imported only when ``build`` runs, so ``--help`` and ``--version`` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pypto_build.chip_build.cache import CompileCache, default_cache_dir, parse_size
+from pypto_build.chip_build.chips import CHIPS
+from pypto_build.chip_build.jobs import default_jobs
+from pypto_build.chip_build.toolchains import (
+    TOOLCHAIN_NAMES,
+    SimToolchain,
+    Toolchain,
+    ToolchainError,
+    find_launchers,
+    find_toolkit,
+    resolve_launcher,
+    resolve_pto_isa_root,
+    select_toolchain,
+)
+from pypto_build.chip_build.toolchains.base import first_output_line
+from pypto_build.plugin.cli import PROG, ExitCode, UsageError
+from pypto_build.plugin.settings import (
+    PyptoSettings,
+    SettingsError,
+    apply_environment,
+    load_settings,
+    override,
+)
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from pypto_build.chip_build.compile import BuildResult
+
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def register(commands: Subparsers) -> None:
+    """Add ``build``, ``cache`` and ``doctor`` to the main parser's subcommands."""
+    _add_build(commands)
+    _add_cache(commands)
+    _add_doctor(commands)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: at least 1 is needed")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_build(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "build",
+        help="lower, render and compile a project's (or a program file's) kernels",
+        description=(
+            "Build TARGET: a project folder whose pyproject.toml has a [tool.pypto] table, or "
+            "one program file. Every program is lowered, rendered into OUT/<chip> and compiled "
+            "with the chosen toolchain through the compile cache. Options override the "
+            "settings, which the PYPTO_* environment variables override in turn."
+        ),
+    )
+    parser.add_argument(
+        "target",
+        nargs="?",
+        default=".",
+        metavar="PROJECT_OR_PROGRAM",
+        help="a project folder or a program file (default: the current folder)",
+    )
+    parser.add_argument("--toolchain", choices=TOOLCHAIN_NAMES, help="auto, cann or sim")
+    parser.add_argument(
+        "--chip",
+        dest="chips",
+        action="append",
+        default=[],
+        choices=[chip.name for chip in CHIPS],
+        metavar="CHIP",
+        help="build for CHIP (repeatable; default: the settings' chips)",
+    )
+    parser.add_argument(
+        "--jobs", "-j", type=_positive_int, metavar="N", help="compiler processes at once"
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="output folder (default: <project>/build/pypto)"
+    )
+    parser.add_argument(
+        "--launcher",
+        metavar="CMD",
+        help="compiler launcher, e.g. ccache or sccache ('' for none)",
+    )
+    parser.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
+    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    parser.set_defaults(command=_build)
+
+
+def _add_cache(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "cache",
+        help="show or prune the compile cache",
+        description=f"The compile cache lives in $PYPTO_CACHE_DIR (now: {default_cache_dir()}).",
+    )
+    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
+    stats = actions.add_parser("stats", help="entries, size and the last build's hits")
+    stats.add_argument("--json", action="store_true", help="print JSON on stdout")
+    stats.set_defaults(command=_cache_stats)
+    prune = actions.add_parser("prune", help="evict least recently used entries")
+    limit = prune.add_mutually_exclusive_group(required=True)
+    limit.add_argument(
+        "--max-size", type=_size, metavar="SIZE", help="keep at most SIZE (500M, 2G, 1.5GiB)"
+    )
+    limit.add_argument("--all", action="store_true", help="remove every entry")
+    prune.add_argument("--json", action="store_true", help="print JSON on stdout")
+    prune.set_defaults(command=_cache_prune)
+
+
+def _add_doctor(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "doctor",
+        help="show the toolchains, launchers and cache this machine has",
+        description=(
+            "Report the CANN toolkit (or every place searched for one), the PTO-ISA root, the "
+            "host compiler of the sim toolchain, ccache/sccache and the compile cache. Exit 0 "
+            "when some toolchain is usable, 1 otherwise."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+    parser.set_defaults(command=_doctor)
+
+
+# --- build -------------------------------------------------------------------------------------
+
+
+def _build(args: argparse.Namespace) -> int:
+    from pypto_build.chip_build.compile import BuildFailed, build
+    from pypto_build.chip_build.subbuild import RenderError
+
+    try:
+        project, programs, settings = _build_settings(args)
+        toolchain = select_toolchain(
+            settings.toolchain,
+            pto_isa_root=_project_path(project, settings.pto_isa_root),
+            orchestration_include_dirs=[project / d for d in settings.runtime_include_dirs],
+        )
+        launcher = resolve_launcher(settings.compiler_launcher)
+        cache = None if args.no_cache else CompileCache(default_cache_dir())
+        result = build(
+            programs,
+            chips=settings.chips,
+            out_dir=Path(args.out) if args.out else project / "build" / "pypto",
+            source_root=project,
+            toolchain=toolchain,
+            jobs=settings.jobs or default_jobs(),
+            cache=cache,
+            launcher=launcher,
+            progress=sys.stderr,
+        )
+    except (SettingsError, RenderError) as err:
+        raise UsageError(str(err)) from None
+    except (ToolchainError, BuildFailed) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return ExitCode.PROGRAM_ERROR
+    _print_build(result, toolchain, cache, as_json=args.json)
+    return ExitCode.OK
+
+
+def _build_settings(args: argparse.Namespace) -> tuple[Path, list[Path], PyptoSettings]:
+    """The project folder, program files and settings (file, environment, options merged)."""
+    from pypto_build.chip_build.subbuild import default_chips
+
+    target = Path(args.target)
+    if target.is_dir():
+        if not (target / "pyproject.toml").is_file():
+            raise UsageError(
+                f"{target}: no pyproject.toml; give a project folder or a program file"
+            )
+        project = target
+        settings = load_settings(project)
+    elif target.is_file():
+        # A lone program file: the chips default to those its builtins support, as for render.
+        project = target.parent
+        settings = PyptoSettings(programs=(target.name,), chips=default_chips(target))
+        settings = apply_environment(settings)
+    else:
+        raise UsageError(f"{args.target}: no such file or directory")
+    programs = [project / program for program in settings.programs]
+    for index, path in enumerate(programs):
+        if not path.is_file():
+            raise UsageError(f"tool.pypto.programs[{index}]: {path}: no such file")
+    if args.chips:
+        settings = override(settings, "--chip", "chips", list(dict.fromkeys(args.chips)))
+    if args.toolchain is not None:
+        settings = override(settings, "--toolchain", "toolchain", args.toolchain)
+    if args.jobs is not None:
+        settings = override(settings, "--jobs", "jobs", args.jobs)
+    if args.launcher is not None:
+        settings = override(
+            settings, "--launcher", "compiler_launcher", args.launcher.strip() or None
+        )
+    return project, programs, settings
+
+
+def _project_path(project: Path, setting: str | None) -> Path | None:
+    """A path setting: relative to the project folder unless absolute."""
+    return None if setting is None else project / setting
+
+
+def _print_build(
+    result: BuildResult, toolchain: Toolchain, cache: CompileCache | None, *, as_json: bool
+) -> None:
+    if as_json:
+        document = {
+            "out": str(result.out_dir),
+            "toolchain": {
+                "name": toolchain.name,
+                "version": toolchain.version,
+                "identity": toolchain.identity(),
+            },
+            "chips": {
+                report.chip: {
+                    "compiled": report.compiled,
+                    "cache_hits": report.cache_hits,
+                    "binaries": [r.artifact.as_posix() for r in report.results],
+                    "log": str(report.log),
+                }
+                for report in result.reports
+            },
+            "cache": None if cache is None else str(cache.root),
+        }
+        print(json.dumps(document, indent=2, sort_keys=True))
+        return
+    for report in result.reports:
+        print(
+            f"{report.chip}: {report.compiled} compiled, {report.cache_hits} from cache -> "
+            f"{result.out_dir / report.chip} ({toolchain.name} {toolchain.version})"
+        )
+    if cache is not None:
+        print(f"cache: {result.cache_hits} hits / {result.compiled} misses ({cache.root})")
+
+
+# --- cache -------------------------------------------------------------------------------------
+
+
+def _human_size(size: int) -> str:
+    """``512 B``, ``3.4 KiB``, ``12.0 MiB``, ``1.2 GiB``."""
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _cache_stats(args: argparse.Namespace) -> int:
+    stats = CompileCache(default_cache_dir()).stats()
+    last = stats.last_build
+    if args.json:
+        document = {
+            "root": str(stats.root),
+            "entries": stats.entries,
+            "bytes": stats.size,
+            "last_build": None if last is None else {"hits": last.hits, "misses": last.misses},
+        }
+        print(json.dumps(document, indent=2, sort_keys=True))
+        return ExitCode.OK
+    print(f"cache: {stats.root}")
+    print(f"entries: {stats.entries}")
+    print(f"size: {_human_size(stats.size)}")
+    recorded = "none recorded" if last is None else f"{last.hits} hits / {last.misses} misses"
+    print(f"last build: {recorded}")
+    return ExitCode.OK
+
+
+def _cache_prune(args: argparse.Namespace) -> int:
+    cache = CompileCache(default_cache_dir())
+    result = cache.prune(0 if args.all else args.max_size)
+    if args.json:
+        document = {
+            "removed_entries": result.removed_entries,
+            "removed_bytes": result.removed_bytes,
+            "remaining_entries": result.remaining_entries,
+            "remaining_bytes": result.remaining_bytes,
+        }
+        print(json.dumps(document, indent=2, sort_keys=True))
+        return ExitCode.OK
+    print(
+        f"removed {result.removed_entries} entries ({_human_size(result.removed_bytes)}); "
+        f"{result.remaining_entries} remain ({_human_size(result.remaining_bytes)})"
+    )
+    return ExitCode.OK
+
+
+# --- doctor ------------------------------------------------------------------------------------
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    report = _doctor_report()
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        print("\n".join(_doctor_lines(report)))
+    return ExitCode.OK if report["auto_toolchain"] is not None else ExitCode.PROGRAM_ERROR
+
+
+def _doctor_report() -> dict[str, Any]:
+    search = find_toolkit()
+    toolkit = search.toolkit
+    cann: dict[str, Any] = {
+        "found": toolkit is not None,
+        "searched": [
+            {
+                "origin": place.origin,
+                "path": None if place.path is None else str(place.path),
+                "reason": place.reason,
+                "description": place.describe(),
+            }
+            for place in search.searched
+        ],
+    }
+    if toolkit is not None:
+        cann.update(
+            root=str(toolkit.root),
+            origin=toolkit.origin,
+            version=str(toolkit.version),
+            version_file=str(toolkit.version_file),
+            ccec=str(toolkit.ccec),
+            ld_lld=str(toolkit.ld_lld),
+            host_cxx=None if toolkit.host_cxx is None else str(toolkit.host_cxx),
+        )
+    try:
+        pto = resolve_pto_isa_root(None)
+        pto_isa: dict[str, Any] = {"root": None if pto is None else str(pto)}
+    except ToolchainError as exc:
+        pto_isa = {"root": None, "error": str(exc)}
+    try:
+        sim_toolchain = SimToolchain.discover()
+        sim: dict[str, Any] = {
+            "compiler": str(sim_toolchain.compiler),
+            "version": sim_toolchain.version,
+            "identity": sim_toolchain.identity(),
+        }
+    except ToolchainError as exc:
+        sim = {"error": str(exc)}
+    launchers: dict[str, Any] = {}
+    for name, path in find_launchers().items():
+        if path is None:
+            launchers[name] = None
+            continue
+        try:
+            version = first_output_line([str(path), "--version"])
+        except ToolchainError as exc:
+            version = f"unknown ({exc})"
+        launchers[name] = {"path": str(path), "version": version}
+    stats = CompileCache(default_cache_dir()).stats()
+    auto = "cann" if toolkit is not None else ("sim" if "error" not in sim else None)
+    return {
+        "auto_toolchain": auto,
+        "cache": {"root": str(stats.root), "entries": stats.entries, "bytes": stats.size},
+        "cann": cann,
+        "launchers": launchers,
+        "pto_isa": pto_isa,
+        "sim": sim,
+    }
+
+
+def _doctor_lines(report: dict[str, Any]) -> list[str]:
+    cann = report["cann"]
+    if cann["found"]:
+        host = cann["host_cxx"] or "missing (orchestrations cannot be built)"
+        lines = [
+            f"cann: {cann['version']} at {cann['root']} (found via {cann['origin']})",
+            f"  ccec: {cann['ccec']}",
+            f"  ld.lld: {cann['ld_lld']}",
+            f"  aarch64 host compiler: {host}",
+        ]
+    else:
+        lines = ["cann: not found; searched:"]
+        lines += [f"  {place['description']}" for place in cann["searched"]]
+    pto = report["pto_isa"]
+    lines.append(
+        f"pto-isa: {pto['error']}"
+        if "error" in pto
+        else f"pto-isa: {pto['root'] or 'not configured (set PTO_ISA_ROOT)'}"
+    )
+    sim = report["sim"]
+    lines.append(
+        f"sim: {sim['error']}"
+        if "error" in sim
+        else f"sim: {sim['compiler']} {sim['version']} ({sim['identity']})"
+    )
+    for name, launcher in report["launchers"].items():
+        found = "not found" if launcher is None else f"{launcher['path']} ({launcher['version']})"
+        lines.append(f"{name}: {found}")
+    cache = report["cache"]
+    lines.append(
+        f"cache: {cache['root']}, {cache['entries']} entries, {_human_size(cache['bytes'])}"
+    )
+    lines.append(f"toolchain 'auto' selects: {report['auto_toolchain'] or 'nothing usable'}")
+    return lines

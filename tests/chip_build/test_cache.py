@@ -1,0 +1,272 @@
+"""The compile cache on its own: keys, dependency files, hits and misses, corrupt entries,
+dependency checks, concurrency, statistics and pruning."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import filelock
+import pytest
+
+from pypto_build.chip_build.cache import (
+    BuildCounts,
+    Built,
+    CompileCache,
+    compile_key,
+    default_cache_dir,
+    parse_size,
+    read_depfile,
+)
+
+KEY = compile_key(source=b"int x;", commands=[["g++", "-c"]], identity="g++ 12", version="12")
+
+
+class Builder:
+    """A stand-in compiler: writes ``payload`` and reports ``dependencies`` as read."""
+
+    def __init__(self, payload: bytes, dependencies: list[Path], delay: float = 0.0) -> None:
+        self.payload = payload
+        self.dependencies = dependencies
+        self.delay = delay
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, stage: Path) -> Built:
+        with self._lock:
+            self.calls += 1
+        time.sleep(self.delay)
+        artifact = stage / "out.so"
+        artifact.write_bytes(self.payload)
+        return Built(artifact, tuple(self.dependencies))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "k.cpp").write_text("int x;\n", encoding="utf-8")
+    (root / "kernels" / "k.h").write_text("// v1\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> CompileCache:
+    return CompileCache(tmp_path / "cache")
+
+
+def _deps(tree: Path) -> list[Path]:
+    return [tree / "kernels" / "k.cpp", tree / "kernels" / "k.h"]
+
+
+def _entries(cache: CompileCache) -> list[Path]:
+    return sorted((cache.root / "v1" / "entries").glob("*/*/*"))
+
+
+def test_key_covers_source_commands_identity_and_version() -> None:
+    base: dict[str, Any] = {
+        "source": b"a",
+        "commands": [["cc", "-O2"]],
+        "identity": "cc 1",
+        "version": "1",
+    }
+    key = compile_key(**base)
+    assert key == compile_key(**base)
+    changes = [
+        {"source": b"b"},
+        {"commands": [["cc", "-O3"]]},
+        {"commands": [["cc", "-O2"], ["ld"]]},
+        {"identity": "cc 2"},
+        {"version": "2"},
+    ]
+    others = {compile_key(**{**base, **change}) for change in changes}
+    assert len(others) == len(changes) and key not in others
+
+
+def test_depfile_parsing(tmp_path: Path) -> None:
+    depfile = tmp_path / "k.d"
+    depfile.write_text(
+        "k.so: k.cpp /usr/include/stdio.h \\\n"
+        " ../inc/a\\ b.h $$dollar.h \\\n"
+        " /usr/include/stdio.h\n",
+        encoding="utf-8",
+    )
+    cwd = tmp_path / "src"
+    assert read_depfile(depfile, cwd) == (
+        cwd / "k.cpp",
+        Path("/usr/include/stdio.h"),
+        tmp_path / "inc" / "a b.h",
+        cwd / "$dollar.h",
+    )
+
+
+def test_miss_then_hit(cache: CompileCache, tree: Path) -> None:
+    builder = Builder(b"binary", _deps(tree))
+    first = cache.fetch_or_build(KEY, tree, builder)
+    second = cache.fetch_or_build(KEY, tree, builder)
+    assert (first.data, first.hit) == (b"binary", False)
+    assert (second.data, second.hit) == (b"binary", True)
+    assert builder.calls == 1
+    [entry] = _entries(cache)
+    manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["key"] == KEY
+    assert manifest["dependencies"][0] == {
+        "in_tree": True,
+        "path": "kernels/k.cpp",
+        "sha256": manifest["dependencies"][0]["sha256"],
+    }
+    # Nothing but the entry is left behind: staging directories are removed.
+    assert list((cache.root / "v1" / "tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda entry: (entry / "artifact").write_bytes(b"truncat"),
+        lambda entry: (entry / "artifact").unlink(),
+        lambda entry: (entry / "manifest.json").write_text("{", encoding="utf-8"),
+        lambda entry: (entry / "manifest.json").unlink(),
+    ],
+    ids=["artifact-changed", "artifact-missing", "manifest-corrupt", "manifest-missing"],
+)
+def test_corrupt_entry_is_a_miss_and_is_replaced(
+    damage: Callable[[Path], object], cache: CompileCache, tree: Path
+) -> None:
+    builder = Builder(b"binary", _deps(tree))
+    cache.fetch_or_build(KEY, tree, builder)
+    [entry] = _entries(cache)
+    damage(entry)
+    fetched = cache.fetch_or_build(KEY, tree, builder)
+    assert (fetched.data, fetched.hit, builder.calls) == (b"binary", False, 2)
+    [entry] = _entries(cache)
+    assert (entry / "artifact").read_bytes() == b"binary"
+    assert cache.fetch_or_build(KEY, tree, builder).hit
+
+
+def test_changed_dependency_is_a_miss_and_each_variant_is_kept(
+    cache: CompileCache, tree: Path
+) -> None:
+    header = tree / "kernels" / "k.h"
+    cache.fetch_or_build(KEY, tree, Builder(b"v1", _deps(tree)))
+    header.write_text("// v2, longer\n", encoding="utf-8")
+    fetched = cache.fetch_or_build(KEY, tree, Builder(b"v2", _deps(tree)))
+    assert (fetched.data, fetched.hit) == (b"v2", False)
+    assert len(_entries(cache)) == 2
+    header.write_text("// v1\n", encoding="utf-8")
+    fresh = CompileCache(cache.root)  # no file hashes remembered from before
+    assert fresh.fetch_or_build(KEY, tree, Builder(b"unused", [])).data == b"v1"
+
+
+def test_deleted_dependency_is_a_miss(cache: CompileCache, tree: Path) -> None:
+    cache.fetch_or_build(KEY, tree, Builder(b"v1", _deps(tree)))
+    (tree / "kernels" / "k.h").unlink()
+    assert not cache.fetch_or_build(KEY, tree, Builder(b"v2", [])).hit
+
+
+def test_in_tree_dependencies_follow_the_tree(
+    cache: CompileCache, tree: Path, tmp_path: Path
+) -> None:
+    cache.fetch_or_build(KEY, tree, Builder(b"binary", _deps(tree)))
+    moved = tmp_path / "elsewhere"
+    tree.rename(moved)
+    assert cache.fetch_or_build(KEY, moved, Builder(b"unused", [])).hit
+    (moved / "kernels" / "k.h").write_text("// another header\n", encoding="utf-8")
+    assert not cache.fetch_or_build(KEY, moved, Builder(b"other", _deps(moved))).hit
+
+
+def test_concurrent_builders_of_one_key_compile_once(cache: CompileCache, tree: Path) -> None:
+    builder = Builder(b"binary", _deps(tree), delay=0.3)
+    results = []
+    start = threading.Barrier(2)
+
+    def fetch() -> None:
+        start.wait()
+        results.append(cache.fetch_or_build(KEY, tree, builder))
+
+    threads = [threading.Thread(target=fetch) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert builder.calls == 1
+    assert sorted(result.hit for result in results) == [False, True]
+    assert {result.data for result in results} == {b"binary"}
+
+
+def test_lock_timeout_builds_without_the_cache(tmp_path: Path, tree: Path) -> None:
+    cache = CompileCache(tmp_path / "cache", lock_timeout=0.05)
+    lock_path = cache.root / "v1" / "locks" / KEY[:2] / f"{KEY}.lock"
+    lock_path.parent.mkdir(parents=True)
+    with filelock.FileLock(lock_path):
+        fetched = cache.fetch_or_build(KEY, tree, Builder(b"binary", _deps(tree)))
+    assert (fetched.data, fetched.hit) == (b"binary", False)
+    assert _entries(cache) == []
+
+
+def test_stats_and_last_build(cache: CompileCache, tree: Path) -> None:
+    assert (cache.stats().entries, cache.stats().size, cache.stats().last_build) == (0, 0, None)
+    cache.fetch_or_build(KEY, tree, Builder(b"12345", _deps(tree)))
+    other = compile_key(source=b"y", commands=[], identity="", version="")
+    cache.fetch_or_build(other, tree, Builder(b"123", []))
+    cache.record_build(BuildCounts(hits=3, misses=1))
+    stats = cache.stats()
+    manifests = sum((entry / "manifest.json").stat().st_size for entry in _entries(cache))
+    assert (stats.entries, stats.size) == (2, 8 + manifests)
+    assert stats.last_build == BuildCounts(hits=3, misses=1)
+
+
+def test_prune_evicts_least_recently_used(cache: CompileCache, tree: Path) -> None:
+    keys = [compile_key(source=bytes([n]), commands=[], identity="", version="") for n in range(3)]
+    for age, key in zip((300, 100, 200), keys, strict=True):
+        cache.fetch_or_build(key, tree, Builder(b"x" * 1000, []))
+        [entry] = list((cache.root / "v1" / "entries" / key[:2] / key).iterdir())
+        stamp = time.time() - age
+        os.utime(entry / "manifest.json", (stamp, stamp))
+    # A hit refreshes the last use: the oldest entry becomes the newest.
+    assert cache.fetch_or_build(keys[0], tree, Builder(b"unused", [])).hit
+    size = cache.stats().size
+    result = cache.prune(max_size=size - 1)
+    assert (result.removed_entries, result.remaining_entries) == (1, 2)
+    assert result.remaining_bytes == size - result.removed_bytes
+    assert not (cache.root / "v1" / "entries" / keys[2][:2] / keys[2]).exists()
+    assert cache.fetch_or_build(keys[0], tree, Builder(b"unused", [])).hit
+    assert cache.fetch_or_build(keys[1], tree, Builder(b"unused", [])).hit
+    emptied = cache.prune(max_size=0)
+    assert (emptied.removed_entries, emptied.remaining_entries, cache.stats().entries) == (2, 0, 0)
+
+
+def test_prune_removes_stale_staging(cache: CompileCache) -> None:
+    stale = cache.root / "v1" / "tmp" / "killed-build"
+    fresh = cache.root / "v1" / "tmp" / "running-build"
+    for path in (stale, fresh):
+        path.mkdir(parents=True)
+    old = time.time() - 2 * 24 * 3600
+    os.utime(stale, (old, old))
+    cache.prune(max_size=0)
+    assert (stale.exists(), fresh.exists()) == (False, True)
+
+
+def test_default_location(tmp_path: Path) -> None:
+    assert default_cache_dir({"PYPTO_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x"}) == Path("/c")
+    assert default_cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/pypto-build")
+    assert default_cache_dir({}) == Path.home() / ".cache" / "pypto-build"
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("4096", 4096), ("500M", 500_000_000), ("2G", 2_000_000_000), ("1.5GiB", 1_610_612_736),
+     ("64k", 64_000), ("3Ki", 3072), ("0", 0)],
+)  # fmt: skip
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "M", "-1G", "2X", "1i"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="invalid size"):
+        parse_size(text)

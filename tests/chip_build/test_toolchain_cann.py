@@ -1,0 +1,410 @@
+"""The cann toolchain against a FAKE toolkit tree: discovery order, versions, exact command
+lines per chip and core type, the orchestration compile, failures and the missing-toolkit error."""
+
+from __future__ import annotations
+
+import itertools
+import platform
+from pathlib import Path
+
+import pytest
+from fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann, make_fake_pto_isa
+
+from chip_build.trees import kernel_source, make_tree, write_subbuild
+from pypto_build.builtins import include_dir
+from pypto_build.chip_build.chips import CoreType
+from pypto_build.chip_build.compile import BuildFailed, compile_tree
+from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.toolchains import (
+    CannToolchain,
+    SimToolchain,
+    ToolchainError,
+    ToolkitNotFoundError,
+    Version,
+    discovery,
+    find_toolkit,
+    select_toolchain,
+)
+
+ARCH = platform.machine()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An empty home directory, so the per-user default roots hold nothing."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def fake_cann(tmp_path: Path) -> FakeCann:
+    return make_fake_cann(tmp_path / "toolkit")
+
+
+@pytest.fixture
+def toolchain(fake_cann: FakeCann, tmp_path: Path, home: Path) -> CannToolchain:
+    chosen = select_toolchain(
+        "cann",
+        environ={"ASCEND_HOME_PATH": str(fake_cann.root)},
+        home=home,
+        pto_isa_root=make_fake_pto_isa(tmp_path),
+    )
+    assert isinstance(chosen, CannToolchain)
+    return chosen
+
+
+# --- discovery -------------------------------------------------------------------------------
+
+
+def test_each_variable_wins_over_the_later_ones(tmp_path: Path, home: Path) -> None:
+    by_home = make_fake_cann(tmp_path / "a", "8.0.RC1").root
+    by_alias = make_fake_cann(tmp_path / "b", "8.3.RC1").root
+    by_opp = make_fake_cann(tmp_path / "c", "8.5.0.alpha001").root
+    default = make_fake_cann(home, "9.0.0-beta.2").install_dir / "latest"
+    environ = {
+        "ASCEND_HOME_PATH": str(by_home),
+        "ASCEND_TOOLKIT_HOME": str(by_alias),
+        "ASCEND_OPP_PATH": str(by_opp / "opp"),
+    }
+    expected = [
+        ("ASCEND_HOME_PATH", by_home, "8.0.RC1"),
+        ("ASCEND_TOOLKIT_HOME", by_alias, "8.3.RC1"),
+        ("ASCEND_OPP_PATH (its parent)", by_opp, "8.5.0.alpha001"),
+        ("default", default.resolve(), "9.0.0-beta.2"),
+    ]
+    for variable, (origin, root, version) in zip(
+        ["ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_OPP_PATH", None], expected, strict=True
+    ):
+        toolkit = find_toolkit(environ, home=home).require()
+        assert (toolkit.origin, toolkit.root, str(toolkit.version)) == (origin, root, version)
+        if variable is not None:
+            del environ[variable]
+
+
+def test_unusable_candidates_are_skipped_with_reasons(tmp_path: Path, home: Path) -> None:
+    broken = tmp_path / "broken"
+    (broken / "bin").mkdir(parents=True)
+    found = make_fake_cann(tmp_path / "good")
+    search = find_toolkit(
+        {
+            "ASCEND_HOME_PATH": str(tmp_path / "missing"),
+            "ASCEND_TOOLKIT_HOME": str(broken),
+            "ASCEND_OPP_PATH": str(found.root / "opp"),
+        },
+        home=home,
+    )
+    assert search.require().root == found.root
+    reasons = [place.describe() for place in search.searched]
+    assert reasons[0] == f"ASCEND_HOME_PATH: {tmp_path / 'missing'}: not a directory"
+    assert reasons[1].startswith(f"ASCEND_TOOLKIT_HOME: {broken}: no executable ccec in bin, ")
+    assert reasons[2] == f"ASCEND_OPP_PATH (its parent): {found.root}"
+
+
+def test_system_defaults_come_before_user_defaults(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    system = make_fake_cann(tmp_path / "usr", "8.3.RC1")
+    make_fake_cann(home, "8.5.0")
+    monkeypatch.setattr(discovery, "_SYSTEM_ROOTS", (str(system.install_dir / "latest"),))
+    assert str(find_toolkit({}, home=home).require().version) == "8.3.RC1"
+
+
+def test_compilers_in_the_ccec_compiler_directory_are_found(tmp_path: Path, home: Path) -> None:
+    fake = make_fake_cann(tmp_path)
+    moved = fake.root / f"{ARCH}-linux" / "ccec_compiler" / "bin"
+    moved.mkdir(parents=True)
+    for tool in ("ccec", "ld.lld"):
+        (fake.root / "bin" / tool).rename(moved / tool)
+    toolkit = find_toolkit({"ASCEND_HOME_PATH": str(fake.root)}, home=home).require()
+    assert (toolkit.ccec, toolkit.ld_lld) == (moved / "ccec", moved / "ld.lld")
+
+
+def test_missing_toolkit_lists_every_place_searched(tmp_path: Path, home: Path) -> None:
+    environ = {"ASCEND_HOME_PATH": str(tmp_path / "nowhere")}
+    with pytest.raises(ToolkitNotFoundError) as caught:
+        select_toolchain("cann", environ=environ, home=home)
+    message = str(caught.value)
+    assert message.startswith("toolchain 'cann' needs a CANN toolkit, and none was found;")
+    for line in [
+        f"  ASCEND_HOME_PATH: {tmp_path / 'nowhere'}: not a directory",
+        "  ASCEND_TOOLKIT_HOME: not set",
+        "  ASCEND_OPP_PATH (its parent): not set",
+        "  default: /usr/local/Ascend/ascend-toolkit/latest: does not exist",
+        "  default: /usr/local/Ascend/cann: does not exist",
+        f"  default: {home / 'Ascend/ascend-toolkit/latest'}: does not exist",
+        f"  default: {home / 'Ascend/cann'}: does not exist",
+    ]:
+        assert line in message.splitlines()
+    assert "toolchain 'sim'" in message
+
+
+def test_auto_picks_cann_when_found_and_sim_otherwise(
+    fake_cann: FakeCann, tmp_path: Path, home: Path
+) -> None:
+    pto = make_fake_pto_isa(tmp_path)
+    found = select_toolchain(
+        "auto", environ={"ASCEND_HOME_PATH": str(fake_cann.root)}, home=home, pto_isa_root=pto
+    )
+    assert isinstance(found, CannToolchain)
+    assert found.version == "8.3.RC1"
+    fallback = select_toolchain("auto", environ={"PATH": "/usr/bin:/bin"}, home=home)
+    assert isinstance(fallback, SimToolchain)
+
+
+def test_cann_needs_a_pto_isa_root(fake_cann: FakeCann, tmp_path: Path, home: Path) -> None:
+    environ = {"ASCEND_HOME_PATH": str(fake_cann.root)}
+    with pytest.raises(ToolchainError, match=r"set tool\.pypto\.pto_isa_root or PTO_ISA_ROOT"):
+        select_toolchain("cann", environ=environ, home=home)
+    pto = make_fake_pto_isa(tmp_path)
+    chosen = select_toolchain("cann", environ={**environ, "PTO_ISA_ROOT": str(pto)}, home=home)
+    assert isinstance(chosen, CannToolchain)
+    assert chosen.pto_isa_root == pto
+    with pytest.raises(ToolchainError, match="no include/ directory"):
+        select_toolchain("cann", environ=environ, home=home, pto_isa_root=tmp_path)
+
+
+# --- versions --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "release", "stages"),
+    [
+        ("8.3.RC1", (8, 3), (("rc", 1),)),
+        ("8.0.RC1", (8, 0), (("rc", 1),)),
+        ("8.5.0.alpha001", (8, 5, 0), (("alpha", 1),)),
+        ("9.0.0-beta.1", (9, 0, 0), (("beta", 1),)),
+        ("9.0.0-beta.12", (9, 0, 0), (("beta", 12),)),
+        ("8.0.RC2.alpha003", (8, 0), (("rc", 2), ("alpha", 3))),
+        ("8.5.0", (8, 5, 0), ()),
+    ],
+)
+def test_version_forms_parse(text: str, release: tuple[int, ...], stages: object) -> None:
+    version = Version.parse(text)
+    assert (version.release, version.stages, str(version)) == (release, stages, text)
+
+
+def test_versions_order_as_releases_do() -> None:
+    ordered = [
+        "8.0.RC1",
+        "8.0.RC2.alpha003",
+        "8.0.RC2",
+        "8.3.RC1",
+        "8.5.0.alpha001",
+        "8.5.0.alpha002",
+        "8.5.0",
+        "9.0.0-beta.1",
+        "9.0.0-beta.2",
+        "9.0.0",
+    ]
+    versions = [Version.parse(text) for text in ordered]
+    assert sorted(reversed(versions)) == versions
+    assert all(a < b for a, b in itertools.pairwise(versions))
+    assert Version.parse("8.3") == Version.parse("8.3.0")
+    assert Version.parse("8.3.RC1") < Version.parse("8.3.0")
+
+
+@pytest.mark.parametrize("text", ["", "RC1", "8.x", "8.3.RC1.4", "version 8"])
+def test_malformed_versions_are_rejected(text: str) -> None:
+    with pytest.raises(ValueError, match="version"):
+        Version.parse(text)
+
+
+@pytest.mark.parametrize("where", ["install_info", "compiler", "version_cfg"])
+def test_version_is_read_from_the_toolkit_files(where: str, tmp_path: Path, home: Path) -> None:
+    fake = make_fake_cann(tmp_path, "8.5.0.alpha001", version_file=where)
+    toolkit = find_toolkit({"ASCEND_HOME_PATH": str(fake.root)}, home=home).require()
+    assert toolkit.version == Version.parse("8.5.0.alpha001")
+
+
+def test_install_info_is_trusted_before_version_info(tmp_path: Path, home: Path) -> None:
+    fake = make_fake_cann(tmp_path, "8.3.RC1")
+    (fake.root / "compiler").mkdir()
+    (fake.root / "compiler" / "version.info").write_text("Version=7.0.0\n", encoding="utf-8")
+    toolkit = find_toolkit({"ASCEND_HOME_PATH": str(fake.root)}, home=home).require()
+    assert str(toolkit.version) == "8.3.RC1"
+    assert toolkit.version_file == fake.root / f"{ARCH}-linux" / "ascend_toolkit_install.info"
+
+
+def test_a_toolkit_without_a_version_is_passed_over(tmp_path: Path, home: Path) -> None:
+    fake = make_fake_cann(tmp_path, version_file="none")
+    search = find_toolkit({"ASCEND_HOME_PATH": str(fake.root)}, home=home)
+    assert search.toolkit is None
+    assert "no version in any of" in search.searched[0].reason
+
+
+# --- command lines ---------------------------------------------------------------------------
+
+_COMMON = [
+    "-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only",
+]  # fmt: skip
+_AFTER_ARCH = [
+    "-mllvm", "-cce-aicore-stack-size=0x8000",
+    "-mllvm", "-cce-aicore-function-stack-size=0x8000",
+    "-mllvm", "-cce-aicore-record-overflow=false",
+    "-mllvm", "-cce-aicore-addr-transform",
+    "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false",
+    "-DMEMORY_BASE",
+]  # fmt: skip
+_ARCH = {
+    ("a2", CoreType.AIV): "dav-c220-vec",
+    ("a2", CoreType.AIC): "dav-c220-cube",
+    ("a3", CoreType.AIV): "dav-c220-vec",
+    ("a3", CoreType.AIC): "dav-c220-cube",
+    ("a5", CoreType.AIV): "dav-c310-vec",
+    ("a5", CoreType.AIC): "dav-c310-cube",
+}
+_CHIP_EXTRA = {"a2": [], "a3": [], "a5": ["-mllvm", "-cce-vf-aa-between-iters=true"]}
+
+
+def _stage_of(argv: list[str]) -> Path:
+    return Path(argv[argv.index("-o") + 1]).parent
+
+
+@pytest.mark.parametrize("chip", ["a2", "a3", "a5"])
+def test_exact_kernel_and_orchestration_command_lines(
+    chip: str, toolchain: CannToolchain, fake_cann: FakeCann, tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "out", chip)
+    report = compile_tree(tree, chip, toolchain, jobs=1, progress=None)
+    assert report.compiled == 4
+    pto = toolchain.pto_isa_root
+    includes = [f"-I{pto}/include", f"-I{pto}/include/pto", f"-I{include_dir()}"]
+    ccec_calls = {argv[-1]: argv for argv in fake_cann.calls("ccec")}
+    link_calls = {argv[-1]: argv for argv in fake_cann.calls("ld.lld")}
+    assert len(ccec_calls) == len(link_calls) == 3
+    for name, core_type in [
+        ("alpha", CoreType.AIV),
+        ("beta", CoreType.AIV),
+        ("gamma", CoreType.AIC),
+    ]:
+        ccec = ccec_calls[f"{name}.cpp"]
+        stage = _stage_of(ccec)
+        assert ccec == [
+            *_COMMON,
+            f"--cce-aicore-arch={_ARCH[chip, core_type]}",
+            *_AFTER_ARCH,
+            *_CHIP_EXTRA[chip],
+            *includes,
+            "-MD", "-MF", f"{stage}/{name}.d", "-MT", f"{name}.o",
+            "-o", f"{stage}/{name}.unlinked.o",
+            f"{name}.cpp",
+        ]  # fmt: skip
+        assert link_calls[f"{stage}/{name}.unlinked.o"] == [
+            "-e", "kernel_entry", "-o", f"{stage}/{name}.o", f"{stage}/{name}.unlinked.o",
+        ]  # fmt: skip
+    [orchestration] = fake_cann.calls("aarch64-target-linux-gnu-g++")
+    stage = _stage_of(orchestration)
+    assert orchestration == [
+        "-shared", "-fPIC", "-O3", "-g", "-std=c++17",
+        f"-I{include_dir()}",
+        "-MD", "-MF", f"{stage}/pipe.d", "-MT", "pipe.so",
+        "-o", f"{stage}/pipe.so",
+        "pipe.cpp",
+    ]  # fmt: skip
+    # Binaries beside their sources, recorded in kernel_config.py; the manifest names CANN.
+    root = tree / "next_levels" / "pipe"
+    assert (root / "kernels/aiv/alpha.o").read_bytes().startswith(b"FAKE-LINKED FAKE-ccec ")
+    assert (root / "orchestration/pipe.so").read_bytes().startswith(b"FAKE-aarch64")
+    binaries = [kernel.binary for kernel in read_kernel_config(root / "kernel_config.py").kernels]
+    assert binaries == ["kernels/aiv/alpha.o", "kernels/aiv/beta.o", "kernels/aic/gamma.o"]
+    assert '"toolchain": {\n    "name": "cann",\n    "version": "8.3.RC1"\n  }' in (
+        tree / "manifest.json"
+    ).read_text(encoding="utf-8")
+
+
+def test_compiles_run_in_the_source_directory(
+    toolchain: CannToolchain, fake_cann: FakeCann, tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "out")
+    compile_tree(tree, "a3", toolchain, progress=None)
+    entries = fake_cann.record.read_text(encoding="utf-8")
+    assert f'"cwd": "{tree}/next_levels/pipe/kernels/aiv"' in entries
+    assert f'"cwd": "{tree}/next_levels/pipe/orchestration"' in entries
+
+
+def test_extra_and_runtime_include_directories(
+    fake_cann: FakeCann, tmp_path: Path, home: Path
+) -> None:
+    pto = make_fake_pto_isa(tmp_path)
+    chosen = select_toolchain(
+        "cann",
+        environ={"ASCEND_HOME_PATH": str(fake_cann.root)},
+        home=home,
+        pto_isa_root=pto,
+        extra_include_dirs=[tmp_path / "extra"],
+        orchestration_include_dirs=[tmp_path / "rt1", tmp_path / "rt2"],
+    )
+    tree = make_tree(tmp_path / "out")
+    compile_tree(tree, "a3", chosen, progress=None)
+    kernel = fake_cann.calls("ccec")[0]
+    includes = [arg for arg in kernel if arg.startswith("-I")]
+    assert includes == [
+        f"-I{pto}/include", f"-I{pto}/include/pto", f"-I{include_dir()}", f"-I{tmp_path}/extra"
+    ]  # fmt: skip
+    orchestration = fake_cann.calls("aarch64-target-linux-gnu-g++")[0]
+    position = orchestration.index(f"-I{include_dir()}")
+    assert orchestration[position : position + 4] == [
+        f"-I{include_dir()}",
+        "-DPYPTO_BUILD_RUNTIME_ORCHESTRATION_API",
+        f"-I{tmp_path}/rt1",
+        f"-I{tmp_path}/rt2",
+    ]
+
+
+def test_identity_names_the_toolkit_version_and_ccec(toolchain: CannToolchain) -> None:
+    assert toolchain.identity() == "cann 8.3.RC1; ccec: fake ccec 0.0 (pypto-build test double)"
+
+
+# --- failures --------------------------------------------------------------------------------
+
+
+def test_compiler_failure_shows_command_kernel_and_output(
+    toolchain: CannToolchain, fake_cann: FakeCann, tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "out")
+    root = write_subbuild(
+        tree, "broken", {"bad": (CoreType.AIV, f"// {FAIL_MARKER}\n" + kernel_source(9))}
+    )
+    stale = root / "kernels/aiv/bad.o"
+    stale.write_bytes(b"binary of an older build")
+    config_before = (root / "kernel_config.py").read_bytes()
+    manifest_before = (tree / "manifest.json").read_bytes()
+    with pytest.raises(BuildFailed) as caught:
+        compile_tree(tree, "a3", toolchain, jobs=2, progress=None)
+    message = str(caught.value)
+    assert message.startswith("1 of 6 compiles failed for chip a3:\n")
+    assert (
+        "error: compiling next_levels/broken/kernels/aiv/bad.cpp failed (exit status 1)" in message
+    )
+    ccec_call = next(argv for argv in fake_cann.calls("ccec") if argv[-1] == "bad.cpp")
+    assert f"command: {toolchain.toolkit.ccec} {' '.join(ccec_call)}" in message
+    assert "bad.cpp:1:1: error: fake failure requested" in message
+    log = tmp_path / "out" / ".pypto-build-logs" / "a3.log"
+    assert message.endswith(f"full log: {log}")
+    assert "== next_levels/broken/kernels/aiv/bad.cpp: FAILED" in log.read_text(encoding="utf-8")
+    # No artifact of the failed kernel (not even an older one), nothing linked for it, and the
+    # tree's description is untouched.
+    assert not stale.exists()
+    assert not any(argv[-1].endswith("bad.unlinked.o") for argv in fake_cann.calls("ld.lld"))
+    assert (root / "kernel_config.py").read_bytes() == config_before
+    assert (tree / "manifest.json").read_bytes() == manifest_before
+    # The log lives outside the chip tree.
+    assert not list(tree.rglob("*.log"))
+
+
+def test_missing_host_compiler_fails_only_the_orchestration(tmp_path: Path, home: Path) -> None:
+    fake = make_fake_cann(tmp_path / "toolkit", host_cxx=False)
+    chosen = select_toolchain(
+        "cann",
+        environ={"ASCEND_HOME_PATH": str(fake.root)},
+        home=home,
+        pto_isa_root=make_fake_pto_isa(tmp_path),
+    )
+    tree = make_tree(tmp_path / "out")
+    with pytest.raises(BuildFailed) as caught:
+        compile_tree(tree, "a3", chosen, progress=None)
+    assert str(caught.value).startswith("1 of 4 compiles failed for chip a3:\n")
+    assert "tools/hcc/bin/aarch64-target-linux-gnu-g++, the aarch64 host compiler" in str(
+        caught.value
+    )

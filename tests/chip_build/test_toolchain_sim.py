@@ -1,0 +1,175 @@
+"""The sim toolchain with the real host g++: command lines, identity, and real compiles (of
+hand-made trees and of a rendered sample) whose shared objects load and run."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import shutil
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from chip_build.trees import kernel_source, make_tree, write_subbuild
+from pypto_build.builtins import include_dir
+from pypto_build.chip_build.chips import CoreType, get_chip
+from pypto_build.chip_build.compile import BuildFailed, build, compile_tree
+from pypto_build.chip_build.fs import walk_files
+from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.manifest import verify_manifest
+from pypto_build.chip_build.toolchains import (
+    CompileJob,
+    SimToolchain,
+    ToolchainError,
+    UnitKind,
+    find_host_compiler,
+    select_toolchain,
+)
+
+GXX = shutil.which("g++")
+needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
+
+
+@pytest.fixture
+def sim() -> SimToolchain:
+    if GXX is None:
+        pytest.skip("g++ is not on PATH")
+    return SimToolchain(Path(GXX))
+
+
+def _job(tree: Path, source: str, core_type: CoreType | None) -> CompileJob:
+    kind = UnitKind.ORCHESTRATION if core_type is None else UnitKind.KERNEL
+    return CompileJob(tree, PurePosixPath(source), kind, get_chip("a5"), core_type)
+
+
+def _is_shared_object(path: Path) -> bool:
+    header = path.read_bytes()[:18]
+    return header[:4] == b"\x7fELF" and int.from_bytes(header[16:18], "little") == 3  # ET_DYN
+
+
+def test_kernel_and_orchestration_command_lines(tmp_path: Path) -> None:
+    sim = SimToolchain(Path("/opt/bin/g++"), version_line="g++ (GCC) 12.2.0")
+    stage = tmp_path / "stage"
+    flags = ["/opt/bin/g++", "-c", "-fPIC", "-O2", "-std=c++17"]
+    for core_type, define in [(CoreType.AIV, "-D__DAV_VEC__"), (CoreType.AIC, "-D__DAV_CUBE__")]:
+        plan = sim.plan(_job(tmp_path, f"kernels/{core_type}/k.cpp", core_type), stage)
+        assert plan.key_argv() == (
+            (
+                *flags, "-D__CPU_SIM", define, "-DNDEBUG", f"-I{include_dir()}",
+                "-MD", "-MF", f"{stage}/k.d", "-MT", "k.so", "-o", f"{stage}/k.o", "k.cpp",
+            ),
+            ("/opt/bin/g++", "-shared", "-o", f"{stage}/k.so", f"{stage}/k.o"),
+        )  # fmt: skip
+        assert [step.compiles for step in plan.steps] == [True, False]
+        assert (plan.output, plan.depfile) == (stage / "k.so", stage / "k.d")
+    plan = sim.plan(_job(tmp_path, "orchestration/orch.cpp", None), stage)
+    assert plan.key_argv() == (
+        (
+            *flags, f"-I{include_dir()}",
+            "-MD", "-MF", f"{stage}/orch.d", "-MT", "orch.so", "-o", f"{stage}/orch.o", "orch.cpp",
+        ),
+        ("/opt/bin/g++", "-shared", "-o", f"{stage}/orch.so", f"{stage}/orch.o"),
+    )  # fmt: skip
+
+
+def test_identity_and_version() -> None:
+    sim = SimToolchain(Path("/usr/bin/g++"), version_line="g++ (Debian 12.2.0-14+deb12u1) 12.2.0")
+    assert sim.name == "sim"
+    assert sim.version == "g++ 12.2.0"
+    assert sim.identity() == "g++: g++ (Debian 12.2.0-14+deb12u1) 12.2.0"
+    assert SimToolchain(Path("/x/cc"), version_line="odd compiler").version == "odd compiler"
+
+
+@needs_gxx
+def test_discovery_honours_cxx(tmp_path: Path) -> None:
+    assert GXX is not None
+    link = tmp_path / "my-c++"
+    link.symlink_to(GXX)
+    environ = {"CXX": "my-c++", "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    assert find_host_compiler(environ) == link
+    chosen = select_toolchain("sim", environ=environ)
+    assert isinstance(chosen, SimToolchain)
+    assert chosen.identity().startswith("my-c++: ")
+    with pytest.raises(ToolchainError, match="CXX=nope is not on PATH"):
+        find_host_compiler({"CXX": "nope", "PATH": str(tmp_path)})
+
+
+def test_real_compile_of_a_tree_loads_and_runs(sim: SimToolchain, tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "out")
+    report = compile_tree(tree, "a3", sim, jobs=2, progress=None)
+    assert (report.compiled, report.cache_hits) == (4, 0)
+    assert (report.toolchain, report.toolchain_version) == ("sim", sim.version)
+    root = tree / "next_levels" / "pipe"
+    for binary in ["kernels/aiv/alpha.so", "kernels/aiv/beta.so", "kernels/aic/gamma.so"]:
+        assert _is_shared_object(root / binary)
+    orchestration = root / "orchestration" / "pipe.so"
+    assert _is_shared_object(orchestration)
+    # Runtime symbols stay undefined in the orchestration; the runtime supplies them.
+    assert b"rt_submit_aiv_task" in orchestration.read_bytes()
+    # The kernel ABI: kernel_entry(int64_t* args), args[0] points at the output.
+    library = ctypes.CDLL(str(root / "kernels/aic/gamma.so"))
+    result = ctypes.c_int64(0)
+    args = (ctypes.c_int64 * 1)(ctypes.addressof(result))
+    library.kernel_entry(args)
+    assert result.value == 3
+
+
+def test_builds_are_identical_at_different_paths(sim: SimToolchain, tmp_path: Path) -> None:
+    trees = [make_tree(tmp_path / name) for name in ("first", "second/deeper")]
+    for tree, jobs in zip(trees, (1, 2), strict=True):
+        compile_tree(tree, "a3", sim, jobs=jobs, progress=None)
+    files = [walk_files(tree) for tree in trees]
+    assert files[0] == files[1]
+    for path in files[0]:
+        assert (trees[0] / path).read_bytes() == (trees[1] / path).read_bytes(), path
+
+
+def test_real_compiler_error_is_reported(sim: SimToolchain, tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "out")
+    write_subbuild(
+        tree,
+        "broken",
+        {"bad": (CoreType.AIV, kernel_source(1) + "int broken(\n")},
+        orchestration=None,
+    )
+    with pytest.raises(BuildFailed) as caught:
+        compile_tree(tree, "a3", sim, progress=None)
+    message = str(caught.value)
+    assert (
+        "error: compiling next_levels/broken/kernels/aiv/bad.cpp failed (exit status 1)" in message
+    )
+    assert f"command: {GXX} -c -fPIC -O2 -std=c++17 -D__CPU_SIM -D__DAV_VEC__" in message
+    assert "bad.cpp:6:" in message  # g++'s own diagnostic, with the line
+    assert not (tree / "next_levels/broken/kernels/aiv/bad.so").exists()
+
+
+def test_real_compile_of_a_rendered_sample(
+    sim: SimToolchain, tmp_path: Path, repo_root: Path
+) -> None:
+    project = repo_root / "samples" / "moe_a2a"
+    result = build(
+        [project / "src" / "moe_a2a" / "pipelines.py"],
+        chips=["a3"],
+        out_dir=tmp_path / "out",
+        source_root=project,
+        toolchain=sim,
+        jobs=2,
+        progress=None,
+    )
+    [report] = result.reports
+    tree = tmp_path / "out" / "a3"
+    sub_build = tree / "next_levels" / "chip_pipeline"
+    config = read_kernel_config(sub_build / "kernel_config.py")
+    binaries = sorted(kernel.binary or "" for kernel in config.kernels)
+    assert binaries == [
+        "kernels/aiv/__builtin_all_to_all_v__fp32.so",
+        "kernels/aiv/consume_step.so",
+        "kernels/aiv/stage_step.so",
+    ]
+    assert report.compiled == len(binaries) + 1  # and the orchestration
+    for binary in [*binaries, "orchestration/chip_pipeline.so"]:
+        assert _is_shared_object(sub_build / binary)
+    assert verify_manifest(tree) == []
+    manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["toolchain"] == {"name": "sim", "version": sim.version}
+    assert "src/moe_a2a/pipelines.py" in manifest["inputs"]

@@ -1,0 +1,193 @@
+"""``pypto-build build``, ``cache`` and ``doctor``, run in-process through ``main``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fakes.fake_cann import make_fake_cann, make_fake_pto_isa
+
+from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.plugin.cli import ExitCode, main
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+
+
+@pytest.fixture(autouse=True)
+def environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private cache, an empty home and no toolkit or override variables."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    for name in (
+        "ASCEND_HOME_PATH",
+        "ASCEND_TOOLKIT_HOME",
+        "ASCEND_OPP_PATH",
+        "PTO_ISA_ROOT",
+        "PYPTO_CHIPS",
+        "PYPTO_TOOLCHAIN",
+        "PYPTO_JOBS",
+        "PYPTO_COMPILER_LAUNCHER",
+        "CXX",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path: Path, repo_root: Path) -> Path:
+    """A copy of the sample package, built for a3 only to keep the test fast."""
+    copy = tmp_path / "moe_a2a"
+    shutil.copytree(repo_root / "samples" / "moe_a2a", copy)
+    pyproject = copy / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8").replace('chips = ["a3", "a5"]', 'chips = ["a3"]')
+    pyproject.write_text(text, encoding="utf-8")
+    return copy
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@needs_gxx
+def test_build_a_project_then_rebuild_from_the_cache(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "build", str(project), "--jobs", "2")
+    assert (code, err) == (ExitCode.OK, "")
+    lines = out.splitlines()
+    assert lines[0].startswith(f"a3: 4 compiled, 0 from cache -> {project}/build/pypto/a3 (sim ")
+    assert lines[1] == f"cache: 0 hits / 4 misses ({tmp_path / 'cache'})"
+    code, out, _ = _run(capsys, "build", str(project), "--json")
+    document = json.loads(out)
+    assert document["chips"]["a3"]["compiled"] == 0
+    assert document["chips"]["a3"]["cache_hits"] == 4
+    assert document["toolchain"]["name"] == "sim"
+    code, out, _ = _run(capsys, "cache", "stats", "--json")
+    stats = json.loads(out)
+    assert (stats["entries"], stats["last_build"]) == (4, {"hits": 4, "misses": 0})
+    assert stats["bytes"] > 0
+    code, out, _ = _run(capsys, "cache", "stats")
+    assert "last build: 4 hits / 0 misses" in out.splitlines()
+    code, out, _ = _run(capsys, "cache", "prune", "--all")
+    assert code == ExitCode.OK
+    assert out.startswith("removed 4 entries (")
+    assert json.loads(_run(capsys, "cache", "stats", "--json")[1])["entries"] == 0
+
+
+@needs_gxx
+def test_build_a_program_file_for_one_chip(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = project / "src" / "moe_a2a" / "pipelines.py"
+    out_dir = tmp_path / "out"
+    code, out, _ = _run(
+        capsys, "build", str(program), "--chip", "a5", "--out", str(out_dir), "--no-cache"
+    )
+    assert code == ExitCode.OK
+    assert out == f"a5: 4 compiled, 0 from cache -> {out_dir}/a5 (sim {_gxx_version()})\n"
+    assert (out_dir / "a5" / "next_levels" / "chip_pipeline" / "orchestration").is_dir()
+    assert not (tmp_path / "cache").exists()
+
+
+def _gxx_version() -> str:
+    return SimToolchain.discover().version
+
+
+def test_cann_without_a_toolkit_fails_listing_the_search(
+    project: Path, environment: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "build", str(project), "--toolchain", "cann")
+    assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
+    assert err.startswith("pypto-build: error: toolchain 'cann' needs a CANN toolkit")
+    assert "  ASCEND_HOME_PATH: not set\n" in err
+    assert f"  default: {environment}/Ascend/cann: does not exist\n" in err
+
+
+def test_settings_errors_are_usage_errors(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PYPTO_CHIPS", "a3,a9")
+    code, _, err = _run(capsys, "build", str(project))
+    assert code == ExitCode.USAGE_ERROR
+    assert err == (
+        "pypto-build: error: PYPTO_CHIPS[1]: unknown chip 'a9'; valid chips: a2, a3, a5\n"
+    )
+    monkeypatch.delenv("PYPTO_CHIPS")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text(encoding="utf-8").replace('toolchain = "auto"', 'toolchain = "gcc"'),
+        encoding="utf-8",
+    )
+    code, _, err = _run(capsys, "build", str(project))
+    assert code == ExitCode.USAGE_ERROR
+    assert "tool.pypto.toolchain: expected one of 'auto', 'cann', 'sim', got 'gcc'" in err
+
+
+def test_missing_targets_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "build", str(tmp_path / "nothing"))
+    assert (code, err) == (
+        ExitCode.USAGE_ERROR,
+        f"pypto-build: error: {tmp_path / 'nothing'}: no such file or directory\n",
+    )
+    code, _, err = _run(capsys, "build", str(tmp_path))
+    assert code == ExitCode.USAGE_ERROR
+    assert "no pyproject.toml" in err
+    assert _run(capsys, "cache", "prune")[0] == ExitCode.USAGE_ERROR
+    assert _run(capsys, "build", "--jobs", "0")[0] == ExitCode.USAGE_ERROR
+
+
+def test_unknown_launcher_is_reported(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "build", str(project), "--launcher", "no-such-launcher")
+    assert code == ExitCode.PROGRAM_ERROR
+    assert err == "pypto-build: error: compiler launcher 'no-such-launcher' is not on PATH\n"
+
+
+def test_doctor_with_a_toolkit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = make_fake_cann(tmp_path / "toolkit", "8.5.0.alpha001")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(fake.root))
+    monkeypatch.setenv("PTO_ISA_ROOT", str(make_fake_pto_isa(tmp_path)))
+    code, out, _ = _run(capsys, "doctor", "--json")
+    report = json.loads(out)
+    assert code == ExitCode.OK
+    assert report["auto_toolchain"] == "cann"
+    cann = report["cann"]
+    assert (cann["found"], cann["version"], cann["origin"]) == (
+        True,
+        "8.5.0.alpha001",
+        "ASCEND_HOME_PATH",
+    )
+    assert cann["ccec"] == str(fake.root / "bin" / "ccec")
+    assert report["pto_isa"] == {"root": str(tmp_path / "pto-isa")}
+    assert report["cache"] == {"root": str(tmp_path / "cache"), "entries": 0, "bytes": 0}
+    assert set(report["launchers"]) == {"ccache", "sccache"}
+    code, out, _ = _run(capsys, "doctor")
+    assert (
+        out.splitlines()[0] == f"cann: 8.5.0.alpha001 at {fake.root} (found via ASCEND_HOME_PATH)"
+    )
+
+
+@needs_gxx
+def test_doctor_without_a_toolkit(environment: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "doctor")
+    lines = out.splitlines()
+    assert code == ExitCode.OK
+    assert lines[:4] == [
+        "cann: not found; searched:",
+        "  ASCEND_HOME_PATH: not set",
+        "  ASCEND_TOOLKIT_HOME: not set",
+        "  ASCEND_OPP_PATH (its parent): not set",
+    ]
+    assert f"  default: {environment}/Ascend/cann: does not exist" in lines
+    assert "pto-isa: not configured (set PTO_ISA_ROOT)" in lines
+    assert any(line.startswith("sim: ") and "g++" in line for line in lines)
+    assert lines[-1] == "toolchain 'auto' selects: sim"
