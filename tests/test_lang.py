@@ -76,6 +76,17 @@ def test_annotations_evaluate_to_ir_types() -> None:
     assert pl.InOut[pld.DistributedTensor[[2], pl.FP32]].direction is ParamDirection.InOut
 
 
+def test_annotation_names_show_their_dsl_spelling() -> None:
+    names = [pl.Tensor, pld.DistributedTensor, pl.Out, pl.InOut, pl.Scalar]
+    assert [repr(name) for name in names] == [
+        "pl.Tensor",
+        "pld.DistributedTensor",
+        "pl.Out",
+        "pl.InOut",
+        "pl.Scalar",
+    ]
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [

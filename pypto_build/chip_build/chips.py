@@ -97,54 +97,42 @@ class Chip:
         return builtin in self.builtins
 
 
-_A2A3_FLAGS: tuple[str, ...] = ()
-# [simpler 1.2], [toolchain B.3]: a5 compiles add `-mllvm -cce-vf-aa-between-iters=true`.
-_A5_FLAGS = ("-mllvm", "-cce-vf-aa-between-iters=true")
+def _a2a3_chip(name: str, soc: str, builtins: tuple[str, ...]) -> Chip:
+    """A chip of the a2a3 platform: a2 and a3 differ only in SoC name and builtin support.
 
-CHIPS: tuple[Chip, ...] = (
-    Chip(
-        name="a2",
-        # [toolchain B.2]: Atlas A2 = Short_SoC_version Ascend910B (Ascend910B1..B4).
-        soc="Ascend910B",
-        # [simpler 1.2]: the a2a3 platform covers 910B (a2) and 910_93 (a3).
+    [simpler 1.2]: the a2a3 platform covers 910B (a2) and 910_93 (a3); [toolchain B.2]: both use
+    the AIC-C-220 arch (dav-c220-vec / dav-c220-cube) and need no extra ccec flags.
+    """
+    return Chip(
+        name=name,
+        soc=soc,
         platform="a2a3",
-        # [toolchain B.2], [simpler 1.2]: AIC-C-220 -> dav-c220-vec / dav-c220-cube.
         aiv_arch="dav-c220-vec",
         aic_arch="dav-c220-cube",
-        ccec_extra_flags=_A2A3_FLAGS,
+        ccec_extra_flags=(),
         # [collectives 3.8], [collectives A]: device AIV count 48 on 910B;
-        # [simpler 1.2], [simpler 5.1]: 24 AIC + 48 AIV per device (24 clusters, 1C2V).
+        # [simpler 1.2], [simpler 5.1]: 24 AIC + 48 AIV per device (24 clusters, 1C2V). PyPTO
+        # documents the AIV count for 910B only; [simpler 1.2] gives those counts for the whole
+        # a2a3 platform (an a3 chip is two device ids, one per die), so a3 takes the same value.
         aiv_capacity=48,
         aic_capacity=24,
         # [simpler 1.2], [collectives A]: the 910B backend handler's launch-spec method.
         launch_spec_method="set_block_num",
         # [simpler 1.2]: a2a3 DMA engines are COUNTER and SDMA (opt-in); no URMA.
         transports=(Transport.WINDOW, Transport.SDMA),
-        # [design 5]: indexed_all_to_all_v is a5 only; [design 9]: the MC2 fused op is a3 only.
-        builtins=(ALL_TO_ALL_V,),
-    ),
-    Chip(
-        name="a3",
-        # [toolchain B.2]: Atlas A3 = Short_SoC_version Ascend910_93 (Ascend910_9362..9392).
-        soc="Ascend910_93",
-        # [simpler 1.2]: 910_93 runs on the a2a3 platform.
-        platform="a2a3",
-        # [toolchain B.2]: A3 uses the same AIC-C-220 arch as A2.
-        aiv_arch="dav-c220-vec",
-        aic_arch="dav-c220-cube",
-        ccec_extra_flags=_A2A3_FLAGS,
-        # PyPTO documents the AIV count for 910B only ([collectives 3.8]). [simpler 1.2] gives
-        # 24 AIC + 48 AIV per device for the whole a2a3 platform (an a3 chip is two device ids,
-        # one per die), so a3 takes the a2a3 platform's documented value.
-        aiv_capacity=48,
-        aic_capacity=24,
-        # [simpler 1.2]: a2a3 uses the 910B handler's `set_block_num`.
-        launch_spec_method="set_block_num",
-        # [simpler 1.2]: same DMA engines as a2.
-        transports=(Transport.WINDOW, Transport.SDMA),
-        # [toolchain A.0], [toolchain A.1], [design 9]: the MC2 fused op registers only
-        # ascend910_93 (Atlas A3).
-        builtins=(ALL_TO_ALL_V, BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL),
+        builtins=builtins,
+    )
+
+
+CHIPS: tuple[Chip, ...] = (
+    # [toolchain B.2]: Atlas A2 = Short_SoC_version Ascend910B (Ascend910B1..B4).
+    # [design 5]: indexed_all_to_all_v is a5 only; [design 9]: the MC2 fused op is a3 only.
+    _a2a3_chip("a2", soc="Ascend910B", builtins=(ALL_TO_ALL_V,)),
+    # [toolchain B.2]: Atlas A3 = Short_SoC_version Ascend910_93 (Ascend910_9362..9392).
+    # [toolchain A.0], [toolchain A.1], [design 9]: the MC2 fused op registers only
+    # ascend910_93 (Atlas A3).
+    _a2a3_chip(
+        "a3", soc="Ascend910_93", builtins=(ALL_TO_ALL_V, BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL)
     ),
     Chip(
         name="a5",
@@ -155,7 +143,8 @@ CHIPS: tuple[Chip, ...] = (
         # [toolchain B.2], [simpler 1.2]: AIC-C-310 -> dav-c310-vec / dav-c310-cube.
         aiv_arch="dav-c310-vec",
         aic_arch="dav-c310-cube",
-        ccec_extra_flags=_A5_FLAGS,
+        # [simpler 1.2], [toolchain B.3]: a5 compiles add `-mllvm -cce-vf-aa-between-iters=true`.
+        ccec_extra_flags=("-mllvm", "-cce-vf-aa-between-iters=true"),
         # [collectives 3.8], [collectives A]: PyPTO's user docs give a device AIV count of 36 on
         # 950. [simpler 1.2] / [simpler 5.1] instead list 72 AIV (36 AIC clusters, 1C2V). We
         # admit the smaller documented bound: it never admits a launch the runtime would refuse.

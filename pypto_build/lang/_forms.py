@@ -29,15 +29,22 @@ class ParamAnnotation:
     type: TensorType
 
 
-class TensorForm:
-    """``Tensor[[d0, d1, ...], dtype]`` or ``Tensor[[...], dtype, layout]``."""
+class _Form:
+    """An annotation name that shows as its DSL spelling (``pl.Tensor``) wherever it is printed."""
 
-    def __init__(self, spelling: str, *, distributed: bool) -> None:
+    def __init__(self, spelling: str) -> None:
         self._spelling = spelling
-        self._distributed = distributed
 
     def __repr__(self) -> str:
         return self._spelling
+
+
+class TensorForm(_Form):
+    """``Tensor[[d0, d1, ...], dtype]`` or ``Tensor[[...], dtype, layout]``."""
+
+    def __init__(self, spelling: str, *, distributed: bool) -> None:
+        super().__init__(spelling)
+        self._distributed = distributed
 
     def __getitem__(self, item: object) -> TensorType:
         parts = item if isinstance(item, tuple) else (item,)
@@ -62,15 +69,12 @@ class TensorForm:
         return TypeError(f"{self._spelling}[[d0, d1, ...], dtype(, layout)]: {problem}")
 
 
-class DirectionForm:
+class DirectionForm(_Form):
     """``Out[T]`` / ``InOut[T]`` around a tensor annotation."""
 
     def __init__(self, spelling: str, direction: ParamDirection) -> None:
-        self._spelling = spelling
+        super().__init__(spelling)
         self._direction = direction
-
-    def __repr__(self) -> str:
-        return self._spelling
 
     def __getitem__(self, item: object) -> ParamAnnotation:
         if not isinstance(item, TensorType):
@@ -81,14 +85,8 @@ class DirectionForm:
         return ParamAnnotation(self._direction, item)
 
 
-class ScalarForm:
+class ScalarForm(_Form):
     """``Scalar[dtype]``."""
-
-    def __init__(self, spelling: str) -> None:
-        self._spelling = spelling
-
-    def __repr__(self) -> str:
-        return self._spelling
 
     def __getitem__(self, item: object) -> ScalarType:
         if not isinstance(item, DataType):

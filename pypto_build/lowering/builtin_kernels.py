@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pypto_build.lowering.diagnostics import InternalError
+from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     DataType,
     DistributedTensorType,
@@ -109,6 +109,16 @@ INDEXED_ALL_TO_ALL_V = BuiltinCollective(
         BuiltinOperand("index", _IN, distributed=False),
     ),
 )
+
+
+def require_supported_dtype(op: str, dtype: DataType, span: Span, phase: str) -> None:
+    """Reject a payload ``dtype`` with no kernel variant; both rails render the same templates,
+    so they admit the same dtypes."""
+    if dtype not in SUPPORTED_DTYPES:
+        names = " or ".join(supported.name for supported in SUPPORTED_DTYPES)
+        raise ProgramError(
+            f"managed {op} currently supports only dtype={names}, got {dtype.value}", span, phase
+        )
 
 
 def template_vars(dtype: DataType) -> str:

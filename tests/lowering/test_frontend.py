@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from lowering.ir_builders import PROGRAMS
 from pypto_build.lowering.frontend import parse_file, parse_source
 from pypto_build.lowering.ir import (
     BOOL,
@@ -44,10 +45,6 @@ from pypto_build.lowering.ir import (
     WhileStmt,
     WindowBufferType,
 )
-from pypto_build.lowering.printer import print_programs
-
-PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
-SAMPLES = sorted(path.name for path in PROGRAMS.glob("*.py"))
 
 FP32_ROWS = TensorType((8, 64), DataType.FP32)
 WINDOW_ROWS = DistributedTensorType((8, 64), DataType.FP32)
@@ -258,12 +255,6 @@ def test_side_effects_are_not_run_by_parsing(
     assert list(tmp_path.iterdir()) == [ran]
     assert [f.name for f in program.functions] == ["scale", "orch"]
     assert function(program, "scale").params[0].var.type == TensorType((16,), DataType.FP32)
-
-
-@pytest.mark.parametrize("name", SAMPLES)
-def test_printed_sample_parses_back_equal(name: str) -> None:
-    programs = parse_file(PROGRAMS / name)
-    assert parse_source(print_programs(programs), "printed.py") == programs
 
 
 # --- import spellings ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from lowering.ir_builders import SAMPLES
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.frontend import parse_file, parse_source
 
@@ -605,10 +606,7 @@ def test_unreadable_file_is_a_program_error(tmp_path: Path) -> None:
 
 def _mutations(count: int, seed: int) -> list[str]:
     """Sample programs with a few tokens deleted, duplicated or replaced (seeded)."""
-    samples = [
-        path.read_text(encoding="utf-8")
-        for path in sorted((Path(__file__).resolve().parent.parent / "programs").glob("*.py"))
-    ]
+    samples = [path.read_text(encoding="utf-8") for path in SAMPLES]
     rng = random.Random(seed)
     mutated = []
     for _ in range(count):

@@ -731,115 +731,93 @@ def test_all_to_all_v_type_is_target_type() -> None:
     assert result.kwargs == ()
 
 
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        {"input": tensor(8, 16)},
-        {"send_counts": tensor(4, dtype=INT32)},
-        {"send_counts": window(4, 1, dtype=INT32)},
-        {"send_counts": tensor(4, 1, dtype=INT32)},
-        {"signal": window(4, 8, dtype=INT32)},
-        {"input": window(8, 16, stride=(16, 1))},
-        {"target": window(8, 16, valid_shape=(8, 16))},
-        {"input": tensor(8, 16, dtype=DataType.INT8), "target": window(8, 16, dtype=DataType.INT8)},
-    ],
-    ids=str,
-)
-def test_all_to_all_v_accepts(overrides: dict[str, Type]) -> None:
-    assert _a2av(**overrides).type == overrides.get("target", A2AV_TYPES["target"])
+#: Operand types, replacing those of A2AV_TYPES, that all_to_all_v accepts.
+A2AV_ACCEPTS: list[dict[str, Type]] = [
+    {"input": tensor(8, 16)},
+    {"send_counts": tensor(4, dtype=INT32)},
+    {"send_counts": window(4, 1, dtype=INT32)},
+    {"send_counts": tensor(4, 1, dtype=INT32)},
+    {"signal": window(4, 8, dtype=INT32)},
+    {"input": window(8, 16, stride=(16, 1))},
+    {"target": window(8, 16, valid_shape=(8, 16))},
+    {"input": tensor(8, 16, dtype=DataType.INT8), "target": window(8, 16, dtype=DataType.INT8)},
+]
 
-
-@pytest.mark.parametrize(
-    ("operand", "ty", "message"),
-    [
-        ("input", INDEX, "input must be a Tensor or DistributedTensor, got Scalar[index]"),
-        (
-            "input",
-            window(8, 16, dtype=DataType.INT8),
-            "input dtype int8 does not match target dtype fp32",
-        ),
-        (
-            "input",
-            tensor(6, 16),
-            "input must have shape [NR*MAX_RECV, SIZE], got [6, 16] "
-            "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
-        ),
-        (
-            "input",
-            tensor(8, 12),
-            "input must have shape [NR*MAX_RECV, SIZE], got [8, 12] "
-            "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
-        ),
-        (
-            "input",
-            tensor(128),
-            "input must have shape [NR*MAX_RECV, SIZE], got [128] "
-            "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
-        ),
-        (
-            "target",
-            tensor(8, 16),
-            "target must be a DistributedTensor (a pld.window view), got Tensor[[8, 16], fp32]",
-        ),
-        ("target", window(2, 4, 16), "target must have shape [NR*MAX_RECV, SIZE], got [2, 4, 16]"),
-        ("target", window(0, 16), "target dims must be positive, got [0, 16]"),
-        (
-            "signal",
-            tensor(4, 1, dtype=INT32),
-            "signal must be a DistributedTensor (a pld.window view), got Tensor[[4, 1], int32]",
-        ),
-        ("signal", window(4, 1), "signal must be INT32, got fp32"),
-        ("signal", window(4, dtype=INT32), "signal must have shape [NR, S], got [4]"),
-        ("signal", window(0, 1, dtype=INT32), "signal dims must be positive, got [0, 1]"),
-        ("signal", window(4, 0, dtype=INT32), "signal dims must be positive, got [4, 0]"),
-        (
-            "send_counts",
-            INDEX,
-            "send_counts must be a Tensor or DistributedTensor, got Scalar[index]",
-        ),
-        ("send_counts", window(4, dtype=DataType.INT64), "send_counts must be INT32, got int64"),
-        (
-            "send_counts",
-            window(8, dtype=INT32),
-            "send_counts must have shape [NR] or [NR, 1], got [8] (NR = 4 from signal dim 0)",
-        ),
-        (
-            "send_counts",
-            window(4, 2, dtype=INT32),
-            "send_counts must have shape [NR] or [NR, 1], got [4, 2] (NR = 4 from signal dim 0)",
-        ),
-        (
-            "recv_counts",
-            tensor(4, 1, dtype=INT32),
-            "recv_counts must be a DistributedTensor (a pld.window view), "
-            "got Tensor[[4, 1], int32]",
-        ),
-        ("recv_counts", window(4, 1, dtype=DataType.INT8), "recv_counts must be INT32, got int8"),
-        (
-            "recv_counts",
-            window(4, dtype=INT32),
-            "recv_counts must have shape [NR, 1], got [4] (NR = 4 from signal dim 0)",
-        ),
-        (
-            "recv_counts",
-            window(2, 1, dtype=INT32),
-            "recv_counts must have shape [NR, 1], got [2, 1] (NR = 4 from signal dim 0)",
-        ),
-    ],
-)
-def test_all_to_all_v_rejects(operand: str, ty: Type, message: str) -> None:
-    err = _rejection(_a2av, **{operand: ty})
-    assert err.message == f"pld.tensor.all_to_all_v {message}"
-    assert err.span == at(OPERAND_LINE[operand])
-
-
-def test_all_to_all_v_nr_must_divide_target_rows() -> None:
-    err = _rejection(_a2av, signal=window(3, 1, dtype=INT32))
-    assert err.message == (
-        "pld.tensor.all_to_all_v target dim 0 (8) must be divisible by NR (3, signal dim 0): "
-        "round the window's row count up to a multiple of NR"
-    )
-    assert err.span == at(OPERAND_LINE["target"])
+#: (operand, its type, the message after the op name) the all_to_all_v deducer rejects.
+A2AV_REJECTS: list[tuple[str, Type, str]] = [
+    ("input", INDEX, "input must be a Tensor or DistributedTensor, got Scalar[index]"),
+    (
+        "input",
+        window(8, 16, dtype=DataType.INT8),
+        "input dtype int8 does not match target dtype fp32",
+    ),
+    (
+        "input",
+        tensor(6, 16),
+        "input must have shape [NR*MAX_RECV, SIZE], got [6, 16] "
+        "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
+    ),
+    (
+        "input",
+        tensor(8, 12),
+        "input must have shape [NR*MAX_RECV, SIZE], got [8, 12] "
+        "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
+    ),
+    (
+        "input",
+        tensor(128),
+        "input must have shape [NR*MAX_RECV, SIZE], got [128] "
+        "(NR*MAX_RECV = 8 from target dim 0, SIZE = 16 from target dim 1)",
+    ),
+    (
+        "target",
+        tensor(8, 16),
+        "target must be a DistributedTensor (a pld.window view), got Tensor[[8, 16], fp32]",
+    ),
+    ("target", window(2, 4, 16), "target must have shape [NR*MAX_RECV, SIZE], got [2, 4, 16]"),
+    ("target", window(0, 16), "target dims must be positive, got [0, 16]"),
+    (
+        "signal",
+        tensor(4, 1, dtype=INT32),
+        "signal must be a DistributedTensor (a pld.window view), got Tensor[[4, 1], int32]",
+    ),
+    ("signal", window(4, 1), "signal must be INT32, got fp32"),
+    ("signal", window(4, dtype=INT32), "signal must have shape [NR, S], got [4]"),
+    ("signal", window(0, 1, dtype=INT32), "signal dims must be positive, got [0, 1]"),
+    ("signal", window(4, 0, dtype=INT32), "signal dims must be positive, got [4, 0]"),
+    (
+        "send_counts",
+        INDEX,
+        "send_counts must be a Tensor or DistributedTensor, got Scalar[index]",
+    ),
+    ("send_counts", window(4, dtype=DataType.INT64), "send_counts must be INT32, got int64"),
+    (
+        "send_counts",
+        window(8, dtype=INT32),
+        "send_counts must have shape [NR] or [NR, 1], got [8] (NR = 4 from signal dim 0)",
+    ),
+    (
+        "send_counts",
+        window(4, 2, dtype=INT32),
+        "send_counts must have shape [NR] or [NR, 1], got [4, 2] (NR = 4 from signal dim 0)",
+    ),
+    (
+        "recv_counts",
+        tensor(4, 1, dtype=INT32),
+        "recv_counts must be a DistributedTensor (a pld.window view), got Tensor[[4, 1], int32]",
+    ),
+    ("recv_counts", window(4, 1, dtype=DataType.INT8), "recv_counts must be INT32, got int8"),
+    (
+        "recv_counts",
+        window(4, dtype=INT32),
+        "recv_counts must have shape [NR, 1], got [4] (NR = 4 from signal dim 0)",
+    ),
+    (
+        "recv_counts",
+        window(2, 1, dtype=INT32),
+        "recv_counts must have shape [NR, 1], got [2, 1] (NR = 4 from signal dim 0)",
+    ),
+]
 
 
 # ---- rejections shared by both lowered collectives, for every tensor operand
@@ -941,77 +919,107 @@ def test_indexed_type_and_operand_kinds() -> None:
     assert result.kwargs == (("core_num", ConstInt(2)),)
 
 
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        {"input": window(3, 16)},
-        {"recv_counts": window(4, 1, dtype=INT32)},
-        {"index": window(8, dtype=INT32)},
-        {"signal": window(4, 1, dtype=INT32)},
-    ],
-    ids=str,
-)
-def test_indexed_accepts(overrides: dict[str, Type]) -> None:
-    assert _indexed(**overrides).type == INDEXED_TYPES["target"]
+#: Operand types, replacing those of INDEXED_TYPES, that indexed_all_to_all_v accepts.
+INDEXED_ACCEPTS: list[dict[str, Type]] = [
+    {"input": window(3, 16)},
+    {"recv_counts": window(4, 1, dtype=INT32)},
+    {"index": window(8, dtype=INT32)},
+    {"signal": window(4, 1, dtype=INT32)},
+]
+
+
+#: (operand, its type, the message after the op name) the indexed_all_to_all_v deducer rejects.
+INDEXED_REJECTS: list[tuple[str, Type, str]] = [
+    (
+        "input",
+        tensor(20, 8),
+        "input must have shape [N, SIZE], got [20, 8] (SIZE = 16 from target dim 1)",
+    ),
+    (
+        "input",
+        tensor(20, 16, dtype=INT32),
+        "input dtype int32 does not match target dtype fp32",
+    ),
+    (
+        "target",
+        tensor(8, 16),
+        "target must be a DistributedTensor (a pld.window view), got Tensor[[8, 16], fp32]",
+    ),
+    ("signal", window(4, 2, dtype=DataType.INT16), "signal must be INT32, got int16"),
+    (
+        "send_counts",
+        tensor(4, dtype=INT32),
+        "send_counts must be a DistributedTensor (a pld.window view), got Tensor[[4], int32]",
+    ),
+    (
+        "send_counts",
+        window(4, 1, dtype=INT32),
+        "send_counts must have shape [NR], got [4, 1] (NR = 4 from signal dim 0)",
+    ),
+    (
+        "recv_counts",
+        tensor(4, dtype=INT32),
+        "recv_counts must have shape [NR, 1], got [4] (NR = 4 from signal dim 0)",
+    ),
+    ("index", tensor(8), "index must be INT32, got fp32"),
+    (
+        "index",
+        tensor(6, dtype=INT32),
+        "index must have shape [NR*MAX_RECV], got [6] (NR*MAX_RECV = 8 from target dim 0)",
+    ),
+    (
+        "index",
+        tensor(8, 1, dtype=INT32),
+        "index must have shape [NR*MAX_RECV], got [8, 1] (NR*MAX_RECV = 8 from target dim 0)",
+    ),
+    ("index", INDEX, "index must be a Tensor or DistributedTensor, got Scalar[index]"),
+]
 
 
 @pytest.mark.parametrize(
-    ("operand", "ty", "message"),
+    ("build", "defaults", "overrides"),
     [
-        (
-            "input",
-            tensor(20, 8),
-            "input must have shape [N, SIZE], got [20, 8] (SIZE = 16 from target dim 1)",
+        *(pytest.param(_a2av, A2AV_TYPES, o, id=f"all_to_all_v-{o}") for o in A2AV_ACCEPTS),
+        *(
+            pytest.param(_indexed, INDEXED_TYPES, o, id=f"indexed_all_to_all_v-{o}")
+            for o in INDEXED_ACCEPTS
         ),
-        (
-            "input",
-            tensor(20, 16, dtype=INT32),
-            "input dtype int32 does not match target dtype fp32",
-        ),
-        (
-            "target",
-            tensor(8, 16),
-            "target must be a DistributedTensor (a pld.window view), got Tensor[[8, 16], fp32]",
-        ),
-        ("signal", window(4, 2, dtype=DataType.INT16), "signal must be INT32, got int16"),
-        (
-            "send_counts",
-            tensor(4, dtype=INT32),
-            "send_counts must be a DistributedTensor (a pld.window view), got Tensor[[4], int32]",
-        ),
-        (
-            "send_counts",
-            window(4, 1, dtype=INT32),
-            "send_counts must have shape [NR], got [4, 1] (NR = 4 from signal dim 0)",
-        ),
-        (
-            "recv_counts",
-            tensor(4, dtype=INT32),
-            "recv_counts must have shape [NR, 1], got [4] (NR = 4 from signal dim 0)",
-        ),
-        ("index", tensor(8), "index must be INT32, got fp32"),
-        (
-            "index",
-            tensor(6, dtype=INT32),
-            "index must have shape [NR*MAX_RECV], got [6] (NR*MAX_RECV = 8 from target dim 0)",
-        ),
-        (
-            "index",
-            tensor(8, 1, dtype=INT32),
-            "index must have shape [NR*MAX_RECV], got [8, 1] (NR*MAX_RECV = 8 from target dim 0)",
-        ),
-        ("index", INDEX, "index must be a Tensor or DistributedTensor, got Scalar[index]"),
     ],
 )
-def test_indexed_rejects(operand: str, ty: Type, message: str) -> None:
-    err = _rejection(_indexed, **{operand: ty})
-    assert err.message == f"pld.tensor.indexed_all_to_all_v {message}"
+def test_collective_accepts(
+    build: Build, defaults: dict[str, Type], overrides: dict[str, Type]
+) -> None:
+    assert build(**overrides).type == overrides.get("target", defaults["target"])
+
+
+@pytest.mark.parametrize(
+    ("build", "op", "operand", "ty", "message"),
+    [
+        *((_a2av, "pld.tensor.all_to_all_v", *case) for case in A2AV_REJECTS),
+        *((_indexed, "pld.tensor.indexed_all_to_all_v", *case) for case in INDEXED_REJECTS),
+    ],
+)
+def test_collective_rejects(build: Build, op: str, operand: str, ty: Type, message: str) -> None:
+    err = _rejection(build, **{operand: ty})
+    assert err.message == f"{op} {message}"
     assert err.span == at(OPERAND_LINE[operand])
 
 
-def test_indexed_nr_must_divide_target_rows() -> None:
-    err = _rejection(_indexed, signal=window(3, 2, dtype=INT32))
-    assert "target dim 0 (8) must be divisible by NR (3, signal dim 0)" in err.message
+@pytest.mark.parametrize(
+    ("build", "op", "signal"),
+    [
+        pytest.param(_a2av, "pld.tensor.all_to_all_v", window(3, 1, dtype=INT32), id="a2av"),
+        pytest.param(
+            _indexed, "pld.tensor.indexed_all_to_all_v", window(3, 2, dtype=INT32), id="indexed"
+        ),
+    ],
+)
+def test_nr_must_divide_target_rows(build: Build, op: str, signal: Type) -> None:
+    err = _rejection(build, signal=signal)
+    assert err.message == (
+        f"{op} target dim 0 (8) must be divisible by NR (3, signal dim 0): "
+        "round the window's row count up to a multiple of NR"
+    )
     assert err.span == at(OPERAND_LINE["target"])
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from lowering.ir_builders import DIST, SAMPLES, TENSOR, seq, stage_step
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.frontend import parse_source
 from pypto_build.lowering.ir import (
@@ -44,8 +45,6 @@ from pypto_build.lowering.ir import (
     Program,
     ReturnStmt,
     ScalarType,
-    SeqStmts,
-    Stmt,
     TensorType,
     TupleGetItem,
     TupleType,
@@ -63,35 +62,16 @@ from pypto_build.lowering.printer import (
     quote,
 )
 
-SAMPLES = sorted((Path(__file__).parent.parent / "programs").glob("*.py"))
-
-TENSOR = TensorType((8, 64), DataType.FP32)
-DIST = DistributedTensorType((8, 64), DataType.FP32)
 COUNTS = DistributedTensorType((4,), DataType.INT32)
-
-
-def seq(*stmts: Stmt) -> SeqStmts:
-    return SeqStmts(tuple(stmts))
 
 
 def idx(name: str) -> Var:
     return Var(name, INDEX)
 
 
-def stage_step() -> Function:
-    """The AIV kernel of the design's example: external source, empty body."""
-    return Function(
-        "stage_step",
-        (
-            Param(Var("inp", TENSOR)),
-            Param(Var("stage", DIST), ParamDirection.InOut),
-        ),
-        (DIST,),
-        seq(),
-        FunctionType.AIV,
-        Level.CHIP,
-        (("external_source", "kernels/stage.cpp"),),
-    )
+def external_stage_step() -> Function:
+    """The example kernel with an external source: an empty body."""
+    return stage_step(attrs=(("external_source", "kernels/stage.cpp"),))
 
 
 STAGE_STEP_TEXT = """\
@@ -108,7 +88,7 @@ class ChipProgram:
 
 
 def test_external_kernel_prints_exactly() -> None:
-    assert print_program(Program("ChipProgram", (stage_step(),))) == STAGE_STEP_TEXT
+    assert print_program(Program("ChipProgram", (external_stage_step(),))) == STAGE_STEP_TEXT
 
 
 def chip_pipeline() -> Function:
@@ -209,13 +189,13 @@ CHIP_PIPELINE_TEXT = """\
 
 
 def test_orchestration_prints_every_construct() -> None:
-    text = print_program(Program("ChipProgram", (stage_step(), chip_pipeline())))
+    text = print_program(Program("ChipProgram", (external_stage_step(), chip_pipeline())))
     assert text == STAGE_STEP_TEXT + "\n" + CHIP_PIPELINE_TEXT
     ast.parse(text)
 
 
 def test_several_programs_share_one_import_header() -> None:
-    one = Program("A", (stage_step(),))
+    one = Program("A", (external_stage_step(),))
     two = Program("B", ())
     text = print_programs((one, two))
     assert text.count("import pypto.language as pl\n") == 1

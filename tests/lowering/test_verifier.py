@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lowering.ir_builders import DIST, SAMPLES, TENSOR, seq, stage_step
 from pypto_build.lowering import ops
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.frontend import parse_source
@@ -35,9 +36,7 @@ from pypto_build.lowering.ir import (
     Program,
     ReturnStmt,
     ScalarType,
-    SeqStmts,
     Stmt,
-    TensorType,
     TupleType,
     Type,
     Var,
@@ -45,15 +44,8 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.verifier import verify
 
-SAMPLES = sorted((Path(__file__).parent.parent / "programs").glob("*.py"))
-TENSOR = TensorType((8, 64), DataType.FP32)
-DIST = DistributedTensorType((8, 64), DataType.FP32)
 INP, STAGE, N = Var("inp", TENSOR), Var("stage", DIST), Var("n", INDEX)
 X = Var("x", DIST)
-
-
-def seq(*stmts: Stmt) -> SeqStmts:
-    return SeqStmts(tuple(stmts))
 
 
 def step(*args: Expr, ty: Type = DIST, **attrs: Expr | bool) -> Call:
@@ -61,14 +53,8 @@ def step(*args: Expr, ty: Type = DIST, **attrs: Expr | bool) -> Call:
 
 
 def kernel() -> Function:
-    return Function(
-        "stage_step",
-        (Param(Var("inp", TENSOR)), Param(Var("stage", DIST), ParamDirection.InOut)),
-        (DIST,),
-        seq(ReturnStmt((Var("stage", DIST),))),
-        FunctionType.AIV,
-        Level.CHIP,
-    )
+    """The example kernel, returning what it writes."""
+    return stage_step(seq(ReturnStmt((Var("stage", DIST),))))
 
 
 def program(*body: Stmt, returns: tuple[Type, ...] = (DIST,)) -> Program:

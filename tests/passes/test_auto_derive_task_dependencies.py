@@ -7,17 +7,15 @@ import textwrap
 
 import pytest
 
+from passes.helpers import parse_one, run_verified, self_calls
 from pypto_build.lowering.diagnostics import InternalError
-from pypto_build.lowering.frontend import parse_source
-from pypto_build.lowering.ir import GlobalVar, Program, get_attr
+from pypto_build.lowering.ir import Program, get_attr
 from pypto_build.lowering.passes import (
     AutoDeriveTaskDependencies,
     DeriveCallDirections,
     PassManager,
     Property,
 )
-from pypto_build.lowering.passes.rewrite import walk_calls
-from pypto_build.lowering.verifier import verify
 
 KERNELS = """\
 import pypto.language as pl
@@ -87,112 +85,109 @@ BEFORE_DIRECTIONS = frozenset(
 
 def _derive(body: str, host: str = "") -> Program:
     source = KERNELS + textwrap.indent(textwrap.dedent(body), " " * 8) + host
-    (program,) = parse_source(source, "deps.py")
-    pipeline = PassManager((DeriveCallDirections(), AutoDeriveTaskDependencies()))
-    derived = pipeline.run(program, established=BEFORE_DIRECTIONS)
-    verify(derived)
-    return derived
+    return run_verified(
+        parse_one(source),
+        DeriveCallDirections(),
+        AutoDeriveTaskDependencies(),
+        established=BEFORE_DIRECTIONS,
+    )
 
 
 def _tasks(program: Program, func: str = "chip_orch") -> list[tuple[str, object, object]]:
     """(callee, task_id, deps) of every self-call of ``func`` in program order."""
-    body = program.function(func)
-    assert body is not None
     return [
-        (call.op.name, get_attr(call.attrs, "task_id"), get_attr(call.attrs, "deps"))
-        for call in walk_calls(body.body)
-        if isinstance(call.op, GlobalVar)
+        (call.callee_name, get_attr(call.attrs, "task_id"), get_attr(call.attrs, "deps"))
+        for call in self_calls(program, func)
     ]
 
 
-def test_read_after_write_write_after_write_and_write_after_read() -> None:
-    derived = _derive(
-        """\
-        a = self.produce(x, a)
-        b = self.produce(x, b)
-        c = self.combine(a, b, c)
-        a = self.produce(x, a)
-        c = self.combine(a, a, c)
-        return c
-        """
-    )
-    assert _tasks(derived) == [
-        ("produce", 0, ()),
-        ("produce", 1, ()),
-        ("combine", 2, (0, 1)),  # RAW on a and b
-        ("produce", 3, (0, 2)),  # WAW on a (task 0), WAR on a (task 2 read it)
-        ("combine", 4, (2, 3)),  # RAW on a (task 3), WAW on c (task 2)
-    ]
-
-
-def test_renamed_results_views_and_submit_keep_their_storage() -> None:
-    derived = _derive(
-        """\
-        filled = self.produce(x, a)
-        flat = pl.reshape(filled, [32])
-        c = self.flat(flat, c)
-        result, tid = pl.submit(self.update, b)
-        b = self.combine(x, result, b)
-        return c
-        """
-    )
-    assert _tasks(derived) == [
-        ("produce", 0, ()),
-        ("flat", 1, (0,)),  # reads a through the renamed result and a reshape
-        ("update", 2, ()),
-        ("combine", 3, (2,)),  # reads the submit's result (b), then writes b again
-    ]
-
-
-def test_a_result_of_unknown_origin_is_any_argument_the_kernel_wrote() -> None:
-    derived = _derive(
-        """\
-        a = self.produce(x, a)
-        r = self.swap(a, b)
-        c = self.combine(r, x, c)
-        b = self.produce(x, b)
-        return c
-        """
-    )
-    assert _tasks(derived) == [
-        ("produce", 0, ()),
-        ("swap", 1, (0,)),
-        ("combine", 2, (1,)),  # r is a or b: both last written by the swap
-        ("produce", 3, (1, 2)),  # WAR: the combine may have read b through r
-    ]
-
-
-def test_branches_join_their_writers() -> None:
-    derived = _derive(
-        """\
-        if n > 0:
+@pytest.mark.parametrize(
+    ("body", "tasks"),
+    [
+        pytest.param(
+            """\
             a = self.produce(x, a)
-        else:
-            a = self.update(a)
-        c = self.combine(a, x, c)
-        return c
-        """
-    )
-    assert _tasks(derived) == [("produce", 0, ()), ("update", 1, ()), ("combine", 2, (0, 1))]
-
-
-def test_loop_tasks_also_depend_on_the_previous_iteration() -> None:
-    derived = _derive(
-        """\
-        a = self.produce(x, a)
-        for i in pl.range(n):
-            b = self.combine(a, x, b)
-            a = self.update(a)
-        c = self.combine(b, x, c)
-        return c
-        """
-    )
-    assert _tasks(derived) == [
-        ("produce", 0, ()),
-        ("combine", 1, (0, 2)),  # a from before the loop or from the previous update
-        ("update", 2, (0, 1)),  # its own previous iteration is not an edge
-        ("combine", 3, (1,)),
-    ]
+            b = self.produce(x, b)
+            c = self.combine(a, b, c)
+            a = self.produce(x, a)
+            c = self.combine(a, a, c)
+            return c
+            """,
+            [
+                ("produce", 0, ()),
+                ("produce", 1, ()),
+                ("combine", 2, (0, 1)),  # RAW on a and b
+                ("produce", 3, (0, 2)),  # WAW on a (task 0), WAR on a (task 2 read it)
+                ("combine", 4, (2, 3)),  # RAW on a (task 3), WAW on c (task 2)
+            ],
+            id="read-after-write-write-after-write-and-write-after-read",
+        ),
+        pytest.param(
+            """\
+            filled = self.produce(x, a)
+            flat = pl.reshape(filled, [32])
+            c = self.flat(flat, c)
+            result, tid = pl.submit(self.update, b)
+            b = self.combine(x, result, b)
+            return c
+            """,
+            [
+                ("produce", 0, ()),
+                ("flat", 1, (0,)),  # reads a through the renamed result and a reshape
+                ("update", 2, ()),
+                ("combine", 3, (2,)),  # reads the submit's result (b), then writes b again
+            ],
+            id="renamed-results-views-and-submit-keep-their-storage",
+        ),
+        pytest.param(
+            """\
+            a = self.produce(x, a)
+            r = self.swap(a, b)
+            c = self.combine(r, x, c)
+            b = self.produce(x, b)
+            return c
+            """,
+            [
+                ("produce", 0, ()),
+                ("swap", 1, (0,)),
+                ("combine", 2, (1,)),  # r is a or b: both last written by the swap
+                ("produce", 3, (1, 2)),  # WAR: the combine may have read b through r
+            ],
+            id="a-result-of-unknown-origin-is-any-argument-the-kernel-wrote",
+        ),
+        pytest.param(
+            """\
+            if n > 0:
+                a = self.produce(x, a)
+            else:
+                a = self.update(a)
+            c = self.combine(a, x, c)
+            return c
+            """,
+            [("produce", 0, ()), ("update", 1, ()), ("combine", 2, (0, 1))],
+            id="branches-join-their-writers",
+        ),
+        pytest.param(
+            """\
+            a = self.produce(x, a)
+            for i in pl.range(n):
+                b = self.combine(a, x, b)
+                a = self.update(a)
+            c = self.combine(b, x, c)
+            return c
+            """,
+            [
+                ("produce", 0, ()),
+                ("combine", 1, (0, 2)),  # a from before the loop or from the previous update
+                ("update", 2, (0, 1)),  # its own previous iteration is not an edge
+                ("combine", 3, (1,)),
+            ],
+            id="loop-tasks-also-depend-on-the-previous-iteration",
+        ),
+    ],
+)
+def test_task_dependencies(body: str, tasks: list[tuple[str, int, tuple[int, ...]]]) -> None:
+    assert _tasks(_derive(body)) == tasks
 
 
 def test_host_orchestrators_are_not_tensor_map_tasks() -> None:
@@ -204,7 +199,7 @@ def test_host_orchestrators_are_not_tensor_map_tasks() -> None:
 
 def test_requires_call_directions() -> None:
     source = KERNELS + "        return self.combine(x, x, c)\n"
-    (program,) = parse_source(source, "deps.py")
+    program = parse_one(source)
     established = BEFORE_DIRECTIONS | {Property.CALL_DIRECTIONS_DERIVED}
     with pytest.raises(InternalError, match="DeriveCallDirections must run first"):
         PassManager((AutoDeriveTaskDependencies(),)).run(program, established=established)

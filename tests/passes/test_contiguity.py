@@ -9,14 +9,19 @@ import textwrap
 
 import pytest
 
+from passes.helpers import (
+    builtin_kernel_calls,
+    function,
+    line_of,
+    located,
+    parse_one,
+    pass_error,
+    position,
+    run_verified,
+)
 from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.lowering.frontend import parse_source
 from pypto_build.lowering.ir import AssignStmt, Call, MakeTuple, Program, Var
 from pypto_build.lowering.passes import LowerL2TensorCollectives
-from pypto_build.lowering.passes.rewrite import walk_calls
-from pypto_build.lowering.verifier import verify
-
-FILE = "contiguity.py"
 
 #: Annotation shorthands (the DSL has no type aliases).
 TYPES = {
@@ -84,52 +89,24 @@ def source(body: str, params: str = "", nranks: int = 4, max_recv: int = 2) -> s
 
 
 def lower(text: str) -> Program:
-    (program,) = parse_source(text, FILE)
-    verify(program)
-    lowered = LowerL2TensorCollectives().apply(program)
-    verify(lowered)
-    return lowered
-
-
-def builtin_calls(program: Program) -> list[Call]:
-    func = program.function("pipeline")
-    assert func is not None
-    return [c for c in walk_calls(func.body) if c.callee_name.startswith("__builtin_")]
+    return run_verified(parse_one(text), LowerL2TensorCollectives())
 
 
 def rejection(program: Program) -> ProgramError:
-    with pytest.raises(ProgramError) as info:
-        LowerL2TensorCollectives().apply(program)
-    assert info.value.phase == "LowerL2TensorCollectives"
-    return info.value
-
-
-def line_of(text: str, marker: str) -> int:
-    return text.count("\n", 0, text.index(marker)) + 1
-
-
-def position(text: str, marker: str) -> tuple[str, int, int]:
-    """File, 1-based line and 0-based column of the last ``marker`` in ``text``."""
-    index = text.rindex(marker)
-    return FILE, text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1)
-
-
-def located(error: ProgramError) -> tuple[str, int, int]:
-    return error.span.file, error.span.line, error.span.col
+    return pass_error(program, LowerL2TensorCollectives())
 
 
 def assert_rejected(text: str, construct: str, marker: str, role: str = "input") -> None:
     """The operand of ``role`` (written in the call, the last line) is rejected, naming
     ``construct`` at the line of ``marker``."""
-    (program,) = parse_source(text, FILE)
-    error = rejection(program)
+    error = rejection(parse_one(text))
     assert error.message == (
         f"pld.tensor.all_to_all_v {role} is not provably contiguous: it may come from "
         f"{construct} at line {line_of(text, marker)}; the builtin kernel needs dense row-major "
         "operands (make a contiguous copy with a kernel, or pass a parameter/window)"
     )
     operand = {"input": "x, data, signal", "target": "data, signal"}[role]
-    assert located(error) == position(text, operand)
+    assert located(error) == position(text, operand, occurrence=-1)
 
 
 # --- whitelist: accepted ----------------------------------------------------------------------
@@ -192,7 +169,7 @@ ACCEPTED = {
 
 @pytest.mark.parametrize(("body", "params"), ACCEPTED.values(), ids=ACCEPTED.keys())
 def test_whitelisted_source_is_accepted(body: str, params: str) -> None:
-    calls = builtin_calls(lower(source(body + "\n", params)))
+    calls = builtin_kernel_calls(lower(source(body + "\n", params)), "pipeline")
     assert calls[-1].callee_name == "__builtin_all_to_all_v__fp32"
 
 
@@ -203,13 +180,12 @@ def test_every_operand_of_the_indexed_exchange_is_traced() -> None:
         "        return pld.tensor.indexed_all_to_all_v(inp, data, signal, counts, "
         "pl.create_tensor([NR, 1], dtype=pl.INT32), idx)",
     )
-    (program,) = parse_source(text, FILE)
-    error = rejection(program)
+    error = rejection(parse_one(text))
     assert error.message.startswith(
         "pld.tensor.indexed_all_to_all_v index is not provably contiguous: it may come from "
         f"tensor.write at line {line_of(text, 'idx = ')};"
     )
-    assert located(error) == position(text, "idx)")
+    assert located(error) == position(text, "idx)", occurrence=-1)
 
 
 # --- rejected forms ---------------------------------------------------------------------------
@@ -261,9 +237,8 @@ def test_offset_that_is_not_a_literal_tuple_is_rejected() -> None:
     text = source(
         "off = [T, 0]\nx = pl.slice(big, [T, W], [T, 0])\n", "big: pl.Tensor[[2 * T, W], pl.FP32],"
     )
-    (program,) = parse_source(text, FILE)
-    pipeline = program.function("pipeline")
-    assert pipeline is not None
+    program = parse_one(text)
+    pipeline = function(program, "pipeline")
     off, sliced = pipeline.body.stmts[0], pipeline.body.stmts[1]
     assert isinstance(off, AssignStmt) and isinstance(sliced, AssignStmt)
     assert isinstance(sliced.value, Call) and isinstance(sliced.value.args[2], MakeTuple)
@@ -277,7 +252,7 @@ def test_offset_that_is_not_a_literal_tuple_is_rejected() -> None:
         f"it may come from a tensor.slice whose offset is not a literal tuple at line "
         f"{line_of(text, 'x = pl.slice')};" in error.message
     )
-    assert located(error) == position(text, "x, data, signal")
+    assert located(error) == position(text, "x, data, signal", occurrence=-1)
 
 
 def test_write_result_is_rejected() -> None:

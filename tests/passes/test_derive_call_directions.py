@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import textwrap
 
-from pypto_build.lowering.frontend import parse_source
-from pypto_build.lowering.ir import Call, GlobalVar, Program, get_attr
+from passes.helpers import parse_one, run_verified, self_calls
+from pypto_build.lowering.ir import GlobalVar, Program, get_attr
 from pypto_build.lowering.passes import DeriveCallDirections
 from pypto_build.lowering.passes.rewrite import walk_calls
-from pypto_build.lowering.verifier import verify
 
 SOURCE = textwrap.dedent(
     """\
@@ -53,21 +52,13 @@ SOURCE = textwrap.dedent(
 
 
 def _derive() -> tuple[Program, Program]:
-    (program,) = parse_source(SOURCE, "directions.py")
-    derived = DeriveCallDirections().apply(program)
-    verify(derived)
-    return program, derived
-
-
-def _self_calls(program: Program, func: str) -> list[Call]:
-    body = program.function(func)
-    assert body is not None
-    return [c for c in walk_calls(body.body) if isinstance(c.op, GlobalVar)]
+    program = parse_one(SOURCE)
+    return program, run_verified(program, DeriveCallDirections())
 
 
 def test_kernel_calls_get_param_directions_and_scalars() -> None:
     _, derived = _derive()
-    calls = _self_calls(derived, "chip_orch")
+    calls = self_calls(derived, "chip_orch")
     assert len(calls) == 2  # the plain call in the loop and the pl.submit
     for call in calls:
         assert get_attr(call.attrs, "arg_directions") == ("In", "Out", "InOut", "Scalar")
@@ -76,7 +67,7 @@ def test_kernel_calls_get_param_directions_and_scalars() -> None:
 
 def test_host_dispatches_get_directions_too_and_keep_their_attrs() -> None:
     _, derived = _derive()
-    (dispatch,) = _self_calls(derived, "host_orch")
+    (dispatch,) = self_calls(derived, "host_orch")
     assert dispatch.attrs[0][0] == "device"
     assert get_attr(dispatch.attrs, "arg_directions") == ("In", "Out", "InOut", "Scalar")
 
@@ -94,5 +85,5 @@ def test_rerunning_replaces_instead_of_duplicating() -> None:
     _, derived = _derive()
     again = DeriveCallDirections().apply(derived)
     assert again == derived
-    for call in _self_calls(again, "chip_orch"):
+    for call in self_calls(again, "chip_orch"):
         assert [key for key, _ in call.attrs].count("arg_directions") == 1

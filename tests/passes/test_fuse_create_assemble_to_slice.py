@@ -7,10 +7,9 @@ import textwrap
 
 import pytest
 
-from pypto_build.lowering.frontend import parse_source
+from passes.helpers import parse_one, run_verified
 from pypto_build.lowering.ir import Program
 from pypto_build.lowering.passes import FuseCreateAssembleToSlice
-from pypto_build.lowering.verifier import verify
 
 KERNELS = """\
 import pypto.language as pl
@@ -44,101 +43,86 @@ class Fuse:
 
 
 def _program(body: str) -> Program:
-    (program,) = parse_source(KERNELS + textwrap.indent(textwrap.dedent(body), " " * 8), "f.py")
-    return program
+    return parse_one(KERNELS + textwrap.indent(textwrap.dedent(body), " " * 8))
 
 
 def _fuse(body: str) -> Program:
-    program = _program(body)
-    fused = FuseCreateAssembleToSlice().apply(program)
-    verify(fused)
-    return fused
+    return run_verified(_program(body), FuseCreateAssembleToSlice())
 
 
-def test_create_filled_and_assembled_becomes_a_slice_view() -> None:
-    fused = _fuse(
-        """\
-        t = pl.create_tensor([4, 64], dtype=pl.FP32)
-        t = self.fill(x, t)
-        out = pl.assemble(out, t, [4, 0])
-        return out
-        """
-    )
-    expected = _program(
-        """\
-        t = pl.slice(out, [4, 64], [4, 0])
-        t = self.fill(x, t)
-        return out
-        """
-    )
-    assert fused == expected
-
-
-def test_renaming_through_returned_arguments_and_a_new_result_name() -> None:
-    fused = _fuse(
-        """\
-        t = pl.create_tensor([4, 64], dtype=pl.FP32)
-        filled = self.fill(x, t)
-        scaled, y = self.scale(filled, y)
-        res = pl.assemble(out, scaled, [0, 0])
-        return res
-        """
-    )
-    expected = _program(
-        """\
-        t = pl.slice(out, [4, 64], [0, 0])
-        filled = self.fill(x, t)
-        scaled, y = self.scale(filled, y)
-        res = out
-        return res
-        """
-    )
-    assert fused == expected
-
-
-def test_consecutive_blocks_reusing_a_name_both_fuse() -> None:
-    fused = _fuse(
-        """\
-        t = pl.create_tensor([4, 64], dtype=pl.FP32)
-        t = self.fill(x, t)
-        out = pl.assemble(out, t, [0, 0])
-        t = pl.create_tensor([4, 64], dtype=pl.FP32)
-        t = self.fill(x, t)
-        out = pl.assemble(out, t, [4, 0])
-        return out
-        """
-    )
-    expected = _program(
-        """\
-        t = pl.slice(out, [4, 64], [0, 0])
-        t = self.fill(x, t)
-        t = pl.slice(out, [4, 64], [4, 0])
-        t = self.fill(x, t)
-        return out
-        """
-    )
-    assert fused == expected
-
-
-def test_fusion_inside_a_loop_body() -> None:
-    fused = _fuse(
-        """\
-        for i in pl.range(2):
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            """\
             t = pl.create_tensor([4, 64], dtype=pl.FP32)
             t = self.fill(x, t)
             out = pl.assemble(out, t, [4, 0])
-        return out
-        """
-    )
-    expected = _program(
-        """\
-        for i in pl.range(2):
+            return out
+            """,
+            """\
             t = pl.slice(out, [4, 64], [4, 0])
             t = self.fill(x, t)
-        return out
-        """
-    )
-    assert fused == expected
+            return out
+            """,
+            id="create-filled-and-assembled-becomes-a-slice-view",
+        ),
+        pytest.param(
+            """\
+            t = pl.create_tensor([4, 64], dtype=pl.FP32)
+            filled = self.fill(x, t)
+            scaled, y = self.scale(filled, y)
+            res = pl.assemble(out, scaled, [0, 0])
+            return res
+            """,
+            """\
+            t = pl.slice(out, [4, 64], [0, 0])
+            filled = self.fill(x, t)
+            scaled, y = self.scale(filled, y)
+            res = out
+            return res
+            """,
+            id="renaming-through-returned-arguments-and-a-new-result-name",
+        ),
+        pytest.param(
+            """\
+            t = pl.create_tensor([4, 64], dtype=pl.FP32)
+            t = self.fill(x, t)
+            out = pl.assemble(out, t, [0, 0])
+            t = pl.create_tensor([4, 64], dtype=pl.FP32)
+            t = self.fill(x, t)
+            out = pl.assemble(out, t, [4, 0])
+            return out
+            """,
+            """\
+            t = pl.slice(out, [4, 64], [0, 0])
+            t = self.fill(x, t)
+            t = pl.slice(out, [4, 64], [4, 0])
+            t = self.fill(x, t)
+            return out
+            """,
+            id="consecutive-blocks-reusing-a-name-both-fuse",
+        ),
+        pytest.param(
+            """\
+            for i in pl.range(2):
+                t = pl.create_tensor([4, 64], dtype=pl.FP32)
+                t = self.fill(x, t)
+                out = pl.assemble(out, t, [4, 0])
+            return out
+            """,
+            """\
+            for i in pl.range(2):
+                t = pl.slice(out, [4, 64], [4, 0])
+                t = self.fill(x, t)
+            return out
+            """,
+            id="inside-a-loop-body",
+        ),
+    ],
+)
+def test_created_then_assembled_scratch_becomes_a_slice_view(body: str, expected: str) -> None:
+    assert _fuse(body) == _program(expected)
 
 
 @pytest.mark.parametrize(

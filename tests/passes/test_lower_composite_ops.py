@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from passes.helpers import PROGRAMS, located, parse_one, pass_error, position
 from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.lowering.frontend import parse_file, parse_source
+from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import Program
 from pypto_build.lowering.passes import LowerCompositeOps
-
-PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 
 HEADER = """\
 import pypto.language as pl
@@ -31,12 +29,11 @@ TYPES = {
 }
 
 
-def _parse(body: str, filename: str) -> tuple[Program, str]:
+def _parse(body: str) -> tuple[Program, str]:
     source = HEADER + body
     for alias, spelled in TYPES.items():
         source = source.replace(alias, spelled)
-    (program,) = parse_source(source, filename)
-    return program, source
+    return parse_one(source), source
 
 
 KERNEL = """\
@@ -58,15 +55,11 @@ A2AV = "pld.tensor.all_to_all_v(stage, data, signal, counts, recv{extra})"
 
 
 def _kernel_program(call: str, func_type: str = "InCore") -> tuple[Program, str]:
-    return _parse(KERNEL.format(func_type=func_type, call=call), "composite.py")
+    return _parse(KERNEL.format(func_type=func_type, call=call))
 
 
-def _position(source: str, needle: str) -> tuple[int, int]:
-    """1-based line and 0-based column of the first ``needle`` in ``source``."""
-    for number, line in enumerate(source.splitlines(), start=1):
-        if needle in line:
-            return number, line.index(needle)
-    raise AssertionError(f"{needle!r} not in source")
+def _rejection(program: Program) -> ProgramError:
+    return pass_error(program, LowerCompositeOps())
 
 
 @pytest.mark.parametrize("extra", ["", ", core_num=1"])
@@ -99,33 +92,21 @@ def test_orchestration_multi_core_and_other_collectives_are_not_checked() -> Non
         ),
         "    ",
     )
-    program, _ = _parse(body, "orch.py")
+    program, _ = _parse(body)
     assert LowerCompositeOps().apply(program) is program
 
 
-def test_incore_multi_core_is_rejected_at_the_call() -> None:
-    program, source = _kernel_program(A2AV.format(extra=", core_num=2"))
-    with pytest.raises(ProgramError) as info:
-        LowerCompositeOps().apply(program)
-    error = info.value
+@pytest.mark.parametrize(
+    ("core_num", "got"), [("2", "2"), ("cores", "a dynamic value")], ids=["multi-core", "runtime"]
+)
+def test_incore_core_num_other_than_one_is_rejected_at_the_call(core_num: str, got: str) -> None:
+    program, source = _kernel_program(A2AV.format(extra=f", core_num={core_num}"))
+    error = _rejection(program)
     assert error.message == (
-        "InCore pld.tensor.all_to_all_v requires a compile-time core_num=1, got 2; call it from "
-        "a CHIP Orchestration function to use the managed multi-AIV path"
+        f"InCore pld.tensor.all_to_all_v requires a compile-time core_num=1, got {got}; call it "
+        "from a CHIP Orchestration function to use the managed multi-AIV path"
     )
-    assert error.phase == "LowerCompositeOps"
-    line, col = _position(source, "pld.tensor.all_to_all_v(")
-    assert (error.span.file, error.span.line, error.span.col) == ("composite.py", line, col)
-
-
-def test_incore_runtime_core_num_is_rejected() -> None:
-    program, source = _kernel_program(A2AV.format(extra=", core_num=cores"))
-    with pytest.raises(ProgramError) as info:
-        LowerCompositeOps().apply(program)
-    assert info.value.message == (
-        "InCore pld.tensor.all_to_all_v requires a compile-time core_num=1, got a dynamic value; "
-        "call it from a CHIP Orchestration function to use the managed multi-AIV path"
-    )
-    assert (info.value.span.line, info.value.span.col) == _position(source, "pld.tensor.all")
+    assert located(error) == position(source, "pld.tensor.all_to_all_v(")
 
 
 def test_incore_indexed_all_to_all_v_is_rejected() -> None:
@@ -133,15 +114,11 @@ def test_incore_indexed_all_to_all_v_is_rejected() -> None:
     program, source = _parse(
         KERNEL.format(func_type="AIV", call=call).replace(
             "cores: pl.Scalar[pl.INDEX]", "index: pl.Tensor[[8], pl.INT32]"
-        ),
-        "indexed.py",
+        )
     )
-    with pytest.raises(ProgramError) as info:
-        LowerCompositeOps().apply(program)
-    message = info.value.message
-    assert message.startswith(
+    error = _rejection(program)
+    assert error.message.startswith(
         "pld.tensor.indexed_all_to_all_v is not supported in an InCore function: "
     )
-    assert message.endswith("call it from a CHIP Orchestration function")
-    assert info.value.phase == "LowerCompositeOps"
-    assert (info.value.span.line, info.value.span.col) == _position(source, "pld.tensor.indexed")
+    assert error.message.endswith("call it from a CHIP Orchestration function")
+    assert located(error) == position(source, "pld.tensor.indexed")

@@ -6,12 +6,25 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from passes.helpers import (
+    FILE,
+    HOST_A2AV,
+    HOST_PRELUDE,
+    HOST_WINDOWS,
+    PROGRAMS,
+    host_function,
+    located,
+    parse_one,
+    pass_error,
+    position,
+    run_verified,
+    span_location,
+)
 from pypto_build.lowering.diagnostics import SYNTHETIC, InternalError, ProgramError, Span
-from pypto_build.lowering.frontend import parse_file, parse_source
+from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
     INDEX,
     AssignStmt,
@@ -38,56 +51,31 @@ from pypto_build.lowering.ops import (
     resolve_dsl_name,
 )
 from pypto_build.lowering.passes import (
-    AutoDeriveTaskDependencies,
-    DeriveCallDirections,
-    FuseCreateAssembleToSlice,
-    LowerCompositeOps,
-    LowerL2TensorCollectives,
     MaterializeDistTensorCtx,
-    Pass,
     PassManager,
     PipelineOrderError,
     Property,
+    default_pipeline,
 )
 from pypto_build.lowering.passes.lower_host_tensor_collectives import (
     LowerHostTensorCollectives,
     check_static_signal_capacity,
 )
-from pypto_build.lowering.passes.materialize_comm_domain_scopes import (
-    MaterializeCommDomainScopes,
-)
 from pypto_build.lowering.passes.rewrite import walk_calls
 from pypto_build.lowering.printer import print_program
-from pypto_build.lowering.verifier import verify
 
-PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
-FILE = "host.py"
 PHASE = "LowerHostTensorCollectives"
 BUILTIN = "builtin.tensor.all_to_all_v"
 ARG_NAMES = ["inp", "data", "signal", "counts", "recv"]
 DIRECTIONS = ("In", "InOut", "InOut", "In", "InOut")
 
-PIPELINE: tuple[Pass, ...] = (
-    LowerCompositeOps(),
-    FuseCreateAssembleToSlice(),
-    LowerL2TensorCollectives(),
-    DeriveCallDirections(),
-    AutoDeriveTaskDependencies(),
-    MaterializeCommDomainScopes(),
-    LowerHostTensorCollectives(),
-)
+#: The default pipeline up to and including this pass, and the part of it before this pass.
+PIPELINE = default_pipeline().until(PHASE).passes
+SCOPED = default_pipeline().until("MaterializeCommDomainScopes")
 
-HEADER = """\
-import pypto.language as pl
-import pypto.language.distributed as pld
-
-NR = 2
-T = NR * 4
-W = 64
-
-
-@pl.program
-class Host:
+HEADER = (
+    HOST_PRELUDE
+    + """\
     @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
     def host_orch(
         self,
@@ -98,21 +86,10 @@ class Host:
         n: pl.Scalar[pl.INDEX],
     ):
 """
+)
 
-WINDOWS = """\
-inp_buf = pld.alloc_window_buffer([T, W], dtype=DT)
-data_buf = pld.alloc_window_buffer([T, W], dtype=DT)
-signal_buf = pld.alloc_window_buffer([NR, 1], dtype=pl.INT32)
-counts_buf = pld.alloc_window_buffer([NR], dtype=pl.INT32)
-recv_buf = pld.alloc_window_buffer([NR, 1], dtype=pl.INT32)
-inp = pld.window(inp_buf, [T, W], dtype=DT)
-data = pld.window(data_buf, [T, W], dtype=DT)
-signal = pld.window(signal_buf, [NR, 1], dtype=pl.INT32)
-counts = pld.window(counts_buf, [NR], dtype=pl.INT32)
-recv = pld.window(recv_buf, [NR, 1], dtype=pl.INT32)
-"""
-
-A2AV = "pld.tensor.all_to_all_v(inp, data, signal, counts, recv)"
+WINDOWS = HOST_WINDOWS
+A2AV = HOST_A2AV
 COLLECTIVE = f"data = {A2AV}\n"
 
 
@@ -129,26 +106,11 @@ def host_source(
 
 
 def lower(source: str) -> Program:
-    (program,) = parse_source(source, FILE)
-    verify(program)
-    return PassManager(PIPELINE).run(program, instruments=[lambda _, result: verify(result)])
+    return run_verified(parse_one(source), *PIPELINE)
 
 
 def lowering_error(source: str, phase: str = PHASE) -> ProgramError:
-    (program,) = parse_source(source, FILE)
-    with pytest.raises(ProgramError) as info:
-        PassManager(PIPELINE).run(program)
-    assert info.value.phase == phase
-    return info.value
-
-
-def position(source: str, marker: str, occurrence: int = 0) -> tuple[str, int, int]:
-    """File, 1-based line and 0-based column of the ``occurrence``-th ``marker``."""
-    index = -1
-    for _ in range(occurrence + 1):
-        index = source.index(marker, index + 1)
-    line_start = source.rfind("\n", 0, index) + 1
-    return FILE, source.count("\n", 0, index) + 1, index - line_start
+    return pass_error(parse_one(source), *PIPELINE, phase=phase)
 
 
 def at_operand(source: str, index: int) -> tuple[str, int, int]:
@@ -159,20 +121,6 @@ def at_operand(source: str, index: int) -> tuple[str, int, int]:
         start = source.index(",", start) + 2
     line_start = source.rfind("\n", 0, start) + 1
     return FILE, source.count("\n", 0, start) + 1, start - line_start
-
-
-def span_of(span: Span) -> tuple[str, int, int]:
-    return span.file, span.line, span.col
-
-
-def located(error: ProgramError) -> tuple[str, int, int]:
-    return span_of(error.span)
-
-
-def host(program: Program) -> Function:
-    func = program.function("host_orch")
-    assert func is not None
-    return func
 
 
 def scope_body(func: Function) -> tuple[Stmt, ...]:
@@ -204,7 +152,7 @@ def dispatch(stmt: Stmt) -> Call:
 def test_contract_runs_after_comm_domain_scopes() -> None:
     assert LowerHostTensorCollectives.requires == {Property.COMM_DOMAIN_SCOPES_MATERIALIZED}
     assert LowerHostTensorCollectives.produces == {Property.HOST_COLLECTIVES_LOWERED}
-    prefix = PIPELINE[:5]
+    prefix = default_pipeline().until("AutoDeriveTaskDependencies").passes
     with pytest.raises(PipelineOrderError, match="requires CommDomainScopesMaterialized"):
         PassManager((*prefix, LowerHostTensorCollectives())).check_order()
 
@@ -214,7 +162,7 @@ def test_contract_runs_after_comm_domain_scopes() -> None:
 
 def test_lowers_to_namesake_builtin_fanned_out_over_the_world() -> None:
     source = host_source()
-    func = host(lower(source))
+    func = host_function(lower(source))
     stmts = scope_body(func)
     assert len(stmts) == 12  # ten window statements, the fan-out loop, the rebind
     loop = stmts[10]
@@ -235,12 +183,13 @@ def test_lowers_to_namesake_builtin_fanned_out_over_the_world() -> None:
     target = call.args[1].type
     assert isinstance(target, DistributedTensorType) and target.window == "data_buf"
     assert call.type == target
-    assert span_of(loop.span) == span_of(rebind_span(func)) == position(source, "data = pld.tensor")
-    assert span_of(call.span) == position(source, A2AV)
+    assert span_location(loop.span) == position(source, "data = pld.tensor")
+    assert span_location(rebind_span(func)) == position(source, "data = pld.tensor")
+    assert span_location(call.span) == position(source, A2AV)
 
 
 def test_result_is_rebound_to_the_target() -> None:
-    func = host(lower(host_source()))
+    func = host_function(lower(host_source()))
     rebind = scope_body(func)[-1]
     assert isinstance(rebind, AssignStmt)
     target = DistributedTensorType((8, 64), DataType.FP32, window="data_buf")
@@ -248,12 +197,12 @@ def test_result_is_rebound_to_the_target() -> None:
 
 
 def test_bare_collective_has_no_rebind() -> None:
-    func = host(lower(host_source(WINDOWS + A2AV + "\n")))
+    func = host_function(lower(host_source(WINDOWS + A2AV + "\n")))
     assert isinstance(scope_body(func)[-1], ForStmt)
 
 
 def test_explicit_devices_fan_out_as_a_sequence_in_list_order() -> None:
-    func = host(lower(host_source(devices="[1, 0]")))
+    func = host_function(lower(host_source(devices="[1, 0]")))
     fan_out, rebind = scope_body(func)[10:]
     assert isinstance(fan_out, SeqStmts)
     calls = [dispatch(s) for s in fan_out.stmts]
@@ -263,7 +212,7 @@ def test_explicit_devices_fan_out_as_a_sequence_in_list_order() -> None:
 
 
 def test_comm_domain_with_devices_0_1() -> None:
-    func = host(lower(host_source(devices="[0, 1]")))
+    func = host_function(lower(host_source(devices="[0, 1]")))
     (scope,) = func.body.stmts
     assert isinstance(scope, CommDomainScopeStmt) and scope.devices == (0, 1)
     assert [get_attr(c.attrs, "device") for c in builtin_calls(func)] == [
@@ -274,14 +223,14 @@ def test_comm_domain_with_devices_0_1() -> None:
 
 def test_fan_out_loop_variable_does_not_rebind_a_user_name() -> None:
     body = WINDOWS + COLLECTIVE + "for r in pl.range(pld.world_size()):\n    n = r\n"
-    func = host(lower(host_source(body)))
+    func = host_function(lower(host_source(body)))
     loop = scope_body(func)[10]
     assert isinstance(loop, ForStmt) and loop.var.name == "r1"
     assert get_attr(dispatch(loop.body.stmts[0]).attrs, "device") == Var("r1", INDEX)
 
 
 def test_int8_variant() -> None:
-    (call, *_) = builtin_calls(host(lower(host_source(dtype="INT8"))))
+    (call, *_) = builtin_calls(host_function(lower(host_source(dtype="INT8"))))
     assert get_attr(call.kwargs, "dtype") is DataType.INT8
     assert get_attr(call.attrs, "dtype") is DataType.INT8
 
@@ -292,16 +241,15 @@ def test_int8_variant() -> None:
 )
 def test_core_num_is_forwarded_runtime_or_constant(core_num: str, expected: object) -> None:
     body = WINDOWS + COLLECTIVE.replace("recv)", f"recv, core_num={core_num})")
-    (call,) = builtin_calls(host(lower(host_source(body))))
+    (call,) = builtin_calls(host_function(lower(host_source(body))))
     assert get_attr(call.kwargs, "core_num") == expected
 
 
 def test_sample_program_through_the_whole_pipeline() -> None:
     """tests/programs/host_rail_int8.py, up to MaterializeDistTensorCtx, verified throughout."""
     (program,) = parse_file(PROGRAMS / "host_rail_int8.py")
-    passes = (*PIPELINE, MaterializeDistTensorCtx())
-    lowered = PassManager(passes).run(program, instruments=[lambda _, p: verify(p)])
-    func = host(lowered)
+    lowered = run_verified(program, *PIPELINE, MaterializeDistTensorCtx())
+    func = host_function(lowered)
     (call,) = builtin_calls(func)
     assert [a.name for a in call.args if isinstance(a, Var)] == [
         "stage",
@@ -318,14 +266,14 @@ def test_sample_program_through_the_whole_pipeline() -> None:
 
 def test_only_host_orchestrators_change() -> None:
     (program,) = parse_file(PROGRAMS / "host_rail_int8.py")
-    program = PassManager(PIPELINE[:6]).run(program)
+    program = SCOPED.run(program)
     lowered = LowerHostTensorCollectives().apply(program)
     changed = [f.name for f in lowered.functions if program.function(f.name) is not f]
     assert changed == ["host_orch"]
 
 
 def test_collective_in_a_branch_uses_the_enclosing_domain() -> None:
-    func = host(lower(host_source(WINDOWS + "if n > 0:\n    " + COLLECTIVE)))
+    func = host_function(lower(host_source(WINDOWS + "if n > 0:\n    " + COLLECTIVE)))
     branch = scope_body(func)[10]
     assert isinstance(branch, IfStmt)
     loop, rebind = branch.then_body.stmts
@@ -336,7 +284,7 @@ def test_nested_domain_dispatches_over_the_domain_that_allocated_the_windows() -
     """FindScopeForBuffers: the innermost scope holding all five buffers, here the outer world
     domain, not the explicit two-device domain the statement sits in."""
     body = WINDOWS + "with pld.comm_domain(devices=[0, 1]):\n    " + COLLECTIVE
-    func = host(lower(host_source(body)))
+    func = host_function(lower(host_source(body)))
     inner = scope_body(func)[10]
     assert isinstance(inner, CommDomainScopeStmt) and inner.devices == (0, 1)
     loop = inner.body.stmts[0]
@@ -346,8 +294,8 @@ def test_nested_domain_dispatches_over_the_domain_that_allocated_the_windows() -
 
 def test_host_orchestrator_without_collectives_is_untouched() -> None:
     body = WINDOWS + "for r in pl.range(pld.world_size()):\n    n = r\n"
-    (program,) = parse_source(host_source(body), FILE)
-    program = PassManager(PIPELINE[:6]).run(program)
+    program = parse_one(host_source(body))
+    program = SCOPED.run(program)
     assert LowerHostTensorCollectives().apply(program) is program
 
 
@@ -363,7 +311,7 @@ def test_printed_builtin_dispatch_does_not_parse_back() -> None:
     # An internal op has no DSL spelling: the front end refuses it like any unknown call.
     source = host_source(WINDOWS + dispatch_text + "\n")
     with pytest.raises(ProgramError) as info:
-        parse_source(source, FILE)
+        parse_one(source)
     assert info.value.message == (
         "call of 'builtin.tensor.all_to_all_v' is not supported in a PyPTO program"
     )
@@ -481,43 +429,44 @@ def test_signal_of_other_rank_is_rejected() -> None:
 # --- rejected collectives --------------------------------------------------------------------
 
 
-def test_indexed_all_to_all_v_is_rejected() -> None:
-    call = "pld.tensor.indexed_all_to_all_v(inp, data, signal, counts, recv, idx)"
-    body = (
-        WINDOWS
-        + "idx_buf = pld.alloc_window_buffer([T], dtype=pl.INT32)\n"
-        + "idx = pld.window(idx_buf, [T], dtype=pl.INT32)\n"
-        + f"data = {call}\n"
-    )
-    source = host_source(body)
+INDEXED = "pld.tensor.indexed_all_to_all_v(inp, data, signal, counts, recv, idx)"
+ALLREDUCE = "pld.tensor.allreduce(inp, data, signal)"
+
+
+@pytest.mark.parametrize(
+    ("body", "marker", "message"),
+    [
+        pytest.param(
+            "idx_buf = pld.alloc_window_buffer([T], dtype=pl.INT32)\n"
+            "idx = pld.window(idx_buf, [T], dtype=pl.INT32)\n"
+            f"data = {INDEXED}\n",
+            INDEXED,
+            "pld.tensor.indexed_all_to_all_v is not supported in a HOST orchestrator: it runs "
+            "only on the CHIP rail (call it from a CHIP Orchestration function)",
+            id="indexed_all_to_all_v",
+        ),
+        pytest.param(
+            f"data = {ALLREDUCE}\n",
+            ALLREDUCE,
+            "pld.tensor.allreduce is not supported in a HOST orchestrator: the HOST rail of "
+            "pypto-build lowers only pld.tensor.all_to_all_v",
+            id="other-managed-collective",
+        ),
+        pytest.param(
+            f"data = pl.reshape({A2AV}, [T, W])\n",
+            A2AV,
+            "pld.tensor.all_to_all_v in a HOST orchestrator must be a statement of its own "
+            "('x = pld.tensor.all_to_all_v(...)' or a bare call): the HOST rail replaces the "
+            "statement with one builtin dispatch per device",
+            id="nested-in-an-expression",
+        ),
+    ],
+)
+def test_collective_the_rail_cannot_lower_is_rejected(body: str, marker: str, message: str) -> None:
+    source = host_source(WINDOWS + body)
     error = lowering_error(source)
-    assert error.message == (
-        "pld.tensor.indexed_all_to_all_v is not supported in a HOST orchestrator: it runs only "
-        "on the CHIP rail (call it from a CHIP Orchestration function)"
-    )
-    assert located(error) == position(source, call)
-
-
-def test_other_managed_collective_is_rejected() -> None:
-    call = "pld.tensor.allreduce(inp, data, signal)"
-    source = host_source(WINDOWS + f"data = {call}\n")
-    error = lowering_error(source)
-    assert error.message == (
-        "pld.tensor.allreduce is not supported in a HOST orchestrator: the HOST rail of "
-        "pypto-build lowers only pld.tensor.all_to_all_v"
-    )
-    assert located(error) == position(source, call)
-
-
-def test_collective_nested_in_an_expression_is_rejected() -> None:
-    source = host_source(WINDOWS + f"data = pl.reshape({A2AV}, [T, W])\n")
-    error = lowering_error(source)
-    assert error.message == (
-        "pld.tensor.all_to_all_v in a HOST orchestrator must be a statement of its own "
-        "('x = pld.tensor.all_to_all_v(...)' or a bare call): the HOST rail replaces the "
-        "statement with one builtin dispatch per device"
-    )
-    assert located(error) == position(source, A2AV)
+    assert error.message == message
+    assert located(error) == position(source, marker)
 
 
 def test_collective_in_a_loop_is_rejected_before_lowering() -> None:
@@ -532,15 +481,15 @@ def test_collective_in_a_loop_is_rejected_before_lowering() -> None:
 
 
 def test_collective_outside_any_scope_is_an_internal_error() -> None:
-    (program,) = parse_source(host_source(), FILE)
+    program = parse_one(host_source())
     with pytest.raises(InternalError, match="must appear inside a CommDomainScopeStmt"):
         LowerHostTensorCollectives().apply(program)
 
 
 def test_buffers_of_no_single_scope_are_an_internal_error() -> None:
-    (program,) = parse_source(host_source(), FILE)
-    program = PassManager(PIPELINE[:6]).run(program)
-    func = host(program)
+    program = parse_one(host_source())
+    program = SCOPED.run(program)
+    func = host_function(program)
     (scope,) = func.body.stmts
     assert isinstance(scope, CommDomainScopeStmt)
     partial = dataclasses.replace(scope, buffers=scope.buffers[:-1])
@@ -564,7 +513,7 @@ def test_builtin_op_is_internal() -> None:
 
 
 def _builtin_call() -> Call:
-    (call, *_) = builtin_calls(host(lower(host_source())))
+    (call, *_) = builtin_calls(host_function(lower(host_source())))
     return call
 
 

@@ -4,12 +4,22 @@ every diagnostic with its location, and the residual check."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from passes.helpers import (
+    PROGRAMS,
+    builtin_kernel_calls,
+    callees,
+    function,
+    located,
+    parse_one,
+    pass_error,
+    position,
+    run_verified,
+)
 from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.lowering.frontend import parse_file, parse_source
+from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
     AssignStmt,
     Call,
@@ -17,9 +27,7 @@ from pypto_build.lowering.ir import (
     ConstInt,
     DataType,
     DistributedTensorType,
-    Function,
     FunctionType,
-    GlobalVar,
     Level,
     ParamDirection,
     Program,
@@ -28,12 +36,9 @@ from pypto_build.lowering.ir import (
     TensorType,
 )
 from pypto_build.lowering.passes import LowerL2TensorCollectives, Property
-from pypto_build.lowering.passes.rewrite import walk_calls
 from pypto_build.lowering.printer import print_program
 from pypto_build.lowering.verifier import verify
 
-PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
-FILE = "chip.py"
 PHASE = "LowerL2TensorCollectives"
 
 IN, INOUT = ParamDirection.In, ParamDirection.InOut
@@ -111,47 +116,16 @@ def chip_source(
 
 
 def lower(source: str, chips: tuple[str, ...] = ()) -> Program:
-    (program,) = parse_source(source, FILE)
-    verify(program)
-    lowered = LowerL2TensorCollectives(chips).apply(program)
-    verify(lowered)
-    return lowered
+    return run_verified(parse_one(source), LowerL2TensorCollectives(chips))
 
 
 def lowering_error(source: str, chips: tuple[str, ...] = ()) -> ProgramError:
-    (program,) = parse_source(source, FILE)
-    with pytest.raises(ProgramError) as info:
-        LowerL2TensorCollectives(chips).apply(program)
-    assert info.value.phase == PHASE
-    return info.value
+    return pass_error(parse_one(source), LowerL2TensorCollectives(chips))
 
 
-def position(source: str, marker: str, offset: int = 0) -> tuple[str, int, int]:
-    """File, 1-based line and 0-based column of ``marker`` (plus ``offset`` columns)."""
-    index = source.index(marker) + offset
-    line_start = source.rfind("\n", 0, index) + 1
-    return FILE, source.count("\n", 0, index) + 1, index - line_start
-
-
-def located(error: ProgramError) -> tuple[str, int, int]:
-    return error.span.file, error.span.line, error.span.col
-
-
-def callees(func: Function) -> list[str]:
-    return [c.op.name for c in walk_calls(func.body) if isinstance(c.op, GlobalVar)]
-
-
-def builtin_call(program: Program, function: str = "chip_pipeline") -> Call:
-    func = program.function(function)
-    assert func is not None
-    (call,) = (c for c in walk_calls(func.body) if c.callee_name.startswith("__builtin_"))
+def builtin_call(program: Program, name: str = "chip_pipeline") -> Call:
+    (call,) = builtin_kernel_calls(program, name)
     return call
-
-
-def kernel(program: Program, name: str) -> Function:
-    func = program.function(name)
-    assert func is not None
-    return func
 
 
 # --- the rewrite ------------------------------------------------------------------------------
@@ -168,11 +142,15 @@ def test_pass_contract() -> None:
 
 
 def test_seed_pipeline_becomes_three_kernel_calls() -> None:
-    (original,) = parse_source(chip_source(), FILE)
+    original = parse_one(chip_source())
     program = lower(chip_source())
-    pipeline = kernel(program, "chip_pipeline")
-    assert callees(pipeline) == ["stage_step", "__builtin_all_to_all_v__fp32", "consume_step"]
-    before, after = kernel(original, "chip_pipeline").body.stmts[1], pipeline.body.stmts[1]
+    pipeline = function(program, "chip_pipeline")
+    assert callees(program, "chip_pipeline") == [
+        "stage_step",
+        "__builtin_all_to_all_v__fp32",
+        "consume_step",
+    ]
+    before, after = function(original, "chip_pipeline").body.stmts[1], pipeline.body.stmts[1]
     assert isinstance(before, AssignStmt) and isinstance(after, AssignStmt)
     assert after.targets == before.targets  # ``data = ...`` still rebinds data
     assert isinstance(before.value, Call)
@@ -186,7 +164,7 @@ def test_sample_chip_pipeline_lowers() -> None:
     (program,) = parse_file(PROGRAMS / "chip_pipeline.py")
     lowered = LowerL2TensorCollectives().apply(program)
     verify(lowered)
-    assert callees(kernel(lowered, "chip_pipeline")) == [
+    assert callees(lowered, "chip_pipeline") == [
         "stage_step",
         "__builtin_all_to_all_v__fp32",
         "consume_step",
@@ -196,7 +174,7 @@ def test_sample_chip_pipeline_lowers() -> None:
 
 def test_synthesized_kernel_signature() -> None:
     program = lower(chip_source())
-    func = kernel(program, "__builtin_all_to_all_v__fp32")
+    func = function(program, "__builtin_all_to_all_v__fp32")
     assert program.functions[-1] is func  # appended after the program's own functions
     assert (func.func_type, func.level) == (FunctionType.AIV, Level.CHIP)
     names = [p.var.name for p in func.params]
@@ -229,14 +207,14 @@ def test_window_bound_operands_become_unbound_parameters() -> None:
     data = pld.tensor.all_to_all_v(inp, staging, signal, counts, recv)
     return self.consume_step(data, recv, out)
     """
-    func = kernel(lower(chip_source(body)), "__builtin_all_to_all_v__fp32")
+    func = function(lower(chip_source(body)), "__builtin_all_to_all_v__fp32")
     assert func.params[1].var.type == DistributedTensorType((8, 64), DataType.FP32)
 
 
 def test_int8_synthesizes_int8_variant() -> None:
     program = lower(chip_source(dtype="INT8"))
-    assert callees(kernel(program, "chip_pipeline"))[1] == "__builtin_all_to_all_v__int8"
-    func = kernel(program, "__builtin_all_to_all_v__int8")
+    assert callees(program, "chip_pipeline")[1] == "__builtin_all_to_all_v__int8"
+    func = function(program, "__builtin_all_to_all_v__int8")
     assert func.attr("builtin_template_vars") == "dtype_cpp=int8_t"
     assert func.params[0].var.type == TensorType((8, 64), DataType.INT8)
 
@@ -249,8 +227,8 @@ def test_variant_is_shared_by_every_call_site() -> None:
     """
     source = chip_source(body)
     program = lower(source)
-    assert len(program.functions) == len(parse_source(source, FILE)[0].functions) + 1
-    assert callees(kernel(program, "chip_pipeline")) == [
+    assert len(program.functions) == len(parse_one(source).functions) + 1
+    assert callees(program, "chip_pipeline") == [
         "__builtin_all_to_all_v__fp32",
         "__builtin_all_to_all_v__fp32",
         "consume_step",
@@ -296,7 +274,7 @@ def test_collective_is_lowered_in_every_statement_position(body: str) -> None:
 
 def test_graph_body_is_lowered() -> None:
     program = lower(chip_source(func_type="Graph"))
-    assert "__builtin_all_to_all_v__fp32" in callees(kernel(program, "chip_pipeline"))
+    assert "__builtin_all_to_all_v__fp32" in callees(program, "chip_pipeline")
 
 
 def test_incore_body_is_left_to_the_composite_rail() -> None:
@@ -323,7 +301,7 @@ def test_host_orchestrator_is_left_to_the_host_rail() -> None:
         data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv, core_num=3)
         pld.tensor.allreduce(stage, data, signal)
 """
-    (program,) = parse_source(chip_source(functions=functions), FILE)
+    program = parse_one(chip_source(functions=functions))
     lowered = LowerL2TensorCollectives().apply(program)
     assert lowered.function("host_orch") is program.function("host_orch")
 
@@ -365,7 +343,7 @@ def test_launch_attrs_round_trip_through_the_printer() -> None:
     call keywords, so a lowered program prints and parses back to itself."""
     program = lower(chip_source(nranks=8, stride=8, cores="10"))
     assert "recv, core_num=8, sync_start=True)" in print_program(program)
-    assert parse_source(print_program(program), FILE) == (program,)
+    assert parse_one(print_program(program)) == program
 
 
 def test_capacity_is_checked_against_blocks_not_core_num() -> None:
@@ -395,7 +373,7 @@ def test_runtime_core_num_is_rejected() -> None:
         "CHIP pld.tensor.all_to_all_v: a runtime core_num is not supported on this rail yet; "
         "pass a compile-time core_num (the HOST rail accepts a runtime value)"
     )
-    assert located(error) == position(source, "core_num=n", len("core_num="))
+    assert located(error) == position(source, "core_num=n", offset=len("core_num="))
 
 
 @pytest.mark.parametrize(("cores", "value"), [("0", 0), ("-1", -1), ("2**31", 2**31)])
@@ -405,7 +383,7 @@ def test_core_num_out_of_int32_range_is_rejected(cores: str, value: int) -> None
     assert error.message == (
         f"CHIP pld.tensor.all_to_all_v: core_num must be in [1, 2147483647], got {value}"
     )
-    assert located(error) == position(source, f"core_num={cores}", len("core_num="))
+    assert located(error) == position(source, f"core_num={cores}", offset=len("core_num="))
 
 
 def test_largest_int32_core_num_is_accepted() -> None:
@@ -519,12 +497,12 @@ def indexed_source(cores: int = 1, stride: int = 8) -> str:
     )
 
 
-def test_indexed_synthesizes_six_operand_kernel() -> None:
+def test_indexed_synthesizes_six_operand_function() -> None:
     program = lower(indexed_source(), chips=("a5",))
     call = builtin_call(program)
     assert call.callee_name == "__builtin_indexed_all_to_all_v__fp32"
     assert len(call.args) == 6 and call.attrs == ()
-    func = kernel(program, "__builtin_indexed_all_to_all_v__fp32")
+    func = function(program, "__builtin_indexed_all_to_all_v__fp32")
     assert func.func_type is FunctionType.AIV
     assert [p.var.name for p in func.params] == [
         "input",
@@ -582,7 +560,7 @@ def test_indexed_runtime_core_num_is_rejected() -> None:
         "CHIP pld.tensor.indexed_all_to_all_v: a runtime core_num is not supported; pass a "
         "compile-time core_num (it is the exact number of AIV launched)"
     )
-    assert located(error) == position(source, "core_num=m", len("core_num="))
+    assert located(error) == position(source, "core_num=m", offset=len("core_num="))
 
 
 @pytest.mark.parametrize(("chips", "named"), [(("a3",), "a3"), (("a5", "a2"), "a2")])

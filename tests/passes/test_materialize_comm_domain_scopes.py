@@ -5,12 +5,25 @@ syntax of the front end."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from passes.helpers import (
+    HOST_A2AV,
+    HOST_PRELUDE,
+    HOST_WINDOWS,
+    PROGRAMS,
+    host_function,
+    line_of,
+    located,
+    parse_one,
+    pass_error,
+    position,
+    run_verified,
+    span_location,
+)
 from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.lowering.frontend import parse_file, parse_source
+from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
     AssignStmt,
     CommDomainScopeStmt,
@@ -21,46 +34,23 @@ from pypto_build.lowering.ir import (
     Stmt,
 )
 from pypto_build.lowering.passes import (
-    AutoDeriveTaskDependencies,
-    DeriveCallDirections,
-    FuseCreateAssembleToSlice,
-    LowerCompositeOps,
-    LowerL2TensorCollectives,
-    Pass,
     PassManager,
     PipelineOrderError,
     Property,
+    default_pipeline,
 )
 from pypto_build.lowering.passes.materialize_comm_domain_scopes import (
     MaterializeCommDomainScopes,
 )
 from pypto_build.lowering.passes.rewrite import walk_stmts
 from pypto_build.lowering.printer import print_program
-from pypto_build.lowering.verifier import verify
 
-PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
-FILE = "host.py"
-PHASE = "MaterializeCommDomainScopes"
+#: The default pipeline's passes before this one.
+PREFIX = default_pipeline().until("AutoDeriveTaskDependencies").passes
 
-PREFIX: tuple[Pass, ...] = (
-    LowerCompositeOps(),
-    FuseCreateAssembleToSlice(),
-    LowerL2TensorCollectives(),
-    DeriveCallDirections(),
-    AutoDeriveTaskDependencies(),
-)
-
-HEADER = """\
-import pypto.language as pl
-import pypto.language.distributed as pld
-
-NR = 2
-T = NR * 4
-W = 64
-
-
-@pl.program
-class Host:
+HEADER = (
+    HOST_PRELUDE
+    + """\
     @pl.function(type=pl.FunctionType.AIV, external_source="kernels/touch.cpp")
     def touch(
         self, x: pl.InOut[pld.DistributedTensor[[T, W], pl.FP32]]
@@ -73,22 +63,11 @@ class Host:
     @pl.function(level=pl.Level.HOST, role=pl.Role.Orchestrator)
     def host_orch(self, flag: pl.Scalar[pl.BOOL]):
 """
+)
 
 #: Five windows and an all_to_all_v over them, for the loop and domain checks.
-WINDOWS = """\
-inp_buf = pld.alloc_window_buffer([T, W], dtype=pl.FP32)
-data_buf = pld.alloc_window_buffer([T, W], dtype=pl.FP32)
-signal_buf = pld.alloc_window_buffer([NR, 1], dtype=pl.INT32)
-counts_buf = pld.alloc_window_buffer([NR], dtype=pl.INT32)
-recv_buf = pld.alloc_window_buffer([NR, 1], dtype=pl.INT32)
-inp = pld.window(inp_buf, [T, W], dtype=pl.FP32)
-data = pld.window(data_buf, [T, W], dtype=pl.FP32)
-signal = pld.window(signal_buf, [NR, 1], dtype=pl.INT32)
-counts = pld.window(counts_buf, [NR], dtype=pl.INT32)
-recv = pld.window(recv_buf, [NR, 1], dtype=pl.INT32)
-"""
-
-A2AV = "pld.tensor.all_to_all_v(inp, data, signal, counts, recv)"
+WINDOWS = HOST_WINDOWS.replace("DT", "pl.FP32")
+A2AV = HOST_A2AV
 
 
 def host_source(body: str) -> str:
@@ -96,50 +75,22 @@ def host_source(body: str) -> str:
 
 
 def materialize(source: str) -> Program:
-    (program,) = parse_source(source, FILE)
-    return run(program)
+    return run(parse_one(source))
 
 
 def run(program: Program) -> Program:
-    verify(program)
-    return PassManager((*PREFIX, MaterializeCommDomainScopes())).run(
-        program, instruments=[lambda _, result: verify(result)]
-    )
+    return run_verified(program, *PREFIX, MaterializeCommDomainScopes())
 
 
 def materialize_error(source: str) -> ProgramError:
-    (program,) = parse_source(source, FILE)
-    program = PassManager(PREFIX).run(program)
-    with pytest.raises(ProgramError) as info:
-        MaterializeCommDomainScopes().apply(program)
-    assert info.value.phase == PHASE
-    return info.value
+    return pass_error(parse_one(source), *PREFIX, MaterializeCommDomainScopes())
 
 
 def frontend_error(source: str) -> ProgramError:
     with pytest.raises(ProgramError) as info:
-        parse_source(source, FILE)
+        parse_one(source)
     assert info.value.phase == "frontend"
     return info.value
-
-
-def position(source: str, marker: str, occurrence: int = 0) -> tuple[str, int, int]:
-    """File, 1-based line and 0-based column of the ``occurrence``-th ``marker``."""
-    index = -1
-    for _ in range(occurrence + 1):
-        index = source.index(marker, index + 1)
-    line_start = source.rfind("\n", 0, index) + 1
-    return FILE, source.count("\n", 0, index) + 1, index - line_start
-
-
-def located(error: ProgramError) -> tuple[str, int, int]:
-    return error.span.file, error.span.line, error.span.col
-
-
-def host(program: Program) -> Function:
-    func = program.function("host_orch")
-    assert func is not None
-    return func
 
 
 def scopes(node: Stmt) -> list[CommDomainScopeStmt]:
@@ -172,8 +123,8 @@ def test_contract_runs_after_task_dependencies() -> None:
 def test_sample_program_gets_one_world_domain_from_the_first_allocation() -> None:
     (program,) = parse_file(PROGRAMS / "host_rail_int8.py")
     program = PassManager(PREFIX).run(program)
-    original = host(program)
-    lowered = host(MaterializeCommDomainScopes().apply(program))
+    original = host_function(program)
+    lowered = host_function(MaterializeCommDomainScopes().apply(program))
     (scope,) = lowered.body.stmts
     assert isinstance(scope, CommDomainScopeStmt)
     assert (scope.name, scope.devices) == ("d0", None)
@@ -195,7 +146,7 @@ def test_statements_before_the_first_allocation_stay_outside() -> None:
         self.touch_orch(x, device=0)
         """
     )
-    func = host(materialize(source))
+    func = host_function(materialize(source))
     first, scope = func.body.stmts
     assert isinstance(first, IfStmt)
     assert isinstance(scope, CommDomainScopeStmt)
@@ -215,7 +166,7 @@ def test_allocation_in_a_branch_gets_a_domain_ending_with_the_branch() -> None:
             c = pld.alloc_window_buffer([T, W], dtype=pl.FP32)
         """
     )
-    func = host(materialize(source))
+    func = host_function(materialize(source))
     branch, world = func.body.stmts
     assert isinstance(branch, IfStmt)
     (inner,) = branch.then_body.stmts
@@ -232,7 +183,7 @@ def test_host_orchestrator_without_windows_and_other_functions_are_untouched() -
         self.touch_orch(pld.window(buf, [T, W], dtype=pl.FP32), device=0)
         """
     )
-    (program,) = parse_source(source, FILE)
+    program = parse_one(source)
     program = PassManager(PREFIX).run(program)
     lowered = MaterializeCommDomainScopes().apply(program)
     assert lowered.function("host_orch") != program.function("host_orch")
@@ -241,7 +192,7 @@ def test_host_orchestrator_without_windows_and_other_functions_are_untouched() -
     bare = host_source("self.touch_orch(x, device=0)").replace(
         "flag: pl.Scalar[pl.BOOL]", "x: pld.DistributedTensor[[T, W], pl.FP32]"
     )
-    (program,) = parse_source(bare, FILE)
+    program = parse_one(bare)
     assert MaterializeCommDomainScopes().apply(program) is program
 
 
@@ -265,7 +216,7 @@ def test_explicit_domains_are_named_in_source_order_with_their_buffers() -> None
         d = pld.alloc_window_buffer([T, W], dtype=pl.FP32)
         """
     )
-    func = host(materialize(source))
+    func = host_function(materialize(source))
     assert summary(func) == [
         ("d0", ("a", "b"), (1, 0)),
         ("d1", ("c",), None),
@@ -284,7 +235,7 @@ def test_nested_domain_is_named_after_its_parent_and_keeps_its_own_buffers() -> 
         late = pld.alloc_window_buffer([T, W], dtype=pl.FP32)
         """
     )
-    func = host(materialize(source))
+    func = host_function(materialize(source))
     assert summary(func) == [("d0", ("outer", "late"), None), ("d1", ("inner",), (0, 1))]
 
 
@@ -310,7 +261,7 @@ def test_allocation_in_a_loop_is_rejected(loop: str, kind: str) -> None:
     source = host_source(f"{loop}\n    buf = pld.alloc_window_buffer(64)\n")
     error = materialize_error(source)
     assert error.message == (
-        f"pld.alloc_window_buffer inside the {kind} loop at line {position(source, loop)[1]}: "
+        f"pld.alloc_window_buffer inside the {kind} loop at line {line_of(source, loop)}: "
         "a window buffer belongs to a comm domain that is set up once per run, so an "
         "allocation nested in a for/while is rejected on the HOST rail: hoist it out of the loop"
     )
@@ -320,7 +271,7 @@ def test_allocation_in_a_loop_is_rejected(loop: str, kind: str) -> None:
 def test_collective_in_a_loop_is_rejected() -> None:
     source = host_source(WINDOWS + f"if flag:\n    for i in pl.range(2):\n        data = {A2AV}\n")
     error = materialize_error(source)
-    line = position(source, "for i in")[1]
+    line = line_of(source, "for i in")
     assert error.message == (
         f"pld.tensor.all_to_all_v inside the for loop at line {line}: the HOST rail fans a "
         "collective out into one builtin dispatch per device of its comm domain, once per run, "
@@ -337,7 +288,7 @@ def test_loop_bounds_are_outside_the_loop() -> None:
         + "    for r in pl.range(pld.world_size()):\n"
         + "        self.touch_orch(data, device=r)\n"
     )
-    func = host(materialize(source))
+    func = host_function(materialize(source))
     assert summary(func)[0][0] == "d0"
 
 
@@ -353,7 +304,7 @@ def test_window_used_after_its_domain_is_rejected() -> None:
     error = materialize_error(source)
     assert error.message == (
         "window 'x' is used outside the comm domain that allocated window buffer 'buf' "
-        f"(line {position(source, 'buf =')[1]}): a window exists only in its buffer's comm "
+        f"(line {line_of(source, 'buf =')}): a window exists only in its buffer's comm "
         "domain, so use it inside that domain"
     )
     assert located(error) == position(source, "x, device=0")
@@ -386,8 +337,8 @@ def test_collective_mixing_two_domains_is_rejected() -> None:
     error = materialize_error(source)
     assert error.message == (
         "pld.tensor.all_to_all_v recv_counts views window buffer 'recv_buf' (allocated at line "
-        f"{position(source, 'recv_buf =')[1]}) of a different comm domain than input "
-        f"('inp_buf', line {position(source, 'inp_buf =')[1]}): all window operands of a "
+        f"{line_of(source, 'recv_buf =')}) of a different comm domain than input "
+        f"('inp_buf', line {line_of(source, 'inp_buf =')}): all window operands of a "
         "collective must be allocated in the same comm domain"
     )
     assert located(error) == position(source, "recv)")
@@ -402,7 +353,7 @@ def test_reassigned_window_buffer_is_rejected() -> None:
     )
     error = materialize_error(source)
     assert error.message == (
-        f"window buffer 'buf' (allocated at line {position(source, 'buf =')[1]}) is assigned "
+        f"window buffer 'buf' (allocated at line {line_of(source, 'buf =')}) is assigned "
         "again: windows name the buffer they view, so each pld.alloc_window_buffer needs a "
         "variable of its own"
     )
@@ -422,8 +373,8 @@ def test_frontend_builds_unnamed_scopes_and_folds_constants() -> None:
         x = buf
         """
     )
-    (program,) = parse_source(source, FILE)
-    explicit, world, after = host(program).body.stmts
+    program = parse_one(source)
+    explicit, world, after = host_function(program).body.stmts
     assert isinstance(explicit, CommDomainScopeStmt)
     assert (explicit.name, explicit.buffers, explicit.devices) == ("", (), (0, 1))
     assert [assigned(s) for s in explicit.body.stmts] == ["buf"]
@@ -432,7 +383,7 @@ def test_frontend_builds_unnamed_scopes_and_folds_constants() -> None:
     # The block runs exactly once, so its bindings hold after it.
     assert assigned(after) == "x"
     span = explicit.span
-    assert (span.file, span.line, span.col) == position(source, "with pld.comm_domain(devices")
+    assert span_location(span) == position(source, "with pld.comm_domain(devices")
 
 
 def test_frontend_scope_round_trips_through_the_printer() -> None:
@@ -444,11 +395,11 @@ def test_frontend_scope_round_trips_through_the_printer() -> None:
             pass
         """
     )
-    (program,) = parse_source(source, FILE)
+    program = parse_one(source)
     text = print_program(program)
     assert "        with pld.comm_domain(devices=[0, 1]):\n" in text
     assert "        with pld.comm_domain():\n            pass\n" in text
-    assert parse_source(text, "printed.py") == (program,)
+    assert parse_one(text) == program
 
 
 @pytest.mark.parametrize(

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
-from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.lowering.frontend import parse_source
+from passes.helpers import function, parse_one, pass_error, run_verified, self_calls
 from pypto_build.lowering.ir import (
     Call,
     CommCtxType,
     Function,
-    GlobalVar,
     ParamDirection,
     Program,
     Var,
@@ -23,11 +19,8 @@ from pypto_build.lowering.passes import (
     DeriveCallDirections,
     MaterializeDistTensorCtx,
     Pass,
-    PassManager,
     Property,
 )
-from pypto_build.lowering.passes.rewrite import walk_calls
-from pypto_build.lowering.verifier import verify
 
 HEADER = """\
 import pypto.language as pl
@@ -87,27 +80,11 @@ ESTABLISHED = frozenset(Property) - {Property.DIST_TENSOR_CTX_MATERIALIZED}
 
 
 def _parse(chip_body: str = CHIP_BODY, host: str = HOST) -> Program:
-    source = HEADER + textwrap.indent(chip_body, " " * 8) + host
-    (program,) = parse_source(source, "ctx.py")
-    return program
+    return parse_one(HEADER + textwrap.indent(chip_body, " " * 8) + host)
 
 
 def _materialize(program: Program, *before: Pass) -> Program:
-    result = PassManager((*before, MaterializeDistTensorCtx())).run(
-        program, established=ESTABLISHED
-    )
-    verify(result)
-    return result
-
-
-def _function(program: Program, name: str) -> Function:
-    func = program.function(name)
-    assert func is not None
-    return func
-
-
-def _self_calls(program: Program, name: str) -> list[Call]:
-    return [c for c in walk_calls(_function(program, name).body) if isinstance(c.op, GlobalVar)]
+    return run_verified(program, *before, MaterializeDistTensorCtx(), established=ESTABLISHED)
 
 
 def _tail_params(func: Function, count: int) -> list[tuple[str, object, ParamDirection]]:
@@ -117,7 +94,7 @@ def _tail_params(func: Function, count: int) -> list[tuple[str, object, ParamDir
 def test_one_ctx_param_per_distributed_tensor_param_appended_last() -> None:
     program = _parse()
     result = _materialize(program)
-    exch = _function(result, "exch")
+    exch = function(result, "exch")
     assert [p.var.name for p in exch.params] == [
         "inp",
         "target",
@@ -130,26 +107,26 @@ def test_one_ctx_param_per_distributed_tensor_param_appended_last() -> None:
         ("target__ctx", CommCtxType(), ParamDirection.In),
         ("signal__ctx", CommCtxType(), ParamDirection.In),
     ]
-    chip = _function(result, "chip_orch")
+    chip = function(result, "chip_orch")
     assert [p.var.name for p in chip.params[6:]] == ["data__ctx", "sig__ctx", "other__ctx"]
-    assert chip.return_types == _function(program, "chip_orch").return_types
-    assert _function(result, "plain") is _function(program, "plain")
+    assert chip.return_types == function(program, "chip_orch").return_types
+    assert function(result, "plain") is function(program, "plain")
 
 
 def test_chip_call_sites_pass_the_callers_ctx_params_through_renaming() -> None:
     result = _materialize(_parse())
-    plain, first, second = _self_calls(result, "chip_orch")
+    plain, first, second = self_calls(result, "chip_orch")
     assert len(plain.args) == 2
     ctx = [Var("data__ctx", CommCtxType()), Var("sig__ctx", CommCtxType())]
     assert list(first.args[4:]) == ctx
     # ``data`` is the first exchange's result: it still traces to the ``data`` parameter.
     assert list(second.args[4:]) == ctx
-    assert first.type == _function(result, "exch").return_types[0]
+    assert first.type == function(result, "exch").return_types[0]
 
 
 def test_host_dispatch_passes_the_window_contexts() -> None:
     result = _materialize(_parse())
-    (dispatch,) = _self_calls(result, "host_orch")
+    (dispatch,) = self_calls(result, "host_orch")
     assert len(dispatch.args) == 9
     for arg, window in zip(dispatch.args[6:], ["data", "sig", "other"], strict=True):
         assert isinstance(arg, Call) and arg.op == "pld.get_comm_ctx"
@@ -161,7 +138,7 @@ def test_host_dispatch_passes_the_window_contexts() -> None:
 
 def test_arg_directions_grow_one_scalar_per_context() -> None:
     result = _materialize(_parse(), DeriveCallDirections())
-    _, first, _ = _self_calls(result, "chip_orch")
+    _, first, _ = self_calls(result, "chip_orch")
     assert get_attr(first.attrs, "arg_directions") == (
         "In",
         "InOut",
@@ -170,7 +147,7 @@ def test_arg_directions_grow_one_scalar_per_context() -> None:
         "Scalar",
         "Scalar",
     )
-    (dispatch,) = _self_calls(result, "host_orch")
+    (dispatch,) = self_calls(result, "host_orch")
     directions = get_attr(dispatch.attrs, "arg_directions")
     assert isinstance(directions, tuple) and directions[-3:] == ("Scalar",) * 3
 
@@ -184,10 +161,7 @@ else:
 w = self.exch(x, w, sig, n)
 return w
 """
-    with pytest.raises(ProgramError) as info:
-        _materialize(_parse(body))
-    error = info.value
-    assert error.phase == "MaterializeDistTensorCtx"
+    error = pass_error(_parse(body), MaterializeDistTensorCtx(), established=ESTABLISHED)
     assert error.message.startswith(
         "cannot tell which communication context to pass for DistributedTensor parameter "
         "'target' of 'exch': in 'chip_orch'"
@@ -198,5 +172,5 @@ return w
 
 def test_a_name_taken_by_the_ctx_param_is_rejected() -> None:
     program = _parse(CHIP_BODY.replace("return data", "data__ctx = n\nreturn data"))
-    with pytest.raises(ProgramError, match="'data__ctx' in function 'chip_orch' collides"):
-        _materialize(program)
+    error = pass_error(program, MaterializeDistTensorCtx(), established=ESTABLISHED)
+    assert "'data__ctx' in function 'chip_orch' collides" in error.message

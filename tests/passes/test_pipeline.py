@@ -3,17 +3,14 @@ of the chip's own pipeline with the kernel ABI's trailing contexts; a wrong orde
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from passes.helpers import PROGRAMS, function, self_calls
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
     Call,
     CommCtxType,
     DistributedTensorType,
-    Function,
-    GlobalVar,
     Program,
     TensorType,
     Var,
@@ -33,10 +30,9 @@ from pypto_build.lowering.passes import (
     Property,
     default_pipeline,
 )
-from pypto_build.lowering.passes.rewrite import walk_calls
 from pypto_build.lowering.verifier import verify
 
-CHIP_PIPELINE = Path(__file__).resolve().parent.parent / "programs" / "chip_pipeline.py"
+CHIP_PIPELINE = PROGRAMS / "chip_pipeline.py"
 BUILTIN = "__builtin_all_to_all_v__fp32"
 
 
@@ -52,16 +48,6 @@ def lowered() -> tuple[Program, list[str]]:
         ran.append(done.name)
 
     return default_pipeline().run(program, instruments=[check]), ran
-
-
-def _function(program: Program, name: str) -> Function:
-    func = program.function(name)
-    assert func is not None
-    return func
-
-
-def _self_calls(program: Program, name: str) -> list[Call]:
-    return [c for c in walk_calls(_function(program, name).body) if isinstance(c.op, GlobalVar)]
 
 
 def test_every_pass_ran_in_order_and_verified(lowered: tuple[Program, list[str]]) -> None:
@@ -83,7 +69,7 @@ def test_stage_collective_consume_carry_dependency_edges(
     lowered: tuple[Program, list[str]],
 ) -> None:
     program, _ = lowered
-    stage, collective, consume = _self_calls(program, "chip_pipeline")
+    stage, collective, consume = self_calls(program, "chip_pipeline")
     assert [c.callee_name for c in (stage, collective, consume)] == [
         "stage_step",
         BUILTIN,
@@ -102,7 +88,7 @@ def test_builtin_kernel_directions_and_trailing_contexts(
     lowered: tuple[Program, list[str]],
 ) -> None:
     program, _ = lowered
-    kernel = _function(program, BUILTIN)
+    kernel = function(program, BUILTIN)
     names = [p.var.name for p in kernel.params]
     assert names == [
         "input",
@@ -122,7 +108,7 @@ def test_builtin_kernel_directions_and_trailing_contexts(
         DistributedTensorType,
     ]
     assert all(p.var.type == CommCtxType() for p in kernel.params[5:])
-    (_, collective, _) = _self_calls(program, "chip_pipeline")
+    (_, collective, _) = self_calls(program, "chip_pipeline")
     assert get_attr(collective.attrs, "arg_directions") == (
         "In",
         "InOut",
@@ -145,8 +131,8 @@ def test_host_dispatch_passes_one_window_context_per_window(
     lowered: tuple[Program, list[str]],
 ) -> None:
     program, _ = lowered
-    (dispatch,) = _self_calls(program, "host_orch")
-    pipeline = _function(program, "chip_pipeline")
+    (dispatch,) = self_calls(program, "host_orch")
+    pipeline = function(program, "chip_pipeline")
     assert len(dispatch.args) == len(pipeline.params) == 7 + 5
     contexts = dispatch.args[7:]
     assert all(isinstance(c, Call) and c.op == "pld.get_comm_ctx" for c in contexts)
@@ -177,6 +163,6 @@ def test_until_cuts_the_pipeline_after_a_named_pass() -> None:
     (program,) = parse_file(CHIP_PIPELINE)
     lowered = prefix.run(program)
     verify(lowered)
-    (_, collective, _) = _self_calls(lowered, "chip_pipeline")
+    (_, collective, _) = self_calls(lowered, "chip_pipeline")
     assert collective.callee_name == BUILTIN
     assert get_attr(collective.attrs, "arg_directions") is None

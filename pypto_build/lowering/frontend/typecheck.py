@@ -18,18 +18,6 @@ from pypto_build.lowering.ir import (
     Type,
 )
 
-_INTEGERS = frozenset(
-    {
-        DataType.INT8,
-        DataType.UINT8,
-        DataType.INT16,
-        DataType.INT32,
-        DataType.INT64,
-        DataType.INDEX,
-    }
-)
-_FLOATS = frozenset({DataType.FP32, DataType.FP16, DataType.BF16})
-
 
 def compatible(expected: Type, actual: Type) -> bool:
     """Whether a value of type ``actual`` may be used where ``expected`` is declared."""
@@ -56,6 +44,8 @@ def compatible(expected: Type, actual: Type) -> bool:
 
 
 def _same_kind(expected: DataType, actual: DataType) -> bool:
-    return expected is actual or any(
-        expected in group and actual in group for group in (_INTEGERS, _FLOATS)
+    return (
+        expected is actual
+        or (expected.is_integer and actual.is_integer)
+        or (expected.is_float and actual.is_float)
     )

@@ -35,6 +35,27 @@ class DataType(enum.Enum):
     def byte_size(self) -> int:
         return _BYTE_SIZES[self]
 
+    @property
+    def is_integer(self) -> bool:
+        """An integer element type (``INDEX`` included: integer literals are typed ``INDEX``)."""
+        return self in _INTEGERS
+
+    @property
+    def is_float(self) -> bool:
+        return self in _FLOATS
+
+
+_INTEGERS = frozenset(
+    {
+        DataType.INT8,
+        DataType.UINT8,
+        DataType.INT16,
+        DataType.INT32,
+        DataType.INT64,
+        DataType.INDEX,
+    }
+)
+_FLOATS = frozenset({DataType.FP32, DataType.FP16, DataType.BF16})
 
 _C_TYPES = {
     DataType.FP32: "float",

@@ -27,17 +27,6 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ops.signature import Operands, expr_span
 
-INTEGER_DTYPES = frozenset(
-    {
-        DataType.INT8,
-        DataType.UINT8,
-        DataType.INT16,
-        DataType.INT32,
-        DataType.INT64,
-        DataType.INDEX,
-    }
-)
-
 
 def dims_text(dims: Shape) -> str:
     return "[" + ", ".join(str(d) for d in dims) + "]"
@@ -66,7 +55,7 @@ def expr_text(expr: Expr) -> str:
 
 
 def is_integer_scalar(expr: Expr) -> bool:
-    return isinstance(expr.type, ScalarType) and expr.type.dtype in INTEGER_DTYPES
+    return isinstance(expr.type, ScalarType) and expr.type.dtype.is_integer
 
 
 def require_tensor(ops: Operands, name: str) -> TensorType:

@@ -60,6 +60,7 @@ from pypto_build.lowering.ir import (
     compact_strides,
     get_attr,
 )
+from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.provenance import returned_params
 from pypto_build.lowering.passes.rewrite import walk_stmts
 
@@ -372,5 +373,5 @@ def _element_type(value_type: Type, path: Path) -> Type | None:
 def span_of(node: object, fallback: Span = SYNTHETIC) -> Span:
     """The source span of an IR node (the Expr base class does not declare one), or
     ``fallback`` for a node written by a pass or for a literal."""
-    span = getattr(node, "span", None)
-    return span if isinstance(span, Span) and span != SYNTHETIC else fallback
+    span = expr_span(node, fallback)
+    return fallback if span == SYNTHETIC else span

@@ -35,7 +35,7 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from pypto_build.lowering.builtin_kernels import ALL_TO_ALL_V, SUPPORTED_DTYPES
+from pypto_build.lowering.builtin_kernels import ALL_TO_ALL_V, require_supported_dtype
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     INDEX,
@@ -246,13 +246,7 @@ def _payload_dtype(call: Call) -> DataType:
     target = call.type
     if not isinstance(target, TensorType):
         raise InternalError(f"{PHASE}: {call.op} result must be a tensor, got {target}")
-    if target.dtype not in SUPPORTED_DTYPES:
-        raise ProgramError(
-            f"managed {call.op} currently supports only dtype=FP32 or INT8, "
-            f"got {target.dtype.value}",
-            call.span,
-            PHASE,
-        )
+    require_supported_dtype(call.callee_name, target.dtype, call.span, PHASE)
     return target.dtype
 
 

@@ -36,8 +36,8 @@ from typing import ClassVar
 from pypto_build.lowering.builtin_kernels import (
     ALL_TO_ALL_V,
     INDEXED_ALL_TO_ALL_V,
-    SUPPORTED_DTYPES,
     BuiltinCollective,
+    require_supported_dtype,
     synthesize_kernel,
 )
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
@@ -175,13 +175,7 @@ class _FunctionLowering(Mutator):
         # kernel's peers read it remotely. The indexed op's deducer already demands a window.
         if not isinstance(send_counts.type, DistributedTensorType):
             raise ProgramError(SEND_COUNTS_MESSAGE, span_of(send_counts, call.span), PHASE)
-        if target.dtype not in SUPPORTED_DTYPES:
-            raise ProgramError(
-                f"managed {call.op} currently supports only dtype=FP32 or INT8, "
-                f"got {target.dtype.value}",
-                call.span,
-                phase=PHASE,
-            )
+        require_supported_dtype(call.callee_name, target.dtype, call.span, PHASE)
         check_contiguous_operands(self.tracer, call, builtin.roles, at, PHASE)
         kernel = self._kernel(call, builtin, target)
         attrs: Attrs = ()

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pypto_build.lowering.diagnostics import ProgramError, Span
+from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import (
     Call,
     CommCtxType,
@@ -47,6 +47,7 @@ from pypto_build.lowering.ir import (
     set_attr,
 )
 from pypto_build.lowering.ops import make_call
+from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, arg_direction
 from pypto_build.lowering.passes.provenance import (
@@ -172,7 +173,7 @@ class _CtxResolver(ProvenanceWalker[FlowState]):
 
     def _ctx_for(self, call: Call, callee: Function, index: int, origin: Origin) -> Expr:
         arg = call.args[index]
-        span = _span_of(arg, call.span)
+        span = expr_span(arg, call.span)
         if isinstance(arg.type, DistributedTensorType) and arg.type.window is not None:
             view = dataclasses.replace(arg) if isinstance(arg, Var) else arg
             return make_call(GET_COMM_CTX, (view,), (), span)
@@ -190,11 +191,6 @@ class _CtxResolver(ProvenanceWalker[FlowState]):
             span,
             MaterializeDistTensorCtx.name,
         )
-
-
-def _span_of(expr: Expr, fallback: Span) -> Span:
-    span = getattr(expr, "span", None)
-    return span if isinstance(span, Span) else fallback
 
 
 class _AppendCtxArgs(Mutator):

@@ -14,16 +14,14 @@
 
 #include <cstdint>
 
-#include "pypto_build/kernel_abi.h"
+#include "pypto_build/portability.h"
+
+using pypto_build::tensor_arg;
+using pypto_build::tensor_data;
 
 namespace {
 
-template <typename T>
-__gm__ T* elements(__gm__ Tensor* t) {
-  return reinterpret_cast<__gm__ T*>(t->buffer.addr) + t->start_offset;
-}
-
-int64_t clamp_rows(int64_t count, int64_t capacity) {
+PYPTO_DEVICE int64_t clamp_rows(int64_t count, int64_t capacity) {
   if (count < 0) return 0;
   return count < capacity ? count : capacity;
 }
@@ -31,10 +29,10 @@ int64_t clamp_rows(int64_t count, int64_t capacity) {
 }  // namespace
 
 extern "C" __aicore__ void kernel_entry(__gm__ int64_t* args) {
-  __gm__ Tensor* data = reinterpret_cast<__gm__ Tensor*>(args[0]);
-  __gm__ Tensor* recv_counts = reinterpret_cast<__gm__ Tensor*>(args[1]);
-  __gm__ Tensor* out = reinterpret_cast<__gm__ Tensor*>(args[2]);
-  __gm__ Tensor* recv_out = reinterpret_cast<__gm__ Tensor*>(args[3]);
+  __gm__ Tensor* data = tensor_arg(args, 0);
+  __gm__ Tensor* recv_counts = tensor_arg(args, 1);
+  __gm__ Tensor* out = tensor_arg(args, 2);
+  __gm__ Tensor* recv_out = tensor_arg(args, 3);
 
   const int64_t ranks = recv_counts->shapes[0];
   const int64_t rows = data->shapes[0];
@@ -42,10 +40,10 @@ extern "C" __aicore__ void kernel_entry(__gm__ int64_t* args) {
   if (ranks <= 0 || rows % ranks != 0) return;
   const int64_t max_recv = rows / ranks;
 
-  __gm__ const float* src = elements<float>(data);
-  __gm__ const int32_t* received = elements<int32_t>(recv_counts);
-  __gm__ float* dst = elements<float>(out);
-  __gm__ int32_t* counted = elements<int32_t>(recv_out);
+  __gm__ const float* src = tensor_data<float>(data);
+  __gm__ const int32_t* received = tensor_data<int32_t>(recv_counts);
+  __gm__ float* dst = tensor_data<float>(out);
+  __gm__ int32_t* counted = tensor_data<int32_t>(recv_out);
 
   for (int64_t s = 0; s < ranks; ++s) {
     const int64_t n = clamp_rows(received[s * recv_counts->strides[0]], max_recv);

@@ -16,16 +16,14 @@
 
 #include <cstdint>
 
-#include "pypto_build/kernel_abi.h"
+#include "pypto_build/portability.h"
+
+using pypto_build::tensor_arg;
+using pypto_build::tensor_data;
 
 namespace {
 
-template <typename T>
-__gm__ T* elements(__gm__ Tensor* t) {
-  return reinterpret_cast<__gm__ T*>(t->buffer.addr) + t->start_offset;
-}
-
-int64_t clamp_rows(int64_t count, int64_t capacity) {
+PYPTO_DEVICE int64_t clamp_rows(int64_t count, int64_t capacity) {
   if (count < 0) return 0;
   return count < capacity ? count : capacity;
 }
@@ -33,10 +31,10 @@ int64_t clamp_rows(int64_t count, int64_t capacity) {
 }  // namespace
 
 extern "C" __aicore__ void kernel_entry(__gm__ int64_t* args) {
-  __gm__ Tensor* tokens = reinterpret_cast<__gm__ Tensor*>(args[0]);
-  __gm__ Tensor* counts = reinterpret_cast<__gm__ Tensor*>(args[1]);
-  __gm__ Tensor* stage = reinterpret_cast<__gm__ Tensor*>(args[2]);
-  __gm__ Tensor* send_counts = reinterpret_cast<__gm__ Tensor*>(args[3]);
+  __gm__ Tensor* tokens = tensor_arg(args, 0);
+  __gm__ Tensor* counts = tensor_arg(args, 1);
+  __gm__ Tensor* stage = tensor_arg(args, 2);
+  __gm__ Tensor* send_counts = tensor_arg(args, 3);
 
   const int64_t ranks = counts->shapes[0];
   const int64_t rows = tokens->shapes[0];
@@ -44,10 +42,10 @@ extern "C" __aicore__ void kernel_entry(__gm__ int64_t* args) {
   if (ranks <= 0 || rows % ranks != 0) return;
   const int64_t max_recv = rows / ranks;
 
-  __gm__ const float* src = elements<float>(tokens);
-  __gm__ const int32_t* routed = elements<int32_t>(counts);
-  __gm__ float* dst = elements<float>(stage);
-  __gm__ int32_t* published = elements<int32_t>(send_counts);
+  __gm__ const float* src = tensor_data<float>(tokens);
+  __gm__ const int32_t* routed = tensor_data<int32_t>(counts);
+  __gm__ float* dst = tensor_data<float>(stage);
+  __gm__ int32_t* published = tensor_data<int32_t>(send_counts);
 
   for (int64_t d = 0; d < ranks; ++d) {
     const int32_t count = routed[d * counts->strides[0]];
