@@ -100,9 +100,12 @@ def _parser() -> argparse.ArgumentParser:
     lower.set_defaults(command=_lower)
     _add_render(commands)
     _add_check_render(commands)
+    # Imported here: both modules import this one (exit codes, error printing).
     from pypto_build.plugin.cli_build import register as register_build_commands
+    from pypto_build.plugin.cli_run import register as register_run_command
 
     register_build_commands(commands)
+    register_run_command(commands)
     return parser
 
 

@@ -1,0 +1,12 @@
+"""The host simulation runtime (DESIGN §8): a built program on P simulated ranks in one process.
+
+* ``runtime/`` -- the C++ runtime, shipped as sources and compiled on first use
+  (:mod:`.library`), loaded with ctypes (:mod:`.runtime`): it loads kernels and orchestrations,
+  runs tasks as block threads, latches errors and enforces the time limits.
+* :mod:`.world` -- the ranks: a worker thread each, running its chip dispatches in order.
+* :mod:`.l3` -- the L3 orchestration API on that world, so generated HOST orchestrators run.
+* :mod:`.program` -- opening a compiled chip tree; :mod:`.tensors` -- host tensors as
+  descriptors; :mod:`.errors` -- error codes and :class:`.errors.SimulationError`.
+
+The public entry point is :mod:`pypto_build.sim`.
+"""

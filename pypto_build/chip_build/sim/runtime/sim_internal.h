@@ -1,0 +1,140 @@
+// sim_internal.h -- the objects behind the C interface of sim_runtime.h, shared by its sources.
+
+#ifndef PYPTO_BUILD_SIM_INTERNAL_H_
+#define PYPTO_BUILD_SIM_INTERNAL_H_
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pypto_build/orchestration_api.h"
+
+namespace pypto_sim {
+
+enum class CoreType : int32_t { AIV = 0, AIC = 1 };
+
+const char* core_type_name(CoreType core_type);
+
+using KernelEntry = void (*)(int64_t*);
+using OrchestrationEntry = void (*)(const ChipTaskArgs&);
+using OrchestrationConfigFn = OrchestrationConfig (*)(const ChipTaskArgs&);
+
+struct Kernel {
+  int32_t func_id;
+  CoreType core_type;
+  std::string name;
+  void* handle;
+  KernelEntry entry;
+};
+
+// A chip sub-build, loaded: the orchestration and its kernels. The config function is optional
+// (upstream falls back to a default that expects nothing).
+struct Callable {
+  void* handle = nullptr;
+  OrchestrationEntry entry = nullptr;
+  OrchestrationConfigFn config = nullptr;
+  std::vector<Kernel> kernels;
+
+  const Kernel* kernel(int32_t func_id) const;
+  ~Callable();
+};
+
+// One comm domain: a zeroed window per rank and each rank's CommContext.
+struct Domain {
+  uint64_t window_bytes = 0;
+  std::vector<void*> windows;
+  std::vector<CommContext> contexts;
+  ~Domain();
+};
+
+// One execution of an orchestration on one rank. Errors latch as the device runtime latches
+// them: the first code wins, later ones are only logged, and after any error the rank's later
+// submissions are dropped. Block threads report into it concurrently with the orchestration.
+class RankRun {
+ public:
+  RankRun(int32_t rank, int32_t aiv_capacity, int32_t aic_capacity);
+
+  int32_t rank() const { return rank_; }
+  int32_t sync_start_limit(CoreType core_type) const;
+
+  // Latch `code` unless an error is already latched; every report is logged.
+  void report(int32_t code, const std::string& message);
+  // Refuse the run before its orchestration starts (PYPTO_SIM_RUN_REFUSED).
+  void refuse(const std::string& message);
+  bool failed() const { return code_.load(std::memory_order_acquire) != 0; }
+  int32_t code() const { return code_.load(std::memory_order_acquire); }
+  // The latched error's message ("" before any error). It is written once, when the code
+  // latches, so the pointer stays valid and unchanged for the rest of the run's life.
+  const char* message() const;
+
+  void log(const std::string& line);
+  int32_t log_count() const;
+  // The line at `index`; the pointer stays valid while the run lives (lines are only added).
+  const char* log_line(int32_t index) const;
+
+  // A zeroed, packed row-major buffer owned by the run (rt_create_tensor).
+  ChipTensor create_tensor(DataType dtype, const uint32_t* shapes, uint32_t ndims);
+
+  void count_task() { tasks_.fetch_add(1, std::memory_order_relaxed); }
+  int32_t task_count() const { return tasks_.load(std::memory_order_relaxed); }
+  void abandon() { abandoned_.store(true, std::memory_order_release); }
+  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
+
+  // The callable whose orchestration this run is executing.
+  const Callable* callable = nullptr;
+
+ private:
+  const int32_t rank_;
+  const int32_t aiv_capacity_;
+  const int32_t aic_capacity_;
+  std::atomic<int32_t> code_{0};
+  std::atomic<int32_t> tasks_{0};
+  std::atomic<bool> abandoned_{false};
+  mutable std::mutex mutex_;
+  std::string message_;
+  std::vector<std::unique_ptr<std::string>> log_;
+  std::vector<std::unique_ptr<uint8_t[]>> allocations_;
+};
+
+// What the running thread belongs to: set on a rank's orchestration thread for the duration of
+// the entry, and on every block thread of a task. Hooks called without one (a kernel run outside
+// the runtime) only print.
+struct ThreadContext {
+  RankRun* run = nullptr;
+  // Block threads only: the task's kernel and this block's identity, for error messages.
+  const char* kernel_name = nullptr;
+  int32_t func_id = -1;
+  int32_t block_idx = 0;
+  int32_t block_num = 0;
+};
+
+ThreadContext& thread_context();
+
+// Element size of `dtype` in bytes; 0 for a value outside the enumeration.
+uint64_t element_size(DataType dtype);
+
+// Fill a descriptor; `is_contiguous` and the element extent follow from shapes and strides.
+void describe(ChipTensor* tensor, uint64_t addr, uint64_t nbytes, uint64_t start_offset,
+              DataType dtype, uint32_t ndims, const uint32_t* shapes, const uint32_t* strides);
+
+// printf into a std::string.
+std::string vformat(const char* format, va_list values);
+std::string format(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// The longest a kernel signal wait may spin, and a task may run.
+uint64_t wait_timeout_ns();
+void set_timeouts(uint64_t wait_ns, uint64_t task_ns);
+
+// Kernel block starts and returns so far (pypto_sim_progress).
+uint64_t progress();
+
+// Run one submitted task to completion on the current rank (tasks.cpp).
+void submit_task(CoreType core_type, int32_t func_id, const CoreTaskArgs& args);
+
+}  // namespace pypto_sim
+
+#endif  // PYPTO_BUILD_SIM_INTERNAL_H_

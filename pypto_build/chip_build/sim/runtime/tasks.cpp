@@ -1,0 +1,273 @@
+// tasks.cpp -- the functions generated orchestrations and rendered kernels call into: task
+// submission and execution, error reporting, runtime allocation, timing logs, wait timeouts.
+//
+// A submitted task runs to completion before rt_submit_*_task returns. That is the rank's
+// submission order, which is the order the device runtime's TensorMap imposes on tasks that
+// share tensors (every orchestration we generate submits in program order), and it is what
+// makes a collective's blocks meet their peers' blocks: every rank runs its own orchestration
+// on its own thread. A task of launch width B runs as B threads started together, each calling
+// kernel_entry with its own 50-slot argument array: the tensor descriptors, the scalars, and
+// &LocalContext{block_idx, B} at SPMD_LOCAL_CONTEXT_INDEX.
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <system_error>
+#include <thread>
+
+#include "pypto_build/portability.h"
+#include "sim_internal.h"
+
+namespace pypto_sim {
+
+namespace {
+
+// The binding sets both before any run; these defaults are its own (10 s per wait, the device
+// runtime's default scheduler timeout in simulation, and four waits per task).
+std::atomic<uint64_t> g_wait_timeout_ns{10'000'000'000ull};
+std::atomic<uint64_t> g_task_timeout_ns{40'000'000'000ull};
+
+std::atomic<uint64_t> g_progress{0};
+
+// Upstream's per-core GlobalContext (sub-block id, DMA workspaces) at args[49]: zeros here, as
+// the simulation has no sub-blocks and no asynchronous DMA engines.
+struct GlobalContext {
+  int32_t sub_block_id;
+  uint64_t dma_workspace[4];
+};
+
+// Everything the block threads of one task read. Shared ownership: the threads of an abandoned
+// task keep it alive after the submitting thread has given up on them.
+class TaskLaunch {
+ public:
+  TaskLaunch(RankRun* run, const Kernel& kernel, const CoreTaskArgs& args)
+      : run_(run),
+        kernel_name_(kernel.name),
+        func_id_(kernel.func_id),
+        entry_(kernel.entry),
+        tensors_(static_cast<size_t>(args.tensor_count)),
+        blocks_(static_cast<size_t>(args.launch_spec.block_num)),
+        args_(blocks_.size()),
+        remaining_(args.launch_spec.block_num) {
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      tensors_[i] = *args.tensors[i];  // the runtime's copy, as the device payload holds one
+    }
+    const int32_t block_num = args.launch_spec.block_num;
+    for (int32_t block = 0; block < block_num; ++block) {
+      blocks_[static_cast<size_t>(block)] = LocalContext{block, block_num};
+      std::array<int64_t, KERNEL_MAX_ARGS>& slots = args_[static_cast<size_t>(block)];
+      slots.fill(0);
+      for (size_t i = 0; i < tensors_.size(); ++i) {
+        slots[i] = reinterpret_cast<int64_t>(&tensors_[i]);
+      }
+      for (int32_t i = 0; i < args.scalar_count; ++i) {
+        slots[tensors_.size() + static_cast<size_t>(i)] = static_cast<int64_t>(args.scalars[i]);
+      }
+      slots[SPMD_LOCAL_CONTEXT_INDEX] =
+          reinterpret_cast<int64_t>(&blocks_[static_cast<size_t>(block)]);
+      slots[SPMD_GLOBAL_CONTEXT_INDEX] = reinterpret_cast<int64_t>(&global_);
+    }
+  }
+
+  void run_block(int32_t block) {
+    g_progress.fetch_add(1, std::memory_order_relaxed);
+    ThreadContext& context = thread_context();
+    context.run = run_;
+    context.kernel_name = kernel_name_.c_str();
+    context.func_id = func_id_;
+    context.block_idx = block;
+    context.block_num = static_cast<int32_t>(blocks_.size());
+    entry_(args_[static_cast<size_t>(block)].data());
+    context = ThreadContext{};
+    g_progress.fetch_add(1, std::memory_order_relaxed);
+    finish_block();
+  }
+
+  // A block that was never started counts as returned, so the wait below cannot hang on it.
+  void finish_block() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--remaining_ == 0) {
+      done_.notify_all();
+    }
+  }
+
+  // How many blocks are still running after waiting at most `timeout`.
+  int32_t wait(std::chrono::nanoseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait_for(lock, timeout, [this] { return remaining_ == 0; });
+    return remaining_;
+  }
+
+  const std::string& kernel_name() const { return kernel_name_; }
+
+ private:
+  RankRun* const run_;
+  const std::string kernel_name_;
+  const int32_t func_id_;
+  const KernelEntry entry_;
+  std::vector<ChipTensor> tensors_;
+  std::vector<LocalContext> blocks_;
+  std::vector<std::array<int64_t, KERNEL_MAX_ARGS>> args_;
+  GlobalContext global_{};
+  std::mutex mutex_;
+  std::condition_variable done_;
+  int32_t remaining_;
+};
+
+void run_task(RankRun& run, const Kernel& kernel, const CoreTaskArgs& args) {
+  auto launch = std::make_shared<TaskLaunch>(&run, kernel, args);
+  const int32_t block_num = args.launch_spec.block_num;
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(block_num));
+  for (int32_t block = 0; block < block_num; ++block) {
+    try {
+      threads.emplace_back([launch, block] { launch->run_block(block); });
+    } catch (const std::system_error& error) {
+      run.report(SIMPLER_ERROR_SCHEDULER_TIMEOUT,
+                 format("kernel '%s' (func_id %d): could not start block %d of %d: %s",
+                        kernel.name.c_str(), kernel.func_id, block, block_num, error.what()));
+      launch->finish_block();
+    }
+  }
+  const uint64_t budget_ns = g_task_timeout_ns.load(std::memory_order_relaxed);
+  const int32_t running = launch->wait(std::chrono::nanoseconds(budget_ns));
+  if (running == 0) {
+    for (std::thread& thread : threads) {
+      thread.join();
+    }
+    return;
+  }
+  run.report(SIMPLER_ERROR_SCHEDULER_TIMEOUT,
+             format("kernel '%s' (func_id %d): %d of %d blocks did not return within %.1f s; "
+                    "they were abandoned",
+                    kernel.name.c_str(), kernel.func_id, running, block_num,
+                    static_cast<double>(budget_ns) / 1e9));
+  run.abandon();
+  for (std::thread& thread : threads) {
+    thread.detach();
+  }
+}
+
+// The current rank's run, or null (with a note on stderr) when called outside one.
+RankRun* current_run(const char* function) {
+  RankRun* run = thread_context().run;
+  if (run == nullptr) {
+    std::fprintf(stderr, "pypto-build sim: %s called outside a simulated run; ignored\n",
+                 function);
+  }
+  return run;
+}
+
+}  // namespace
+
+uint64_t wait_timeout_ns() { return g_wait_timeout_ns.load(std::memory_order_relaxed); }
+
+void set_timeouts(uint64_t wait_ns, uint64_t task_ns) {
+  g_wait_timeout_ns.store(wait_ns, std::memory_order_relaxed);
+  g_task_timeout_ns.store(task_ns, std::memory_order_relaxed);
+}
+
+uint64_t progress() { return g_progress.load(std::memory_order_relaxed); }
+
+void submit_task(CoreType core_type, int32_t func_id, const CoreTaskArgs& args) {
+  RankRun* run = current_run(core_type == CoreType::AIV ? "rt_submit_aiv_task"
+                                                        : "rt_submit_aic_task");
+  if (run == nullptr || run->failed()) {
+    return;  // after a fatal error the rank's later submissions are dropped
+  }
+  if (args.has_error) {
+    run->report(SIMPLER_ERROR_INVALID_ARGS,
+                format("invalid task arguments for func_id %d: %s", func_id,
+                       args.error_msg != nullptr ? args.error_msg : "(no message)"));
+    return;
+  }
+  const Kernel* kernel = run->callable->kernel(func_id);
+  if (kernel == nullptr) {
+    run->report(SIMPLER_ERROR_INVALID_ARGS,
+                format("no kernel with func_id %d in this callable's kernel_config.py", func_id));
+    return;
+  }
+  if (kernel->core_type != core_type) {
+    run->report(SIMPLER_ERROR_INVALID_ARGS,
+                format("kernel '%s' (func_id %d) is an %s kernel, submitted as %s",
+                       kernel->name.c_str(), func_id, core_type_name(kernel->core_type),
+                       core_type_name(core_type)));
+    return;
+  }
+  const LaunchSpec& spec = args.launch_spec;
+  if (spec.block_num < 1) {
+    run->report(SIMPLER_ERROR_INVALID_ARGS,
+                format("kernel '%s' (func_id %d): block_num must be >= 1, got %d",
+                       kernel->name.c_str(), func_id, spec.block_num));
+    return;
+  }
+  const int32_t limit = run->sync_start_limit(core_type);
+  if (spec.require_sync_start && spec.block_num > 1 && spec.block_num > limit) {
+    // Its blocks could never all be resident at once: a guaranteed deadlock.
+    run->report(SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
+                format("require_sync_start block_num=%d > limit=%d", spec.block_num, limit));
+    return;
+  }
+  run->count_task();
+  run_task(*run, *kernel, args);
+}
+
+}  // namespace pypto_sim
+
+extern "C" {
+
+void rt_submit_aiv_task(int32_t func_id, const CoreTaskArgs& args) {
+  pypto_sim::submit_task(pypto_sim::CoreType::AIV, func_id, args);
+}
+
+void rt_submit_aic_task(int32_t func_id, const CoreTaskArgs& args) {
+  pypto_sim::submit_task(pypto_sim::CoreType::AIC, func_id, args);
+}
+
+ChipTensor rt_create_tensor(DataType dtype, const uint32_t* shapes, uint32_t ndims) {
+  pypto_sim::RankRun* run = pypto_sim::current_run("rt_create_tensor");
+  return run == nullptr ? ChipTensor{} : run->create_tensor(dtype, shapes, ndims);
+}
+
+void rt_report_fatal(int32_t code, const char* format_text, ...) {
+  va_list values;
+  va_start(values, format_text);
+  const std::string message = pypto_sim::vformat(format_text, values);
+  va_end(values);
+  pypto_sim::RankRun* run = pypto_sim::current_run("rt_report_fatal");
+  if (run != nullptr) {
+    run->report(code, message);
+  }
+}
+
+void rt_log_timing(const char* format_text, ...) {
+  va_list values;
+  va_start(values, format_text);
+  const std::string line = pypto_sim::vformat(format_text, values);
+  va_end(values);
+  pypto_sim::RankRun* run = pypto_sim::current_run("rt_log_timing");
+  if (run != nullptr) {
+    run->log(line);
+  }
+}
+
+void pypto_sim_report_error(int32_t code, const char* message) {
+  const pypto_sim::ThreadContext& context = pypto_sim::thread_context();
+  if (context.run == nullptr) {
+    std::fprintf(stderr, "pypto-build sim: kernel error %d outside a simulated run: %s\n", code,
+                 message);
+    return;
+  }
+  if (context.kernel_name == nullptr) {  // an orchestration thread, not a block
+    context.run->report(code, message);
+    return;
+  }
+  context.run->report(code, pypto_sim::format("kernel '%s' (func_id %d) block %d/%d: %s",
+                                              context.kernel_name, context.func_id,
+                                              context.block_idx, context.block_num, message));
+}
+
+uint64_t pypto_sim_wait_timeout_ns(void) { return pypto_sim::wait_timeout_ns(); }
+
+}  // extern "C"

@@ -1,0 +1,298 @@
+"""The simulated world: P ranks, each a thread that runs its chip dispatches in order.
+
+A HOST orchestrator submits dispatches one after another for every rank; a collective needs all
+ranks inside it at once, so a submission only queues the dispatch on its rank's worker thread
+and returns. Each worker runs its queue in program order (that is the per-rank ordering the
+ordering token stands for), calling the runtime, which runs the orchestration on that thread
+and every kernel task as threads of its own. Ranks run concurrently.
+
+Failure follows the device runtime's rules, per rank: the first error a rank latches is its
+error, and after it the rank drops its later dispatches. A peer still waiting on a failed rank
+inside a collective times out (code 100) instead of hanging. :meth:`World.fence` waits for all
+queued work and raises :class:`SimulationError` naming every failed rank.
+
+Nothing waits forever. A kernel signal wait is bounded by the wait timeout, a task by
+:data:`TASK_TIMEOUT_WAITS` of them (the runtime abandons blocks that never return), and a fence
+by a watchdog: if no kernel block starts or returns and no dispatch finishes on any rank for a
+task timeout plus a wait timeout while work is pending, the run is declared hung. Memory that
+abandoned threads may still touch (windows, loaded kernels) is then never freed. The timeouts
+belong to the runtime, which is one per process: a world sets them when it is created.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pypto_build.chip_build.chips import Chip, CoreType
+from pypto_build.chip_build.sim.errors import (
+    SIMPLER_ERROR_SCHEDULER_TIMEOUT,
+    DispatchRecord,
+    RankError,
+    SimulationError,
+)
+from pypto_build.chip_build.sim.runtime import (
+    RUN_REFUSED,
+    Descriptor,
+    NativeCallable,
+    NativeDomain,
+    NativeRuntime,
+    RunOutcome,
+)
+
+#: Environment variable with the wait timeout in seconds.
+TIMEOUT_ENV = "PYPTO_SIM_TIMEOUT_S"
+#: The device runtime's default scheduler timeout in simulation.
+DEFAULT_WAIT_TIMEOUT = 10.0
+#: A task may run this many wait timeouts. A kernel that follows the portability header's
+#: protocol returns within one timeout of its last peer's progress, so only a kernel spinning
+#: outside those waits (or one computing for minutes) runs longer.
+TASK_TIMEOUT_WAITS = 4
+#: How often a fence looks at the watchdog while it waits.
+_POLL_SECONDS = 0.25
+
+#: What abandoned threads may still touch: the dispatches (and through them host arrays and
+#: descriptors), windows and loaded kernels of abandoned runs. Never freed.
+_ABANDONED: list[object] = []
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The simulation's time limits, all derived from one wait timeout (seconds)."""
+
+    wait: float = DEFAULT_WAIT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if not self.wait > 0:
+            raise ValueError(f"the wait timeout must be positive, got {self.wait}")
+
+    @property
+    def task(self) -> float:
+        return self.wait * TASK_TIMEOUT_WAITS
+
+    @property
+    def idle(self) -> float:
+        """How long a fence tolerates no progress at all while work is pending."""
+        return self.task + self.wait
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Timeouts:
+        """``$PYPTO_SIM_TIMEOUT_S`` seconds per wait, else the default (10 s)."""
+        environ = os.environ if environ is None else environ
+        text = environ.get(TIMEOUT_ENV)
+        if not text:
+            return cls()
+        try:
+            return cls(float(text))
+        except ValueError:  # not a number, or not positive
+            raise ValueError(
+                f"{TIMEOUT_ENV}={text!r} is not a positive number of seconds"
+            ) from None
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One chip callable to run on one rank, its arguments already described."""
+
+    next_level: str
+    callable: NativeCallable
+    tensors: tuple[Descriptor, ...]
+    #: 64-bit patterns.
+    scalars: tuple[int, ...]
+    #: What the descriptors point into (host arrays, window views), kept alive with them.
+    memory: tuple[object, ...] = ()
+
+
+class World:
+    """``nranks`` rank threads of chip ``chip`` on ``runtime`` (see the module)."""
+
+    def __init__(self, runtime: NativeRuntime, chip: Chip, nranks: int, timeouts: Timeouts) -> None:
+        if nranks < 1:
+            raise ValueError(f"a world has at least one rank, got {nranks}")
+        self.runtime = runtime
+        self.chip = chip
+        self.nranks = nranks
+        self.timeouts = timeouts
+        #: Set when threads may still be running inside a task that was given up on.
+        self.abandoned = False
+        runtime.set_timeouts(wait=timeouts.wait, task=timeouts.task)
+        self._cond = threading.Condition()
+        self._queues: list[deque[Dispatch]] = [deque() for _ in range(nranks)]
+        self._submitted = [0] * nranks
+        self._running: dict[int, str] = {}
+        self._pending = 0
+        self._finished = 0
+        self._failed: dict[int, RankError] = {}
+        self._hung: list[RankError] = []
+        self._records: list[DispatchRecord] = []
+        self._closing = False
+        self._domains: list[NativeDomain] = []
+        self._dispatched: list[Dispatch] = []
+        self._threads = [
+            threading.Thread(target=self._serve, args=(rank,), name=f"sim-rank-{rank}", daemon=True)
+            for rank in range(nranks)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- work ---------------------------------------------------------------------------------
+
+    def submit(self, rank: int, dispatch: Dispatch) -> None:
+        """Queue ``dispatch`` on ``rank``; it runs after the rank's earlier dispatches."""
+        if not 0 <= rank < self.nranks:
+            raise ValueError(f"worker {rank} is not a rank of this run (0..{self.nranks - 1})")
+        with self._cond:
+            if self._hung:
+                raise SimulationError(self._hung, tuple(self._records))
+            self._queues[rank].append(dispatch)
+            self._dispatched.append(dispatch)
+            self._pending += 1
+            self._cond.notify_all()
+
+    def _serve(self, rank: int) -> None:
+        queue = self._queues[rank]
+        while True:
+            with self._cond:
+                while not queue and not self._closing:
+                    self._cond.wait()
+                if not queue:
+                    return
+                dispatch = queue.popleft()
+                index = self._submitted[rank]
+                self._submitted[rank] += 1
+                skipped = rank in self._failed
+                if not skipped:
+                    self._running[rank] = dispatch.next_level
+            outcome = None if skipped else self._execute(rank, dispatch)
+            with self._cond:
+                self._record(rank, index, dispatch, outcome)
+                self._running.pop(rank, None)
+                self._pending -= 1
+                self._finished += 1
+                self._cond.notify_all()
+
+    def _execute(self, rank: int, dispatch: Dispatch) -> RunOutcome:
+        try:
+            return self.runtime.execute(
+                dispatch.callable,
+                rank=rank,
+                tensors=dispatch.tensors,
+                scalars=dispatch.scalars,
+                aiv_capacity=self.chip.sync_start_limit(CoreType.AIV),
+                aic_capacity=self.chip.sync_start_limit(CoreType.AIC),
+            )
+        except Exception as exc:  # a worker must always report back, or the fence would wait
+            return RunOutcome(RUN_REFUSED, f"{type(exc).__name__}: {exc}", 0, (), False)
+
+    def _record(
+        self, rank: int, index: int, dispatch: Dispatch, outcome: RunOutcome | None
+    ) -> None:
+        if outcome is None:
+            self._records.append(
+                DispatchRecord(rank, index, dispatch.next_level, 0, "", 0, (), skipped=True)
+            )
+            return
+        self._records.append(
+            DispatchRecord(
+                rank,
+                index,
+                dispatch.next_level,
+                outcome.code,
+                outcome.message,
+                outcome.tasks,
+                outcome.log,
+                skipped=False,
+            )
+        )
+        if outcome.abandoned:
+            self.abandoned = True
+        if outcome.code != 0 and rank not in self._failed:
+            self._failed[rank] = RankError(rank, outcome.code, outcome.message, dispatch.next_level)
+
+    # -- fences -------------------------------------------------------------------------------
+
+    def quiesce(self) -> bool:
+        """Wait until every queued dispatch has finished; False if the watchdog gave up."""
+        with self._cond:
+            if self._hung:
+                return False
+            last = (self.runtime.progress(), self._finished)
+            since = time.monotonic()
+            while self._pending:
+                self._cond.wait(_POLL_SECONDS)
+                now = time.monotonic()
+                state = (self.runtime.progress(), self._finished)
+                if state != last:
+                    last, since = state, now
+                elif now - since >= self.timeouts.idle:
+                    self._declare_hung(now - since)
+                    return False
+        return True
+
+    def _declare_hung(self, idle: float) -> None:
+        self.abandoned = True
+        for rank in range(self.nranks):
+            running = self._running.get(rank)
+            waiting = self._queues[rank]
+            if running is None and not waiting:
+                continue
+            name = running if running is not None else waiting[0].next_level
+            self._hung.append(
+                RankError(
+                    rank,
+                    SIMPLER_ERROR_SCHEDULER_TIMEOUT,
+                    f"no kernel block started or returned and no dispatch finished on any rank "
+                    f"for {idle:.1f} s; the run was abandoned",
+                    name,
+                )
+            )
+
+    def fence(self) -> None:
+        """Wait for all queued work; raise :class:`SimulationError` if any rank failed."""
+        if not self.quiesce():
+            hung = {error.rank for error in self._hung}
+            errors = [*self._hung, *(e for r, e in self._failed.items() if r not in hung)]
+            raise SimulationError(errors, self.records())
+        if self._failed:
+            raise SimulationError(list(self._failed.values()), self.records())
+
+    def records(self) -> tuple[DispatchRecord, ...]:
+        """Every dispatch so far, by rank and position."""
+        with self._cond:
+            return tuple(sorted(self._records, key=lambda r: (r.rank, r.index)))
+
+    # -- windows and shutdown -----------------------------------------------------------------
+
+    def create_domain(self, nranks: int, window_bytes: int) -> NativeDomain:
+        """Windows and contexts of a comm domain, freed by :meth:`release_domain`."""
+        domain = self.runtime.create_domain(nranks, window_bytes)
+        self._domains.append(domain)
+        return domain
+
+    def release_domain(self, domain: NativeDomain) -> None:
+        """Free a domain's windows, unless abandoned threads may still use them (they are
+        then kept until :meth:`close`, which keeps them forever)."""
+        if not self.abandoned:
+            domain.close()
+            self._domains.remove(domain)
+
+    def close(self, callables: Sequence[NativeCallable] = ()) -> None:
+        """Stop the rank threads and free the domains and ``callables`` (all left allocated
+        when the run was abandoned). Queued work is waited for first."""
+        self.quiesce()
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self.abandoned:
+            _ABANDONED.append((self._dispatched, self._domains, tuple(callables)))
+            return
+        for thread in self._threads:
+            thread.join(self.timeouts.wait)  # idle after quiesce: each returns at once
+        for domain in list(self._domains):
+            self.release_domain(domain)
+        for callable_ in callables:
+            callable_.close()

@@ -1,0 +1,212 @@
+"""Run a built program on P simulated ranks on the CPU: NumPy arrays in, NumPy arrays out.
+
+A kernel developer without an NPU builds a program with the ``sim`` toolchain and runs it here,
+with the same kernel sources that ship to hardware (DESIGN §1, §8)::
+
+    from pypto_build import sim
+
+    result = sim.run("build", chip="a3", ranks=4, inputs={"inp": x, "out": np.zeros_like(x)})
+    result["out"]            # every tensor parameter, as the run left it
+    result.dispatches        # what each rank's chip dispatches did (codes, tasks, timing lines)
+
+The program runs through its HOST orchestrator (``<chip>/orchestration/<name>.py``): every
+tensor parameter is given by name (an output as its initial contents, usually zeros) and comes
+back by name; scalar parameters are given by name too. Host memory is device memory here, as in
+upstream's simulator: every rank's dispatch of a host tensor sees the same array, so a program
+gives each rank its own region by slicing (``inp[r]``). A failed run raises
+:class:`SimulationError` with each failed rank's error code and message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from pypto_build.chip_build.l3_api import CallConfig, DataType, OrchestrationFn, ScalarValue
+from pypto_build.chip_build.sim.errors import (
+    SIMPLER_ERROR_INVALID_ARGS,
+    SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
+    SIMPLER_ERROR_SCHEDULER_TIMEOUT,
+    DispatchRecord,
+    RankError,
+    SimulationError,
+    error_name,
+)
+from pypto_build.chip_build.sim.l3 import (
+    DomainSnapshot,
+    SimHostArgs,
+    SimNextLevel,
+    SimOrchestrator,
+)
+from pypto_build.chip_build.sim.program import (
+    BuildTreeError,
+    ChipBuild,
+    HostOrchestrator,
+    HostParameter,
+    open_chip_build,
+)
+from pypto_build.chip_build.sim.runtime import RUN_REFUSED, load_runtime
+from pypto_build.chip_build.sim.tensors import SimTensor
+from pypto_build.chip_build.sim.world import TIMEOUT_ENV, Timeouts, World
+
+__all__ = [
+    "RUN_REFUSED",
+    "SIMPLER_ERROR_INVALID_ARGS",
+    "SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID",
+    "SIMPLER_ERROR_SCHEDULER_TIMEOUT",
+    "TIMEOUT_ENV",
+    "BuildTreeError",
+    "DataType",
+    "DispatchRecord",
+    "DomainSnapshot",
+    "HostParameter",
+    "RankError",
+    "SimProgram",
+    "SimResult",
+    "SimulationError",
+    "error_name",
+    "run",
+]
+
+#: Most ranks one comm domain holds (COMM_MAX_RANK_NUM).
+MAX_RANKS = 64
+
+_SCALAR_TYPES: dict[str, type[int] | type[float] | type[bool]] = {
+    "int": int,
+    "float": float,
+    "bool": bool,
+}
+
+
+class SimResult(Mapping[str, npt.NDArray[np.generic]]):
+    """The tensor parameters as a finished run left them, by name, and how it ran."""
+
+    def __init__(
+        self,
+        tensors: Mapping[str, npt.NDArray[np.generic]],
+        dispatches: tuple[DispatchRecord, ...],
+        domains: tuple[DomainSnapshot, ...],
+    ) -> None:
+        self._tensors = dict(tensors)
+        #: Every chip dispatch, by rank and order: its error code, tasks and timing lines.
+        self.dispatches = dispatches
+        #: Each comm domain's windows as its scope left them, in the order the scopes ended.
+        self.domains = domains
+
+    def __getitem__(self, name: str) -> npt.NDArray[np.generic]:
+        return self._tensors[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    def domain(self, name: str) -> DomainSnapshot:
+        """The last snapshot of comm domain ``name``."""
+        for snapshot in reversed(self.domains):
+            if snapshot.name == name:
+                return snapshot
+        known = ", ".join(snapshot.name for snapshot in self.domains) or "none"
+        raise KeyError(f"no comm domain '{name}' in this run (domains: {known})")
+
+
+class SimProgram:
+    """One HOST orchestrator of a compiled chip tree, ready to run on simulated ranks."""
+
+    def __init__(self, build: ChipBuild, host: HostOrchestrator) -> None:
+        self.build = build
+        self.host = host
+
+    @classmethod
+    def open(
+        cls, build_dir: str | Path, *, chip: str | None = None, program: str | None = None
+    ) -> SimProgram:
+        """The HOST orchestrator ``program`` (the only one if None) of ``build_dir``'s tree for
+        ``chip`` (the only chip if None; ``build_dir`` may also be the chip tree itself)."""
+        build = open_chip_build(Path(build_dir), chip)
+        return cls(build, build.host(program))
+
+    @property
+    def parameters(self) -> tuple[HostParameter, ...]:
+        return self.host.parameters
+
+    def run(
+        self,
+        inputs: Mapping[str, npt.ArrayLike],
+        *,
+        ranks: int,
+        timeout: float | None = None,
+    ) -> SimResult:
+        """Run on ``ranks`` simulated ranks. ``inputs`` gives every parameter by name (arrays
+        are copied, never modified); ``timeout`` is the seconds one kernel wait may take
+        (default ``$PYPTO_SIM_TIMEOUT_S``, else 10)."""
+        if not 1 <= ranks <= MAX_RANKS:
+            raise ValueError(f"ranks must be in [1, {MAX_RANKS}], got {ranks}")
+        tensors, scalars = self._arguments(inputs)
+        timeouts = Timeouts.from_environment() if timeout is None else Timeouts(timeout)
+        module = self.host.load()
+        runtime = load_runtime()
+        world = World(runtime, self.build.chip, ranks, timeouts)
+        callables: dict[str, SimNextLevel] = {}
+        try:
+            for name in module.NEXT_LEVELS:
+                sub_build = self.build.sub_build(name)
+                native = runtime.load_callable(
+                    sub_build.orchestration, sub_build.entry, sub_build.kernels
+                )
+                callables[name] = SimNextLevel(name, native)
+            orchestrator = SimOrchestrator(world)
+            host_args = SimHostArgs(tuple(SimTensor.of(a) for a in tensors.values()), scalars)
+            orchestration: OrchestrationFn = module.build(callables)
+            orchestration(orchestrator, host_args, CallConfig())
+            world.fence()
+        finally:
+            world.close([next_level.native for next_level in callables.values()])
+        return SimResult(tensors, world.records(), tuple(orchestrator.snapshots))
+
+    def _arguments(
+        self, inputs: Mapping[str, npt.ArrayLike]
+    ) -> tuple[dict[str, npt.NDArray[np.generic]], tuple[ScalarValue, ...]]:
+        names = {parameter.name for parameter in self.parameters}
+        unknown = sorted(set(inputs) - names)
+        missing = [p.name for p in self.parameters if p.name not in inputs]
+        if unknown or missing:
+            problems = []
+            if missing:
+                problems.append(f"missing {', '.join(missing)}")
+            if unknown:
+                problems.append(f"unknown {', '.join(unknown)}")
+            expected = ", ".join(p.name for p in self.parameters) or "none"
+            raise ValueError(
+                f"inputs of {self.host.name}: {'; '.join(problems)} (parameters: {expected})"
+            )
+        tensors: dict[str, npt.NDArray[np.generic]] = {}
+        scalars: list[ScalarValue] = []
+        for parameter in sorted(self.parameters, key=lambda p: (p.is_tensor, p.index)):
+            value = inputs[parameter.name]
+            if parameter.scalar_type is None:
+                tensors[parameter.name] = np.array(value, order="C", copy=True)
+            else:
+                convert = _SCALAR_TYPES[parameter.scalar_type]
+                scalars.append(convert(np.asarray(value).item()))
+        return tensors, tuple(scalars)
+
+
+def run(
+    build_dir: str | Path,
+    *,
+    ranks: int,
+    inputs: Mapping[str, npt.ArrayLike],
+    chip: str | None = None,
+    program: str | None = None,
+    timeout: float | None = None,
+) -> SimResult:
+    """Run HOST orchestrator ``program`` of ``build_dir`` for ``chip`` on ``ranks`` simulated
+    ranks (see :class:`SimProgram`)."""
+    return SimProgram.open(build_dir, chip=chip, program=program).run(
+        inputs, ranks=ranks, timeout=timeout
+    )
