@@ -5,16 +5,19 @@ with the same kernel sources that ship to hardware (DESIGN §1, §8)::
 
     from pypto_build import sim
 
-    result = sim.run("build", chip="a3", ranks=4, inputs={"inp": x, "out": np.zeros_like(x)})
+    result = sim.run("build", chip="a3", ranks=4, inputs={"inp": x})
     result["out"]            # every tensor parameter, as the run left it
     result.dispatches        # what each rank's chip dispatches did (codes, tasks, timing lines)
 
-The program runs through its HOST orchestrator (``<chip>/orchestration/<name>.py``): every
-tensor parameter is given by name (an output as its initial contents, usually zeros) and comes
-back by name; scalar parameters are given by name too. Host memory is device memory here, as in
-upstream's simulator: every rank's dispatch of a host tensor sees the same array, so a program
-gives each rank its own region by slicing (``inp[r]``). A failed run raises
-:class:`SimulationError` with each failed rank's error code and message.
+The program runs through its HOST orchestrator (``<chip>/orchestration/<name>.py``), whose
+``PARAMETERS`` table declares every parameter's shape, element type and direction. Inputs are
+given by name: every ``In`` and ``InOut`` tensor and every scalar; an ``Out`` tensor may be left
+out (it starts zero-filled) or given as its initial contents. They are checked against the table
+before anything runs (:class:`InputError`, a ``ValueError``), and every tensor parameter comes
+back by name. Host memory is device memory here, as in upstream's simulator: every rank's
+dispatch of a host tensor sees the same array, so a program gives each rank its own region by
+slicing (``inp[r]``). A failed run raises :class:`SimulationError` with each failed rank's error
+code and message.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.chip_build.l3_api import CallConfig, DataType, OrchestrationFn, ScalarValue
+from pypto_build.chip_build.l3_api import CallConfig, DataType, OrchestrationFn, Parameter
+from pypto_build.chip_build.sim.arguments import InputError, bind_arguments
 from pypto_build.chip_build.sim.errors import (
     SIMPLER_ERROR_INVALID_ARGS,
     SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
@@ -45,7 +49,6 @@ from pypto_build.chip_build.sim.program import (
     BuildTreeError,
     ChipBuild,
     HostOrchestrator,
-    HostParameter,
     open_chip_build,
 )
 from pypto_build.chip_build.sim.runtime import RUN_REFUSED, load_runtime
@@ -62,7 +65,8 @@ __all__ = [
     "DataType",
     "DispatchRecord",
     "DomainSnapshot",
-    "HostParameter",
+    "InputError",
+    "Parameter",
     "RankError",
     "SimProgram",
     "SimResult",
@@ -73,12 +77,6 @@ __all__ = [
 
 #: Most ranks one comm domain holds (COMM_MAX_RANK_NUM).
 MAX_RANKS = 64
-
-_SCALAR_TYPES: dict[str, type[int] | type[float] | type[bool]] = {
-    "int": int,
-    "float": float,
-    "bool": bool,
-}
 
 
 class SimResult(Mapping[str, npt.NDArray[np.generic]]):
@@ -131,7 +129,8 @@ class SimProgram:
         return cls(build, build.host(program))
 
     @property
-    def parameters(self) -> tuple[HostParameter, ...]:
+    def parameters(self) -> tuple[Parameter, ...]:
+        """The HOST orchestrator's parameters, in declaration order."""
         return self.host.parameters
 
     def run(
@@ -141,12 +140,13 @@ class SimProgram:
         ranks: int,
         timeout: float | None = None,
     ) -> SimResult:
-        """Run on ``ranks`` simulated ranks. ``inputs`` gives every parameter by name (arrays
-        are copied, never modified); ``timeout`` is the seconds one kernel wait may take
-        (default ``$PYPTO_SIM_TIMEOUT_S``, else 10)."""
+        """Run on ``ranks`` simulated ranks. ``inputs`` gives the parameters by name, ``Out``
+        tensors optional (see the module; arrays are copied, never modified); ``timeout`` is the
+        seconds one kernel wait may take (default ``$PYPTO_SIM_TIMEOUT_S``, else 10)."""
         if not 1 <= ranks <= MAX_RANKS:
             raise ValueError(f"ranks must be in [1, {MAX_RANKS}], got {ranks}")
-        tensors, scalars = self._arguments(inputs)
+        arguments = bind_arguments(self.host.name, self.parameters, inputs)
+        tensors = arguments.tensors
         timeouts = Timeouts.from_environment() if timeout is None else Timeouts(timeout)
         module = self.host.load()
         runtime = load_runtime()
@@ -160,40 +160,15 @@ class SimProgram:
                 )
                 callables[name] = SimNextLevel(name, native)
             orchestrator = SimOrchestrator(world)
-            host_args = SimHostArgs(tuple(SimTensor.of(a) for a in tensors.values()), scalars)
+            host_args = SimHostArgs(
+                tuple(SimTensor.of(a) for a in tensors.values()), arguments.scalars
+            )
             orchestration: OrchestrationFn = module.build(callables)
             orchestration(orchestrator, host_args, CallConfig())
             world.fence()
         finally:
             world.close([next_level.native for next_level in callables.values()])
         return SimResult(tensors, world.records(), tuple(orchestrator.snapshots))
-
-    def _arguments(
-        self, inputs: Mapping[str, npt.ArrayLike]
-    ) -> tuple[dict[str, npt.NDArray[np.generic]], tuple[ScalarValue, ...]]:
-        names = {parameter.name for parameter in self.parameters}
-        unknown = sorted(set(inputs) - names)
-        missing = [p.name for p in self.parameters if p.name not in inputs]
-        if unknown or missing:
-            problems = []
-            if missing:
-                problems.append(f"missing {', '.join(missing)}")
-            if unknown:
-                problems.append(f"unknown {', '.join(unknown)}")
-            expected = ", ".join(p.name for p in self.parameters) or "none"
-            raise ValueError(
-                f"inputs of {self.host.name}: {'; '.join(problems)} (parameters: {expected})"
-            )
-        tensors: dict[str, npt.NDArray[np.generic]] = {}
-        scalars: list[ScalarValue] = []
-        for parameter in sorted(self.parameters, key=lambda p: (p.is_tensor, p.index)):
-            value = inputs[parameter.name]
-            if parameter.scalar_type is None:
-                tensors[parameter.name] = np.array(value, order="C", copy=True)
-            else:
-                convert = _SCALAR_TYPES[parameter.scalar_type]
-                scalars.append(convert(np.asarray(value).item()))
-        return tensors, tuple(scalars)
 
 
 def run(

@@ -220,6 +220,20 @@ class CompileCache:
             with self._staging() as work:
                 return Fetched(build(work).artifact.read_bytes(), hit=False)
 
+    @contextlib.contextmanager
+    def fetch_or_build_file(
+        self, key: str, tree: Path, build: Callable[[Path], Built], name: str
+    ) -> Iterator[Path]:
+        """:meth:`fetch_or_build`, for a consumer that needs the artifact as a file (the
+        dynamic loader): a private copy named ``name``, beside the entries and removed when the
+        context exits. The entry stays the only lasting copy, so what :meth:`stats` counts and
+        :meth:`prune` evicts is everything the cache holds."""
+        data = self.fetch_or_build(key, tree, build).data
+        with self._staging() as work:
+            path = work / name
+            path.write_bytes(data)
+            yield path
+
     def _key_dir(self, key: str) -> Path:
         return self._base / "entries" / key[:2] / key
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import sys
 import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
@@ -38,9 +37,10 @@ from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
-from pypto_build.chip_build.subbuild import SourceProgram, lower_file, render_subbuilds
+from pypto_build.chip_build.subbuild import LOG_DIR, SourceProgram, lower_file, render_subbuilds
 from pypto_build.chip_build.toolchains.base import (
     STAGE_PLACEHOLDER,
+    TREE_PLACEHOLDER,
     CompileError,
     CompileJob,
     CompilePlan,
@@ -52,7 +52,6 @@ from pypto_build.chip_build.toolchains.base import (
 from pypto_build.chip_build.toolchains.launcher import Launcher
 
 KERNEL_CONFIG = "kernel_config.py"
-LOG_DIR = ".pypto-build-logs"
 #: Suffixes any toolchain gives binaries; a binary of another toolchain beside a source is
 #: stale once this one has built it.
 _BINARY_SUFFIXES = (".o", ".so")
@@ -166,7 +165,9 @@ class _Compiler:
 
     def __call__(self, job: CompileJob) -> CompileResult:
         suffix = self.toolchain.artifact_suffix(job.kind)
-        key_plan = self.toolchain.plan(job, STAGE_PLACEHOLDER)
+        # A tree that a plan names is mapped out of the binary (debug prefix map): the same
+        # sources hit the cache wherever their tree lives.
+        key_plan = self.toolchain.plan(replace(job, tree=TREE_PLACEHOLDER), STAGE_PLACEHOLDER)
         outputs: list[str] = []
 
         def build(stage: Path) -> Built:
@@ -354,8 +355,6 @@ def build(
     programs: list[SourceProgram] = []
     for path in program_files:
         programs += lower_file(path, chips)
-    # Logs of the previous build are not part of a render tree; the new build writes its own.
-    shutil.rmtree(out_dir / LOG_DIR, ignore_errors=True)
     render_subbuilds(programs, chips, out_dir, source_root=source_root)
     reports = tuple(
         compile_tree(

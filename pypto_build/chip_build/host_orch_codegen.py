@@ -2,9 +2,12 @@
 
 The module is written against :mod:`pypto_build.chip_build.l3_api` and imports nothing else, so
 it type-checks on its own and any runtime implementing that API can run it. It defines
-``NEXT_LEVELS`` (the sub-builds it submits, by name) and ``build(callables)``, which returns the
-orchestration function ``(orch, args, config) -> None`` of upstream's L3 worker. The body is the
-orchestrator's, statement for statement:
+``NEXT_LEVELS`` (the sub-builds it submits, by name), ``PARAMETERS`` (a literal table of
+:class:`~pypto_build.chip_build.l3_api.Parameter`: every parameter's name, kind, shape, element
+type and direction, in declaration order, so a runtime can check inputs and allocate outputs
+without running anything, and a tool can read it with ``ast``) and ``build(callables)``, which
+returns the orchestration function ``(orch, args, config) -> None`` of upstream's L3 worker. The
+body is the orchestrator's, statement for statement:
 
 * a ``CommDomainScopeStmt`` (MaterializeCommDomainScopes) becomes
   ``with orch.allocate_domain(name, devices, [BufferSpec(...), ...]) as <domain>:``, with one
@@ -53,6 +56,7 @@ from pypto_build.lowering.ir import (
     GlobalVar,
     IfStmt,
     MakeTuple,
+    ParamDirection,
     Program,
     ReturnStmt,
     ScalarType,
@@ -95,8 +99,6 @@ _ARG_TYPE = {
     "Out": l3_api.TensorArgType.OUTPUT_EXISTING,
     "InOut": l3_api.TensorArgType.INOUT,
 }
-
-_SCALAR_CONVERSION = {DataType.FP32: "float", DataType.BOOL: "bool"}
 
 _BINARY = {"+", "-", "*", "//", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or"}
 
@@ -215,7 +217,16 @@ class _HostCodegen:
         self.depth = 2
         self.tasks = 0
         self.offsets = 0
-        self.used_api = {"CallConfig", "Callables", "HostArgs", "OrchestrationFn", "Orchestrator"}
+        self.used_api = {
+            "CallConfig",
+            "Callables",
+            "HostArgs",
+            "OrchestrationFn",
+            "Orchestrator",
+            "Parameter",
+        }
+        #: The ``PARAMETERS`` entries, as Python text.
+        self.parameters: list[str] = []
         self.submitted: set[str] = set()
 
     # -- output -----------------------------------------------------------------------------
@@ -242,6 +253,10 @@ class _HostCodegen:
             "#: The sub-builds (next_levels/<name>) this orchestrator submits.",
             f"NEXT_LEVELS = {next_levels}",
             "",
+            "#: The parameters in declaration order: tensors are args[0], args[1], ...; scalars",
+            "#: args.scalar(0), ... (each counted in this order).",
+            *_parameters_text(self.parameters),
+            "",
             "",
             "def build(callables: Callables) -> OrchestrationFn:",
             f'    """The orchestration function of {self.func.name} over ``callables``."""',
@@ -261,20 +276,34 @@ class _HostCodegen:
         for param in self.func.params:
             var = param.var
             name = py_name(var.name)
+            span = _span(var, self.func.span)
             if isinstance(var.type, TensorType) and not isinstance(var.type, DistributedTensorType):
+                dtype = _l3_dtype(var.type.dtype, f"tensor parameter '{var.name}'", span)
+                self._parameter(var.name, "tensor", var.type.shape, dtype, param.direction.value)
                 self.emit(f"{name} = args[{tensor_index}]")
                 tensor_index += 1
                 self.env[var.name] = _Local(name, tensor=True)
             elif isinstance(var.type, ScalarType):
-                conversion = _SCALAR_CONVERSION.get(var.type.dtype, "int")
+                if param.direction is not ParamDirection.In:
+                    raise _unsupported(f"{param.direction.value} scalar '{var.name}'", span)
+                dtype = _l3_dtype(var.type.dtype, f"scalar parameter '{var.name}'", span)
+                self._parameter(var.name, "scalar", (), dtype, "In")
+                conversion = l3_api.scalar_type(dtype).__name__
                 self.emit(f"{name} = {conversion}(args.scalar({scalar_index}))")
                 scalar_index += 1
                 self.env[var.name] = _Local(name, tensor=False)
             else:
-                raise _unsupported(
-                    f"parameter '{var.name}' of type {type(var.type).__name__}",
-                    _span(var, self.func.span),
-                )
+                what = f"parameter '{var.name}' of type {type(var.type).__name__}"
+                raise _unsupported(what, span)
+
+    def _parameter(
+        self, name: str, kind: str, shape: tuple[int, ...], dtype: l3_api.DataType, direction: str
+    ) -> None:
+        fields = (_str(name), _str(kind), _tuple_text(str(d) for d in shape))
+        self.used_api.add("DataType")
+        self.parameters.append(
+            f"Parameter({', '.join(fields)}, DataType.{dtype.name}, {_str(direction)})"
+        )
 
     # -- statements -------------------------------------------------------------------------
 
@@ -610,9 +639,23 @@ def _expr(value: object) -> Expr:
 
 
 def _window_dtype(dtype: DataType, span: Span) -> DataType:
-    if dtype not in _DTYPE:
-        raise _unsupported(f"a window of {dtype.value}", span)
+    _l3_dtype(dtype, "a window", span)
     return dtype
+
+
+def _l3_dtype(dtype: DataType, what: str, span: Span) -> l3_api.DataType:
+    """The host element type of ``dtype``; a diagnostic for one a host tensor cannot hold."""
+    if dtype not in _DTYPE:
+        raise _unsupported(f"{what} of {dtype.value}", span)
+    return _DTYPE[dtype]
+
+
+def _parameters_text(entries: Sequence[str]) -> list[str]:
+    """The ``PARAMETERS`` assignment, one entry per line."""
+    head = "PARAMETERS: tuple[Parameter, ...] = "
+    if not entries:
+        return [head + "()"]
+    return [head + "(", *(f"    {entry}," for entry in entries), ")"]
 
 
 def _buffer_sizes(scope: CommDomainScopeStmt) -> dict[str, int]:

@@ -7,7 +7,8 @@ by :mod:`pypto_build.chip_build.host_orch_codegen`) imports only this module, so
 on its own and any runtime that implements these protocols can run it: a simulator, or an
 adapter onto upstream simpler's L3 ``Worker``, whose call shapes this API keeps
 (``allocate_domain`` as a context manager with per-rank domain handles, ``TaskArgs`` with
-``add_tensor`` / ``add_scalar``, ``submit_next_level(callable, args, config, worker=r)``).
+``add_tensor`` / ``add_scalar``, ``submit_next_level(callable, args, config, worker=r)``). Its
+``PARAMETERS`` table (:class:`Parameter`) tells a runtime what to pass before anything runs.
 
 Two points where it is more explicit than upstream: a domain is indexed by device id (the
 ``worker`` a dispatch goes to), and each rank's ordering token — the tensor that keeps one
@@ -21,7 +22,7 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 class DataType(enum.IntEnum):
@@ -52,6 +53,51 @@ class TensorArgType(enum.Enum):
 
 #: A scalar argument: an integer (counts, a ``CommContext`` device address) or a float.
 ScalarValue = int | float
+
+_FLOAT_TYPES = frozenset({DataType.FLOAT32, DataType.FLOAT16, DataType.BFLOAT16})
+
+
+def scalar_type(dtype: DataType) -> type[int] | type[float] | type[bool]:
+    """The Python type a scalar of element type ``dtype`` is passed as."""
+    if dtype is DataType.BOOL:
+        return bool
+    return float if dtype in _FLOAT_TYPES else int
+
+
+#: A parameter is a tensor or a scalar.
+ParameterKind = Literal["tensor", "scalar"]
+#: How the orchestrator uses a parameter, spelled as the DSL's ``pl.In`` / ``pl.Out`` /
+#: ``pl.InOut``.
+ParameterDirection = Literal["In", "Out", "InOut"]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a HOST orchestrator, as its module's ``PARAMETERS`` table lists it.
+
+    The table is in declaration order; a runtime binds the tensors to ``args[0]``,
+    ``args[1]``, ... and the scalars to ``args.scalar(0)``, ... in that order. It exists so a
+    runtime can check its inputs and allocate the ``Out`` tensors it is not given before
+    anything runs. A scalar has shape ``()`` and is always ``In``.
+    """
+
+    name: str
+    kind: ParameterKind
+    shape: tuple[int, ...]
+    dtype: DataType
+    direction: ParameterDirection
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("tensor", "scalar"):
+            raise ValueError(f"parameter {self.name}: unknown kind {self.kind!r}")
+        if self.direction not in ("In", "Out", "InOut"):
+            raise ValueError(f"parameter {self.name}: unknown direction {self.direction!r}")
+        if self.kind == "scalar" and (self.shape or self.direction != "In"):
+            raise ValueError(f"parameter {self.name}: a scalar has shape () and direction In")
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
 
 
 class HostTensor(Protocol):

@@ -70,6 +70,11 @@ NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
 #: The toolchain recorded in the manifest while sub-builds hold sources only.
 TOOLCHAIN = "none"
+#: The folder of an output directory where a build writes its compile logs
+#: (``<out>/.pypto-build-logs/<chip>.log``): beside the chip trees, never inside one, so no
+#: manifest lists it. A render replaces the output directory and with it the logs of binaries
+#: that are gone.
+LOG_DIR = ".pypto-build-logs"
 
 ATTR_EXTERNAL_SOURCE = "external_source"
 
@@ -354,11 +359,13 @@ _DIR_MODE = 0o755
 
 
 def is_render_tree(path: Path) -> bool:
-    """Whether ``path`` is a directory holding only chip trees with a manifest (or nothing)."""
+    """Whether ``path`` is a directory holding only chip trees with a manifest (or nothing),
+    and the logs of the build that compiled them (:data:`LOG_DIR`)."""
     if not path.is_dir():
         return False
     return all(
-        entry.is_dir() and entry.name in _CHIP_NAMES and (entry / MANIFEST_NAME).is_file()
+        (entry.is_dir() and entry.name in _CHIP_NAMES and (entry / MANIFEST_NAME).is_file())
+        or (entry.name == LOG_DIR and entry.is_dir())
         for entry in path.iterdir()
     )
 

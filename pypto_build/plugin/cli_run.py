@@ -1,12 +1,13 @@
 """``pypto-build run``: run a built program on P simulated ranks (DESIGN §1, §8).
 
 A thin adapter over :mod:`pypto_build.sim`: the program's parameters come from a ``.npz`` file
-(one array per parameter name; a scalar as a 0-d array), every tensor parameter goes back into
-another one, and the outcome is printed as a short summary or, with ``--json``, as a document
-for machines. A run that fails on a rank exits 1 with each failed rank's error code and message,
-as does a host without a compiler for the runtime; a build directory the simulator cannot run or
-inputs that do not match the program are usage errors (exit 2). The simulator is imported only
-when the command runs.
+(one array per parameter name; a scalar as a 0-d array; ``Out`` tensors optional, zero-filled when
+absent), every tensor parameter goes back into another one, and the outcome is printed as a short
+summary or, with ``--json``, as a document for machines. A run that fails on a rank exits 1 with
+each failed rank's error code and message, as does a host without a compiler for the runtime; a
+build directory the simulator cannot run or inputs that do not match the program's parameters
+(missing, unknown, or of the wrong shape or element type) are usage errors (exit 2). The
+simulator is imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def register(commands: Subparsers) -> None:
         description=(
             "Run the HOST orchestrator of BUILD (an output folder of `pypto-build build` with "
             "toolchain sim, or one of its chip folders) on P simulated ranks on the CPU. Every "
-            "parameter is read by name from --inputs; every tensor parameter is written to "
-            "--out as the run left it."
+            "parameter is read by name from --inputs (an Out tensor may be left out: it starts "
+            "zero-filled); every tensor parameter is written to --out as the run left it."
         ),
     )
     parser.add_argument("build", metavar="BUILD", help="the build folder")

@@ -208,6 +208,27 @@ def test_lock_timeout_builds_without_the_cache(tmp_path: Path, tree: Path) -> No
     assert _entries(cache) == []
 
 
+def _files(root: Path) -> list[str]:
+    return sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file())
+
+
+def test_a_file_artifact_is_a_private_copy_of_a_regular_entry(
+    cache: CompileCache, tree: Path
+) -> None:
+    builder = Builder(b"library", _deps(tree))
+    with cache.fetch_or_build_file(KEY, tree, builder, "lib.so") as path:
+        assert (path.name, path.read_bytes()) == ("lib.so", b"library")
+        assert path.is_relative_to(cache.root)
+    assert not path.exists()
+    with cache.fetch_or_build_file(KEY, tree, builder, "lib.so") as again:
+        assert again.read_bytes() == b"library"
+    assert builder.calls == 1
+    # Counted and pruned like any entry; nothing else is left behind.
+    assert cache.stats().entries == 1
+    assert cache.prune(max_size=0).removed_entries == 1
+    assert [name for name in _files(cache.root) if not name.startswith("v1/locks/")] == []
+
+
 def test_stats_and_last_build(cache: CompileCache, tree: Path) -> None:
     assert (cache.stats().entries, cache.stats().size, cache.stats().last_build) == (0, 0, None)
     cache.fetch_or_build(KEY, tree, Builder(b"12345", _deps(tree)))

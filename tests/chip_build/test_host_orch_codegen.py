@@ -17,7 +17,8 @@ import pytest
 
 from chip_build.rendered import Render
 from pypto_build.chip_build.host_orch_codegen import generate_host_orchestrator, py_name
-from pypto_build.chip_build.l3_api import BufferSpec, CallConfig, DataType, TaskArgs
+from pypto_build.chip_build.l3_api import BufferSpec, CallConfig, DataType, Parameter, TaskArgs
+from pypto_build.chip_build.sim.program import read_host_parameters
 from pypto_build.chip_build.subbuild import lower_file
 from pypto_build.lowering.diagnostics import ProgramError
 
@@ -217,13 +218,18 @@ class Explicit:
 """
 
 
-def test_explicit_domain_slices_scalars_and_branches(tmp_path: Path) -> None:
+def _explicit_host(tmp_path: Path, program: str = EXPLICIT_DOMAIN) -> str:
+    """The generated module of ``program``'s HOST orchestrator ``host``."""
     path = tmp_path / "explicit.py"
-    path.write_text(EXPLICIT_DOMAIN)
+    path.write_text(program)
     (source,) = lower_file(path, ("a3",))
     host = source.program.function("host")
     assert host is not None
-    text = generate_host_orchestrator(source.program, host, ["fill"])
+    return generate_host_orchestrator(source.program, host, ["fill"])
+
+
+def test_explicit_domain_slices_scalars_and_branches(tmp_path: Path) -> None:
+    text = _explicit_host(tmp_path)
     orch = FakeOrchestrator(size=4)
     _run(text, orch, FakeArgs((FakeTensor("x"),), (2,)))
     assert [(name, members) for name, members, _ in orch.domains] == [("d0", [3, 1])]
@@ -249,6 +255,48 @@ HOST_MODULES = (
 )
 
 
+def _module_parameters(text: str) -> tuple[Parameter, ...]:
+    namespace: dict[str, Any] = {}
+    exec(compile(text, "host_orch.py", "exec"), namespace)
+    parameters: tuple[Parameter, ...] = namespace["PARAMETERS"]
+    return parameters
+
+
+def test_parameters_table_lists_tensors_and_scalars_in_declaration_order(
+    tmp_path: Path,
+) -> None:
+    program = EXPLICIT_DOMAIN.replace(
+        "def host(self, x: pl.Tensor[[8, 64], pl.FP32], rounds: pl.Scalar[pl.INT64]):",
+        "def host(self, x: pl.Tensor[[8, 64], pl.FP32], rounds: pl.Scalar[pl.INT64],\n"
+        "             y: pl.Out[pl.Tensor[[2, 3], pl.INT8]], gain: pl.Scalar[pl.FP32]):",
+    )
+    text = _explicit_host(tmp_path, program)
+    assert _module_parameters(text) == (
+        Parameter("x", "tensor", (8, 64), DataType.FLOAT32, "In"),
+        Parameter("rounds", "scalar", (), DataType.INT64, "In"),
+        Parameter("y", "tensor", (2, 3), DataType.INT8, "Out"),
+        Parameter("gain", "scalar", (), DataType.FLOAT32, "In"),
+    )
+    # Tensors and scalars are each counted in table order, converted by their element type.
+    assert "        y = args[1]\n" in text
+    assert "        gain = float(args.scalar(1))\n" in text
+
+
+@pytest.mark.parametrize(("stem", "name"), HOST_MODULES)
+def test_parameters_table_reads_back_without_running_the_module(
+    rendered: Render, stem: str, name: str, tmp_path: Path
+) -> None:
+    text = _host_source(rendered, stem, name)
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    parameters = read_host_parameters(path)
+    assert parameters == _module_parameters(text)
+    assert [(p.name, p.kind, p.direction) for p in parameters] == [
+        ("inp", "tensor", "In"),
+        ("out", "tensor", "Out"),
+    ]
+
+
 @pytest.mark.parametrize(("stem", "name"), HOST_MODULES)
 def test_generated_module_imports_only_the_l3_api(rendered: Render, stem: str, name: str) -> None:
     module = ast.parse(_host_source(rendered, stem, name))
@@ -268,13 +316,8 @@ def test_python_names_avoid_the_modules_own() -> None:
 
 def test_a_dispatch_without_device_is_a_diagnostic(tmp_path: Path) -> None:
     text = EXPLICIT_DOMAIN.replace("rounds * 2, device=3)", "rounds * 2)")
-    path = tmp_path / "explicit.py"
-    path.write_text(text)
-    (source,) = lower_file(path, ("a3",))
-    host = source.program.function("host")
-    assert host is not None
     with pytest.raises(ProgramError, match="pass device=<rank>"):
-        generate_host_orchestrator(source.program, host, ["fill"])
+        _explicit_host(tmp_path, text)
 
 
 def test_generated_modules_pass_mypy_strict(rendered: Render, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, Render, sub_builds
 from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.subbuild import (
+    LOG_DIR,
     RenderError,
     default_chips,
     lower_file,
@@ -222,6 +223,19 @@ def test_a_second_render_replaces_the_tree(tmp_path: Path) -> None:
     copied = out / "a5/next_levels/orch/kernels/aiv/scale.cpp"
     assert copied.read_text() == "// v2\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kernels", "out", "prog.py"]
+
+
+def test_a_render_replaces_a_build_with_its_logs_but_nothing_else(tmp_path: Path) -> None:
+    path = _program(tmp_path, SCALE_PROGRAM, {"scale.cpp": "// k\n"})
+    out = tmp_path / "out"
+    _render(path, out, ("a3",))
+    (out / LOG_DIR).mkdir()
+    (out / LOG_DIR / "a3.log").write_text("compile log\n")
+    _render(path, out, ("a3",))
+    assert sorted(p.name for p in out.iterdir()) == ["a3"]
+    (out / ".notes").mkdir()
+    with pytest.raises(RenderError, match="is not a render tree"):
+        _render(path, out, ("a3",))
 
 
 def test_refuses_to_replace_a_directory_that_is_not_a_render(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann, make_fake_pto
 
 from chip_build.trees import kernel_source, make_tree, write_subbuild
 from pypto_build.builtins import include_dir
+from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import BuildFailed, compile_tree
 from pypto_build.chip_build.kernel_config import read_kernel_config
@@ -286,6 +287,7 @@ def test_exact_kernel_and_orchestration_command_lines(
             *_AFTER_ARCH,
             *_CHIP_EXTRA[chip],
             *includes,
+            f"-fdebug-prefix-map={tree}=.",
             "-MD", "-MF", f"{stage}/{name}.d", "-MT", f"{name}.o",
             "-o", f"{stage}/{name}.unlinked.o",
             f"{name}.cpp",
@@ -298,6 +300,7 @@ def test_exact_kernel_and_orchestration_command_lines(
     assert orchestration == [
         "-shared", "-fPIC", "-O3", "-g", "-std=c++17",
         f"-I{include_dir()}",
+        f"-fdebug-prefix-map={tree}=.",
         "-MD", "-MF", f"{stage}/pipe.d", "-MT", "pipe.so",
         "-o", f"{stage}/pipe.so",
         "pipe.cpp",
@@ -311,6 +314,33 @@ def test_exact_kernel_and_orchestration_command_lines(
     assert '"toolchain": {\n    "name": "cann",\n    "version": "8.3.RC1"\n  }' in (
         tree / "manifest.json"
     ).read_text(encoding="utf-8")
+
+
+def test_debug_paths_are_mapped_out_yet_the_cache_hits_at_another_path(
+    toolchain: CannToolchain, fake_cann: FakeCann, tmp_path: Path
+) -> None:
+    cache = CompileCache(tmp_path / "cache")
+    first = make_tree(tmp_path / "first")
+    assert compile_tree(first, "a3", toolchain, cache=cache, progress=None).compiled == 4
+    # The prefix is the tree as the compiler sees its working directory: symlinks resolved.
+    (tmp_path / "link").symlink_to(tmp_path / "second", target_is_directory=True)
+    (tmp_path / "second").mkdir()
+    second = make_tree(tmp_path / "link")
+    report = compile_tree(second, "a3", toolchain, cache=cache, progress=None)
+    assert report.cache_hits == 4
+    [compile_argv] = [argv for argv in fake_cann.calls("ccec") if argv[-1] == "alpha.cpp"]
+    assert f"-fdebug-prefix-map={first}=." in compile_argv
+    # The log shows the plan as the cache keys it: no tree path in it.
+    log = report.log.read_text(encoding="utf-8")
+    assert "-fdebug-prefix-map=/@tree=. -MD" in log
+    assert str(tmp_path / "second") not in log
+    assert (second / "next_levels/pipe/kernels/aiv/alpha.o").read_bytes() == (
+        first / "next_levels/pipe/kernels/aiv/alpha.o"
+    ).read_bytes()
+    # A compile outside the cache maps the resolved path of the linked tree.
+    compile_tree(second, "a3", toolchain, progress=None)
+    [*_, relinked] = [argv for argv in fake_cann.calls("ccec") if argv[-1] == "alpha.cpp"]
+    assert f"-fdebug-prefix-map={tmp_path / 'second' / 'a3'}=." in relinked
 
 
 def test_compiles_run_in_the_source_directory(

@@ -95,6 +95,28 @@ def test_build_a_program_file_for_one_chip(
     assert not (tmp_path / "cache").exists()
 
 
+@needs_gxx
+def test_a_build_folder_takes_another_build_and_a_render(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = project / "src" / "moe_a2a" / "pipelines.py"
+    out_dir = tmp_path / "out"
+    build = ("build", str(program), "--chip", "a3", "--out", str(out_dir))
+    for _ in range(2):  # the second build replaces a folder holding the first one's logs
+        assert _run(capsys, *build)[0] == ExitCode.OK
+        assert sorted(p.name for p in out_dir.iterdir()) == [".pypto-build-logs", "a3"]
+        assert (out_dir / ".pypto-build-logs" / "a3.log").is_file()
+        manifest = json.loads((out_dir / "a3" / "manifest.json").read_text(encoding="utf-8"))
+        assert not any(".log" in entry["path"] for entry in manifest["files"])
+    code, out, err = _run(capsys, "render", *build[1:], "--json")
+    assert (code, err) == (ExitCode.OK, "")
+    listing = json.loads(out)["chips"]["a3"]
+    assert "manifest.json" in listing
+    assert not any(".log" in path for path in listing)
+    # The render replaced the folder: its logs described binaries that are gone.
+    assert sorted(p.name for p in out_dir.iterdir()) == ["a3"]
+
+
 def _gxx_version() -> str:
     return SimToolchain.discover().version
 

@@ -47,14 +47,12 @@ def run_rounds(
     core_num: int | None = None,
 ) -> Rounds:
     """Run a rail program's :data:`ROUNDS` rounds: round i sends ``payload(offsets[i])`` with
-    ``counts[i]``."""
+    ``counts[i]``. The outputs ``out`` and ``recv_out`` start zero-filled (not given)."""
     inputs = [payload(nr, dtype, offset) for offset in offsets]
     total = nr * MAX_RECV
     values: dict[str, npt.ArrayLike] = {
         "inp": np.concatenate(inputs).reshape(ROUNDS * nr * total, SIZE),
         "counts_in": np.concatenate(counts).reshape(-1),
-        "out": np.zeros((ROUNDS * nr * total, SIZE), dtype=inputs[0].dtype),
-        "recv_out": np.zeros((ROUNDS * nr * nr, 1), dtype=np.int32),
     }
     if core_num is not None:
         values["core_num"] = core_num

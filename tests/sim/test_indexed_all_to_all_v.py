@@ -22,8 +22,6 @@ def inputs(index: npt.NDArray[np.int32], counts: npt.NDArray[np.int32]) -> dict[
         "rows": rows,
         "counts_in": counts.reshape(-1),
         "index_in": index.reshape(-1),
-        "out": np.zeros((NR * TOTAL, SIZE), dtype=np.float32),
-        "recv_out": np.zeros((NR * NR, 1), dtype=np.int32),
     }
 
 

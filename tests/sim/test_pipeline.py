@@ -16,6 +16,7 @@ def test_stage_exchange_consume_matches_numpy(build_program: BuildProgram) -> No
     build = build_program(Pipeline(NR))
     inputs = payload(NR, "fp32", offset=7)
     total = NR * MAX_RECV
+    # The output is given explicitly here: its initial contents are what consume_step overwrites.
     result = sim.run(
         build,
         ranks=NR,

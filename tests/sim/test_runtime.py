@@ -25,6 +25,7 @@ from pypto_build.chip_build.l3_api import CallConfig, DataType, TaskArgs, Tensor
 from pypto_build.chip_build.manifest import write_manifest
 from pypto_build.chip_build.sim.errors import DispatchRecord, SimulationError
 from pypto_build.chip_build.sim.l3 import SimNextLevel, SimOrchestrator, scalar_bits
+from pypto_build.chip_build.sim.library import RUNTIME_DIR, runtime_library
 from pypto_build.chip_build.sim.program import BuildTreeError, ChipBuild, open_chip_build
 from pypto_build.chip_build.sim.runtime import RUN_REFUSED, NativeRuntime
 from pypto_build.chip_build.sim.tensors import SimTensor, window_tensor
@@ -321,6 +322,23 @@ def test_scalars_are_passed_as_64_bit_patterns() -> None:
     assert scalar_bits(1.5) == 0x3FC00000
     with pytest.raises(OverflowError):
         scalar_bits(2**64)
+
+
+def test_the_runtime_library_lives_in_the_cache_only_as_an_entry(
+    runtime: NativeRuntime, cache_dir: Path, toolchain: SimToolchain
+) -> None:
+    cache = CompileCache(cache_dir)
+    with runtime_library(cache, toolchain) as library:
+        data = library.read_bytes()
+        assert library.is_relative_to(cache_dir / "v1" / "tmp")
+    assert not library.exists()
+    assert data.startswith(b"\x7fELF")
+    entries = (cache_dir / "v1" / "entries").glob("*/*/*/artifact")
+    assert any(artifact.read_bytes() == data for artifact in entries)
+    assert sorted(path.name for path in cache_dir.iterdir()) == ["v1"]
+    # Built from sources named relative to their folder: no build or staging path inside.
+    for path in (RUNTIME_DIR, cache_dir):
+        assert str(path).encode() not in data
 
 
 def test_only_trees_compiled_for_the_simulator_open(tmp_path: Path) -> None:

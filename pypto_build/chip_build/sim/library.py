@@ -5,28 +5,26 @@
 result goes through the content-addressed compile cache, keyed by the sources, the command line
 and the compiler's identity, with every header it includes recorded as a dependency; so a new
 compiler, a changed source or a changed ABI header builds a new library, and anything else reuses
-the cached one. The cache hands back bytes; the library is then published under
-``<cache>/sim-runtime/`` by its own SHA-256 (atomically, so concurrent processes agree) because
-the dynamic loader needs a file.
+the cached one. The cache entry is the library's only lasting copy, so ``pypto-build cache stats``
+counts it and ``cache prune`` evicts it like any compiled kernel; the dynamic loader, which needs
+a file, gets a private copy that lives only until the library is loaded.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.cache import Built, CompileCache, compile_key
-from pypto_build.chip_build.fs import atomic_write_bytes, sha256_file
 from pypto_build.chip_build.toolchains import SimToolchain, ToolchainError
 from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER
 
 #: The runtime's C++ sources and private headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 LIBRARY_NAME = "libpypto_sim_runtime.so"
-#: Where built libraries are published, under the cache root.
-PUBLISH_DIR = "sim-runtime"
 
 _FLAGS = ("-shared", "-fPIC", "-O2", "-std=c++17", "-pthread", "-Wall", "-Wextra")
 
@@ -84,8 +82,10 @@ def _compile(toolchain: SimToolchain, stage: Path) -> Built:
     return Built(output, runtime_inputs())
 
 
-def build_runtime_library(cache: CompileCache, toolchain: SimToolchain) -> Path:
-    """The runtime library for ``toolchain``'s compiler: from ``cache``, or built into it."""
+@contextlib.contextmanager
+def runtime_library(cache: CompileCache, toolchain: SimToolchain) -> Iterator[Path]:
+    """The runtime library for ``toolchain``'s compiler, from ``cache`` or built into it, as a
+    file that exists while the context lasts: load it inside (a loaded library needs no file)."""
     source = b"".join(
         path.name.encode() + b"\0" + path.read_bytes() + b"\0" for path in runtime_sources()
     )
@@ -95,9 +95,7 @@ def build_runtime_library(cache: CompileCache, toolchain: SimToolchain) -> Path:
         identity=toolchain.identity(),
         version=toolchain.version,
     )
-    data = cache.fetch_or_build(key, RUNTIME_DIR, lambda stage: _compile(toolchain, stage)).data
-    digest = hashlib.sha256(data).hexdigest()
-    library = cache.root / PUBLISH_DIR / digest[:2] / f"{digest}.so"
-    if not (library.is_file() and sha256_file(library) == digest):
-        atomic_write_bytes(library, data)
-    return library
+    with cache.fetch_or_build_file(
+        key, RUNTIME_DIR, lambda stage: _compile(toolchain, stage), LIBRARY_NAME
+    ) as library:
+        yield library

@@ -6,9 +6,10 @@ kernels with their binaries beside their sources, and ``orchestration/<host>.py`
 orchestrator module written against the L3 API. Only binaries of the ``sim`` toolchain run
 here; anything else is an error that says how to build them.
 
-A HOST orchestrator's parameters are read from its module's source: the generated function
-binds each tensor parameter as ``name = args[i]`` and each scalar as
-``name = <conversion>(args.scalar(j))`` before anything else.
+A HOST orchestrator's parameters come from its module's ``PARAMETERS`` table, read from the
+syntax tree as our tools read every generated file: opening a tree lists the parameters of each
+of its orchestrators, so inputs are checked and outputs allocated before anything runs, and the
+module itself is executed only for the one program that is run.
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ from types import ModuleType
 
 from pypto_build.chip_build.chips import Chip, get_chip
 from pypto_build.chip_build.kernel_config import KernelConfigError, read_kernel_config
+from pypto_build.chip_build.l3_api import DataType, Parameter
 from pypto_build.chip_build.manifest import MANIFEST_NAME
 from pypto_build.chip_build.sim.runtime import KernelBinary
 
 NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
 KERNEL_CONFIG = "kernel_config.py"
-#: How the generated orchestrator converts each scalar parameter.
-SCALAR_CONVERSIONS = ("int", "float", "bool")
+#: The table of a HOST orchestrator module that lists its parameters.
+PARAMETERS = "PARAMETERS"
 #: The toolchain whose binaries the simulator loads, and their suffix.
 SIM_TOOLCHAIN = "sim"
 BINARY_SUFFIX = ".so"
@@ -53,30 +55,15 @@ class SubBuild:
 
 
 @dataclass(frozen=True)
-class HostParameter:
-    """A parameter of a HOST orchestrator: ``args[index]`` of a tensor, or
-    ``args.scalar(index)`` of a scalar converted with ``scalar_type`` (int, float or bool)."""
-
-    name: str
-    index: int
-    #: None for a tensor parameter.
-    scalar_type: str | None
-
-    @property
-    def is_tensor(self) -> bool:
-        return self.scalar_type is None
-
-
-@dataclass(frozen=True)
 class HostOrchestrator:
     """A HOST orchestrator module of the tree."""
 
     name: str
     path: Path
-    parameters: tuple[HostParameter, ...]
+    parameters: tuple[Parameter, ...]
 
     def load(self) -> ModuleType:
-        """Execute the module (it only defines ``NEXT_LEVELS`` and ``build``)."""
+        """Execute the module (it only defines ``NEXT_LEVELS``, ``PARAMETERS`` and ``build``)."""
         spec = importlib.util.spec_from_file_location(f"pypto_build_host_{self.name}", self.path)
         if spec is None or spec.loader is None:
             raise BuildTreeError(f"{self.path}: not a loadable Python module")
@@ -210,71 +197,74 @@ def _require_binary(path: Path, root: Path) -> None:
         raise BuildTreeError(f"{root}: {path.relative_to(root)} is missing (not compiled)")
 
 
-def read_host_parameters(path: Path) -> tuple[HostParameter, ...]:
-    """The parameters of the HOST orchestrator module at ``path`` (see the module)."""
+def read_host_parameters(path: Path) -> tuple[Parameter, ...]:
+    """The ``PARAMETERS`` table of the HOST orchestrator module at ``path``, without running the
+    module; anything but the literal table the code generator writes is an error."""
     try:
         module = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, SyntaxError) as exc:
         raise BuildTreeError(f"{path}: unreadable HOST orchestrator: {exc}") from None
-    build = next(
-        (
-            node
-            for node in module.body
-            if isinstance(node, ast.FunctionDef) and node.name == "build"
-        ),
-        None,
-    )
-    inner = (
-        None
-        if build is None
-        else next((node for node in build.body if isinstance(node, ast.FunctionDef)), None)
-    )
-    if inner is None:
-        raise BuildTreeError(f"{path}: not a HOST orchestrator (no build() returning a function)")
-    parameters = []
-    for statement in inner.body:
-        parameter = _binding(statement)
-        if parameter is None:
-            break
-        parameters.append(parameter)
-    return tuple(parameters)
+    table = _assigned_value(module, PARAMETERS)
+    if table is None:
+        raise BuildTreeError(
+            f"{path}: not a HOST orchestrator of this pypto-build (no {PARAMETERS} table); "
+            "build it again"
+        )
+    if not isinstance(table, ast.Tuple):
+        raise BuildTreeError(f"{path}:{table.lineno}: {PARAMETERS} must be a tuple literal")
+    parameters = tuple(_parameter(path, entry) for entry in table.elts)
+    names = [parameter.name for parameter in parameters]
+    if len(set(names)) != len(names):
+        raise BuildTreeError(f"{path}:{table.lineno}: {PARAMETERS} names a parameter twice")
+    return parameters
 
 
-def _binding(statement: ast.stmt) -> HostParameter | None:
-    """``name = args[i]`` or ``name = conversion(args.scalar(j))``; None for anything else."""
-    if not (
-        isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-    ):
-        return None
-    name, value = statement.targets[0].id, statement.value
-    if (
-        isinstance(value, ast.Subscript)
-        and _is_args(value.value)
-        and isinstance(value.slice, ast.Constant)
-        and type(value.slice.value) is int
-    ):
-        return HostParameter(name, value.slice.value, None)
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Name)
-        and value.func.id in SCALAR_CONVERSIONS
-        and len(value.args) == 1
-        and isinstance(value.args[0], ast.Call)
-    ):
-        scalar = value.args[0]
-        if (
-            isinstance(scalar.func, ast.Attribute)
-            and scalar.func.attr == "scalar"
-            and _is_args(scalar.func.value)
-            and len(scalar.args) == 1
-            and isinstance(scalar.args[0], ast.Constant)
-            and type(scalar.args[0].value) is int
+def _assigned_value(module: ast.Module, name: str) -> ast.expr | None:
+    """The value a top-level statement assigns to ``name`` (plain or annotated)."""
+    for statement in module.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == name for target in statement.targets
         ):
-            return HostParameter(name, scalar.args[0].value, value.func.id)
+            return statement.value
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and statement.target.id == name
+        ):
+            return statement.value
     return None
 
 
-def _is_args(node: ast.expr) -> bool:
-    return isinstance(node, ast.Name) and node.id == "args"
+def _parameter(path: Path, node: ast.expr) -> Parameter:
+    """``Parameter("name", "kind", (dims...), DataType.MEMBER, "direction")``."""
+    where = f"{path}:{node.lineno}"
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Parameter"
+        and len(node.args) == 5
+        and not node.keywords
+    ):
+        raise BuildTreeError(f"{where}: a {PARAMETERS} entry must be Parameter(<5 literals>)")
+    name_node, kind_node, shape_node, dtype_node, direction_node = node.args
+    try:
+        name, kind, shape, direction = (
+            ast.literal_eval(field) for field in (name_node, kind_node, shape_node, direction_node)
+        )
+    except (ValueError, TypeError):
+        raise BuildTreeError(f"{where}: a {PARAMETERS} entry holds a non-literal field") from None
+    if not (isinstance(name, str) and name.isidentifier()):
+        raise BuildTreeError(f"{where}: parameter name {name!r} is not an identifier")
+    if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
+        raise BuildTreeError(f"{where}: shape {shape!r} of {name} is not a tuple of sizes")
+    if not (
+        isinstance(dtype_node, ast.Attribute)
+        and isinstance(dtype_node.value, ast.Name)
+        and dtype_node.value.id == "DataType"
+        and dtype_node.attr in DataType.__members__
+    ):
+        raise BuildTreeError(f"{where}: the element type of {name} is not DataType.<member>")
+    try:
+        return Parameter(name, kind, shape, DataType[dtype_node.attr], direction)
+    except ValueError as exc:
+        raise BuildTreeError(f"{where}: {exc}") from None

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.chips import CoreType
-from pypto_build.chip_build.sim.library import build_runtime_library
+from pypto_build.chip_build.sim.library import runtime_library
 from pypto_build.chip_build.toolchains import SimToolchain
 
 #: The interface version this binding is written for (PYPTO_SIM_API_VERSION).
@@ -189,7 +189,6 @@ class NativeRuntime:
                 f"expected {API_VERSION}"
             )
         self._lib = lib
-        self.library = library
         size = lib.pypto_sim_abi_size
         self.abi = AbiSizes(int(size(0)), int(size(1)), int(size(2)), int(size(3)))
 
@@ -308,4 +307,5 @@ def load_runtime() -> NativeRuntime:
     """The process's runtime: built with the host compiler through the compile cache
     (``PYPTO_CACHE_DIR``) on first use, then loaded."""
     cache = CompileCache(default_cache_dir())
-    return NativeRuntime(build_runtime_library(cache, SimToolchain.discover()))
+    with runtime_library(cache, SimToolchain.discover()) as library:
+        return NativeRuntime(library)

@@ -3,12 +3,15 @@
 A toolchain does not run anything itself: for one :class:`CompileJob` it returns a
 :class:`CompilePlan`, the exact command lines that turn the source into one artifact inside a
 staging directory. Keeping planning pure is what lets the compile cache key on the command line
-(planned against a placeholder staging directory, so no temporary path enters the key), lets a
-compiler launcher be prepended uniformly, and lets tests assert argv lists without compiling.
+(planned against a placeholder staging directory and a placeholder tree, so no temporary path and
+no tree location enters the key), lets a compiler launcher be prepended uniformly, and lets tests
+assert argv lists without compiling.
 
 Commands run in the source's own directory with the source named by its file name. The compiler
-then records only that name (in a symbol table or debug info), never the absolute path of the
-tree, so the same sources give the same binaries wherever the tree lives.
+then records only that name in a symbol table, never the absolute path of the tree, so the same
+sources give the same binaries wherever the tree lives. Debug information also records the
+compiler's working directory; a toolchain that emits it maps the tree to ``.``
+(``-fdebug-prefix-map``), the one place a plan names the tree.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from pypto_build.chip_build.chips import Chip, CoreType
 
 #: The staging directory as it appears in a command line that only serves as a cache key.
 STAGE_PLACEHOLDER = Path("@stage")
+#: The tree as it appears in a command line that only serves as a cache key (absolute, so it is
+#: spelled the same however a toolchain normalizes the tree's path).
+TREE_PLACEHOLDER = Path("/@tree")
 
 
 class UnitKind(enum.StrEnum):

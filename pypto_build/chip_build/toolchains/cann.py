@@ -16,7 +16,11 @@ so a kernel built here is the binary PyPTO's runtime would have built:
   portability header switches to the runtime's own ``orchestration_api.h``
   (``PYPTO_BUILD_RUNTIME_ORCHESTRATION_API``).
 
-To every compile we add only ``-MD -MF <dep> -MT <artifact>`` for the compile cache.
+To every compile we add ``-MD -MF <dep> -MT <artifact>`` for the compile cache and
+``-fdebug-prefix-map=<tree>=.``: both compilers get upstream's ``-g``, whose debug information
+records the compiler's working directory (a folder of the tree), so without the map a binary
+would name the absolute path the tree was built at (DESIGN §11). With it, debug paths are
+relative to the chip tree (``./next_levels/...``).
 """
 
 from __future__ import annotations
@@ -56,6 +60,13 @@ _CCEC_TRAILING = (
 _ORCHESTRATION_FLAGS = ("-shared", "-fPIC", "-O3", "-g", "-std=c++17")
 #: The define that makes pypto_build/orchestration_api.h use the runtime's own header.
 _RUNTIME_API_DEFINE = "-DPYPTO_BUILD_RUNTIME_ORCHESTRATION_API"
+
+
+def debug_prefix_map(tree: Path) -> str:
+    """The flag that records ``tree`` as ``.`` in debug information. A compiler run in a folder
+    of the tree records that folder as the kernel reports it (symbolic links resolved), so the
+    tree is mapped in the same spelling."""
+    return f"-fdebug-prefix-map={tree.resolve()}=."
 
 
 class CannToolchain:
@@ -115,6 +126,7 @@ class CannToolchain:
                             str(self._host_cxx()),
                             *_ORCHESTRATION_FLAGS,
                             *self._orchestration_include_flags(),
+                            debug_prefix_map(job.tree),
                             *dependency_flags(depfile, artifact),
                             "-o",
                             str(output),
@@ -135,6 +147,7 @@ class CannToolchain:
             *_CCEC_TRAILING,
             *job.chip.ccec_extra_flags,
             *self.include_flags(),
+            debug_prefix_map(job.tree),
             *dependency_flags(depfile, artifact),
             "-o",
             str(relocatable),

@@ -1,0 +1,121 @@
+"""Binding a run's inputs to a HOST orchestrator's parameters (its ``PARAMETERS`` table).
+
+Everything is checked before anything runs, so a wrong input is an error that names the
+parameter instead of a kernel reading past a buffer: every ``In`` and ``InOut`` parameter must be
+given and nothing else may be; a tensor must have exactly the declared shape and element type
+(no silent conversion: a float64 array for an FP32 tensor is an error, not a rounded copy); a
+scalar must be one value its type holds. An ``Out`` tensor that is not given starts
+zero-filled; one that is given starts as given. Given arrays are copied, never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pypto_build.chip_build.l3_api import DataType, Parameter, ScalarValue, scalar_type
+from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES
+
+#: NumPy kinds a scalar of each Python type accepts: bool, signed, unsigned, floating.
+_SCALAR_KINDS = {bool: "b", int: "iu", float: "iuf"}
+
+
+class InputError(ValueError):
+    """Inputs that do not match the program's parameters: missing, unknown, or of the wrong
+    shape or element type."""
+
+
+@dataclass(frozen=True)
+class BoundArguments:
+    """A run's arguments in the order the orchestrator reads them."""
+
+    #: Every tensor parameter by name, in table order (``args[0]``, ``args[1]``, ...).
+    tensors: dict[str, npt.NDArray[np.generic]]
+    #: The scalars in table order (``args.scalar(0)``, ...).
+    scalars: tuple[ScalarValue, ...]
+
+
+def bind_arguments(
+    program: str, parameters: Sequence[Parameter], inputs: Mapping[str, npt.ArrayLike]
+) -> BoundArguments:
+    """Check ``inputs`` against ``parameters`` of HOST orchestrator ``program`` and bind them
+    (see the module); an :class:`InputError` names every problem of one kind at once."""
+    names = [parameter.name for parameter in parameters]
+    unknown = sorted(set(inputs) - set(names))
+    missing = [
+        parameter.name
+        for parameter in parameters
+        if parameter.name not in inputs and parameter.direction != "Out"
+    ]
+    if unknown or missing:
+        problems = []
+        if missing:
+            problems.append(f"missing {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown {', '.join(unknown)}")
+        raise InputError(
+            f"inputs of {program}: {'; '.join(problems)} "
+            f"(parameters: {_signature(parameters) or 'none'})"
+        )
+    tensors: dict[str, npt.NDArray[np.generic]] = {}
+    scalars: list[ScalarValue] = []
+    for parameter in parameters:
+        if parameter.is_tensor:
+            tensors[parameter.name] = _tensor(program, parameter, inputs.get(parameter.name))
+        else:
+            scalars.append(_scalar(program, parameter, inputs[parameter.name]))
+    return BoundArguments(tensors, tuple(scalars))
+
+
+def _signature(parameters: Sequence[Parameter]) -> str:
+    """``inp, out (Out, optional), core_num``: the parameters, the optional ones marked."""
+    return ", ".join(
+        f"{parameter.name} (Out, optional)" if parameter.direction == "Out" else parameter.name
+        for parameter in parameters
+    )
+
+
+def _dtype_name(dtype: DataType) -> str:
+    """The element type as a NumPy user spells it; BFLOAT16 is held as its uint16 bits."""
+    if dtype is DataType.BFLOAT16:
+        return "bfloat16 (as uint16 bit patterns)"
+    return str(NUMPY_DTYPES[dtype])
+
+
+def _tensor(
+    program: str, parameter: Parameter, value: npt.ArrayLike | None
+) -> npt.NDArray[np.generic]:
+    expected = NUMPY_DTYPES[parameter.dtype]
+    if value is None:
+        return np.zeros(parameter.shape, dtype=expected)
+    array = np.asarray(value)
+    if array.shape != parameter.shape or array.dtype != expected:
+        raise InputError(
+            f"input '{parameter.name}' of {program}: expected shape {parameter.shape} "
+            f"{_dtype_name(parameter.dtype)}, got shape {array.shape} {array.dtype}"
+        )
+    return np.array(array, order="C", copy=True)
+
+
+def _scalar(program: str, parameter: Parameter, value: npt.ArrayLike) -> ScalarValue:
+    python_type = scalar_type(parameter.dtype)
+    array = np.asarray(value)
+    problem = None
+    if array.shape != ():
+        problem = f"got shape {array.shape}"
+    elif array.dtype.kind not in _SCALAR_KINDS[python_type]:
+        problem = f"got {array.dtype} {array.item()!r}"
+    elif python_type is int:
+        limits = np.iinfo(NUMPY_DTYPES[parameter.dtype].name)
+        if not limits.min <= int(array.item()) <= limits.max:
+            problem = f"got {array.item()}, outside [{limits.min}, {limits.max}]"
+    if problem is not None:
+        raise InputError(
+            f"scalar '{parameter.name}' of {program}: expected one "
+            f"{_dtype_name(parameter.dtype)} value, {problem}"
+        )
+    converted: ScalarValue = python_type(array.item())
+    return converted
