@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import pytest
 
+import pypto_build.chip_build.subbuild as subbuild
 import pypto_build.lowering.frontend as frontend
 import pypto_build.lowering.passes as passes
 from pypto_build import __version__
@@ -238,6 +239,49 @@ def test_lower_after_unknown_pass_lists_the_passes(
     code, out, err = _run(capsys, "lower", str(sample_program), "--after", "Third")
     assert (code, out) == (ExitCode.USAGE_ERROR, "")
     assert "unknown pass 'Third'; passes (in order): First, Second, all" in err
+
+
+@dataclass(frozen=True)
+class _Unbounded(Pass):
+    """Recurses without end, as a pass with a recursive walk may on a large enough program."""
+
+    name: ClassVar[str] = "Unbounded"
+
+    def apply(self, program: Program) -> Program:
+        return self.apply(program)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["lower", "--after", "all"], ["render", "--out", "tree"], ["build", "--out", "tree"]],
+    ids=["lower", "render", "build"],
+)
+def test_recursion_error_is_an_internal_error(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sample_program: Path,
+    tmp_path: Path,
+    command: list[str],
+) -> None:
+    def unbounded_pipeline(chips: tuple[str, ...] = ()) -> PassManager:
+        return PassManager((_Unbounded(),))
+
+    monkeypatch.setattr(passes, "default_pipeline", unbounded_pipeline)
+    monkeypatch.setattr(subbuild, "default_pipeline", unbounded_pipeline)
+    monkeypatch.chdir(tmp_path)
+    name, *options = command
+    code, out, err = _run(capsys, name, str(sample_program), *options)
+    assert (code, out) == (ExitCode.INTERNAL_ERROR, "")
+    assert err.startswith(
+        "pypto-build: internal error (a bug in pypto-build, please report it): Python's "
+        f"recursion limit ({sys.getrecursionlimit()}) was exceeded in "
+    )
+    assert err.endswith(
+        "._Unbounded.apply; the program is too large or too deeply nested for this part of "
+        "pypto-build\n"
+    )
+    assert err.count("\n") == 1  # no traceback
+    assert not (tmp_path / "tree").exists()
 
 
 def _console_script() -> str:

@@ -12,6 +12,7 @@ import argparse
 import enum
 import json
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +64,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InternalError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return ExitCode.INTERNAL_ERROR
+    except RecursionError as err:
+        print(f"{PROG}: {InternalError(_recursion_report(err))}", file=sys.stderr)
+        return ExitCode.INTERNAL_ERROR
+
+
+def _recursion_report(err: RecursionError) -> str:
+    """What to report for a recursion past Python's limit, naming the function it happened in.
+
+    The front end reports a program nested too deeply to parse as a program error; a program
+    it accepts that a later part cannot handle is a limit of pypto-build, not a mistake in the
+    program. Its thousand-frame traceback helps nobody: the innermost function is what a bug
+    report needs.
+    """
+    innermost = None
+    for frame, _ in traceback.walk_tb(err.__traceback__):
+        innermost = frame
+    where = (
+        ""
+        if innermost is None
+        else f" in {innermost.f_globals.get('__name__', '?')}.{innermost.f_code.co_qualname}"
+    )
+    return (
+        f"Python's recursion limit ({sys.getrecursionlimit()}) was exceeded{where}; the "
+        "program is too large or too deeply nested for this part of pypto-build"
+    )
 
 
 def _exit_status(code: str | int | None) -> int:

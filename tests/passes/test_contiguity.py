@@ -19,9 +19,19 @@ from passes.helpers import (
     position,
     run_verified,
 )
-from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.lowering.ir import AssignStmt, Call, MakeTuple, Program, Var
+from pypto_build.lowering.diagnostics import ProgramError, Span
+from pypto_build.lowering.ir import (
+    AssignStmt,
+    Call,
+    ForStmt,
+    IfStmt,
+    MakeTuple,
+    Program,
+    ReturnStmt,
+    Var,
+)
 from pypto_build.lowering.passes import LowerL2TensorCollectives
+from pypto_build.lowering.passes.contiguity import ContiguityTracer, Violation
 
 #: Annotation shorthands (the DSL has no type aliases).
 TYPES = {
@@ -323,3 +333,64 @@ WRITE = "pl.write(inp, [0, 0], 1.0)"
 )
 def test_one_bad_reaching_definition_rejects(body: str, marker: str) -> None:
     assert_rejected(source(body), "tensor.write", marker)
+
+
+# --- long chains and shared traces --------------------------------------------------------------
+
+#: One stage -> exchange -> consume group: every collective's input and target reach back
+#: through every group before it.
+GROUP = (
+    "x = self.fill(inp, x)\n"
+    "data = pld.tensor.all_to_all_v(x, data, signal, counts, recv)\n"
+    "x = self.fill(data, x)\n"
+)
+
+
+def test_hundreds_of_chained_collectives_are_lowered() -> None:
+    body = "x = pl.create_tensor([T, W], dtype=pl.FP32)\n" + GROUP * 400
+    calls = builtin_kernel_calls(lower(source(body)), "pipeline")
+    assert len(calls) == 401
+
+
+@pytest.mark.parametrize(
+    "step",
+    ["late = self.passthrough(late)\n", "late = pl.reshape(pl.reshape(late, [T * W]), [T, W])\n"],
+    ids=["kernel-calls", "views"],
+)
+def test_violation_at_the_start_of_a_long_chain_is_reported(step: str) -> None:
+    """Only the last collective reaches the bad value, through 400 definitions."""
+    body = f"x = inp\nlate = {WRITE}\n" + (step + GROUP) * 400 + "x = late\n"
+    assert_rejected(source(body), "tensor.write", "late = pl.write")
+
+
+def test_a_trace_does_not_depend_on_the_traces_before_it() -> None:
+    """Cached results are sound on loop-carried cycles: tracing ``x`` (a chain through the loop
+    whose every node reaches the write) must not leave ``b``, which is on that cycle, accepted
+    for a later trace."""
+    body = (
+        "a = inp\n"
+        "for i in pl.range(n):\n"
+        "    b = a\n"
+        "    if n > 0:\n"
+        "        c = b\n"
+        "    else:\n"
+        f"        c = {WRITE}\n"
+        "    a = c\n"
+        "x = a\n"
+    )
+    text = source(body)
+    program = parse_one(text)
+    pipeline = function(program, "pipeline")
+    loop, call_stmt = pipeline.body.stmts[1], pipeline.body.stmts[-1]
+    assert isinstance(loop, ForStmt) and isinstance(call_stmt, ReturnStmt)
+    branch = loop.body.stmts[1]
+    assert isinstance(branch, IfStmt)
+    use_of_b = branch.then_body.stmts[0]
+    assert isinstance(use_of_b, AssignStmt)
+    call = call_stmt.values[0]
+    assert isinstance(call, Call)
+    queries = [(call.args[0], call_stmt), (use_of_b.value, use_of_b)]
+    expected = Violation("tensor.write", Span(*position(text, WRITE)))
+    for order in (queries, queries[::-1]):
+        tracer = ContiguityTracer(program, pipeline)
+        assert [tracer.violation(operand, at) for operand, at in order] == [expected] * 2

@@ -32,6 +32,7 @@ analysis ignores that a ``return`` ends a path, which can only add definitions, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, InternalError, ProgramError, Span
@@ -189,47 +190,108 @@ class Violation:
     span: Span
 
 
+#: A definition traced at a position inside its value: the unit each result is cached for.
+Node = tuple[int, Path]
+
+#: Where one step along a chain of views leads: the expression it views (at a path), a
+#: violation, or None at a root.
+Step = tuple[Expr, Path] | Violation | None
+
+
+@dataclass
+class _Frame:
+    """A node whose definitions are being traced, on the explicit depth-first stack."""
+
+    node: Node
+    successors: Iterator[Node]
+    #: Tarjan's low link: the earliest node still on the component stack that it reaches.
+    low: int
+
+
 class ContiguityTracer:
-    """Proves operands of calls inside one function contiguous (see the module docstring)."""
+    """Proves operands of calls inside one function contiguous (see the module docstring).
+
+    The trace is a depth-first search of a graph whose nodes are definitions (each at a path
+    into its value) and whose edges are the reaching definitions of the one name a chain of
+    views ends at. Every node is traced once per tracer, however many operands reach it: a long
+    pipeline threads one window through every collective, so each operand reaches all the
+    earlier ones. The search keeps its own stack, because that chain is as long as the program.
+
+    Loop-carried values make the graph cyclic, and a node on a cycle is only accepted once its
+    whole strongly connected component is (its result depends on nodes still being traced), so
+    results are cached per component, with Tarjan's algorithm. A violation ends the search; it
+    is cached for the nodes on the path to it, which all reach it.
+    """
 
     def __init__(self, program: Program, func: Function) -> None:
         self._program = program
         self._reaching = ReachingDefinitions(func)
         self._callees: dict[str, ReachingDefinitions] = {}
-        self._visited: set[tuple[int, Path]] = set()
+        self._results: dict[Node, Violation | None] = {}
 
     def violation(self, operand: Expr, at: Stmt) -> Violation | None:
         """Why ``operand``, written in statement ``at``, may not be dense row-major (or None)."""
-        self._visited = set()
-        return self._trace(operand, (), self._reaching.entry_state(at))
-
-    def _trace(self, expr: Expr, path: Path, env: Env) -> Violation | None:
-        if isinstance(expr, Var):
-            return self._trace_var(expr, path, env)
-        if isinstance(expr, TupleGetItem):
-            return self._trace(expr.tuple, (expr.index, *path), env)
-        if isinstance(expr, MakeTuple) and path:
-            return self._trace(expr.items[path[0]], path[1:], env)
-        if isinstance(expr, Call):
-            if isinstance(expr.op, GlobalVar):
-                return self._trace_kernel_call(expr, expr.op.name, path, env)
-            return self._trace_op(expr, expr.op, path, env)
-        return Violation(f"the expression {type(expr).__name__}", span_of(expr))
-
-    def _trace_var(self, var: Var, path: Path, env: Env) -> Violation | None:
-        definitions = env.get(var.name)
-        if not definitions:
-            return Violation(f"'{var.name}', which no definition reaches", var.span)
-        for def_id in sorted(definitions):
-            found = self._trace_definition(def_id, path)
+        successors = self._chain(operand, (), self._reaching.entry_state(at))
+        if isinstance(successors, Violation):
+            return successors
+        for node in successors:
+            found = self._search(node)
             if found is not None:
                 return found
         return None
 
-    def _trace_definition(self, def_id: int, path: Path) -> Violation | None:
-        if (def_id, path) in self._visited:
-            return None  # already on this trace (a loop-carried value): its sources are covered
-        self._visited.add((def_id, path))
+    def _search(self, root: Node) -> Violation | None:
+        """The first violation reachable from ``root``, in depth-first order (or None)."""
+        if root in self._results:
+            return self._results[root]
+        order: dict[Node, int] = {}  # discovery order of the nodes this search entered
+        component: list[Node] = []  # entered nodes whose component is not complete yet
+        frames: list[_Frame] = []
+        node: Node | None = root  # the next node to enter, if any
+        while True:
+            if node is not None:
+                order[node] = len(order)
+                component.append(node)
+                successors = self._successors(node)
+                if isinstance(successors, Violation):
+                    return self._fail(successors, [node, *(frame.node for frame in frames)])
+                frames.append(_Frame(node, iter(successors), order[node]))
+            frame = frames[-1]
+            node = next(frame.successors, None)
+            if node is None:
+                frames.pop()
+                if frame.low == order[frame.node]:
+                    self._accept(component, frame.node)
+                if not frames:
+                    return None
+                frames[-1].low = min(frames[-1].low, frame.low)
+            elif node in self._results:
+                found = self._results[node]
+                if found is not None:
+                    return self._fail(found, [frame.node for frame in frames])
+                node = None
+            elif node in order:  # on the component stack: a loop-carried value
+                frame.low = min(frame.low, order[node])
+                node = None
+
+    def _accept(self, component: list[Node], root: Node) -> None:
+        """Cache the completed component of ``root`` (the top of ``component``) as accepted:
+        the search left it without finding a violation."""
+        while True:
+            member = component.pop()
+            self._results[member] = None
+            if member == root:
+                return
+
+    def _fail(self, found: Violation, path: list[Node]) -> Violation:
+        """Cache ``found`` for the nodes on ``path``, the search's way to it."""
+        for node in path:
+            self._results[node] = found
+        return found
+
+    def _successors(self, node: Node) -> list[Node] | Violation:
+        """The nodes ``node`` is traced into, or its violation (no nodes: a root)."""
+        def_id, path = node
         definition = self._reaching.definitions[def_id]
         if definition.is_loop_index:
             return Violation(f"the loop index '{definition.var.name}'", definition.var.span)
@@ -239,12 +301,36 @@ class ContiguityTracer:
             problem = _layout_problem(_element_type(definition.var.type, path))
             if problem is not None:
                 return Violation(f"'{definition.var.name}' with {problem}", definition.var.span)
-            return None
+            return []
         if definition.index is not None:
             path = (definition.index, *path)
-        return self._trace(definition.value, path, self._reaching.entry_state(definition.at))
+        return self._chain(definition.value, path, self._reaching.entry_state(definition.at))
 
-    def _trace_op(self, call: Call, op: str, path: Path, env: Env) -> Violation | None:
+    def _chain(self, expr: Expr, path: Path, env: Env) -> list[Node] | Violation:
+        """Follow ``expr`` (at ``path``) through the views it is made of, checking each, to
+        the definitions of the name it ends at (none at a root)."""
+        while not isinstance(expr, Var):
+            step = self._step(expr, path)
+            if step is None or isinstance(step, Violation):
+                return [] if step is None else step
+            expr, path = step
+        definitions = env.get(expr.name)
+        if not definitions:
+            return Violation(f"'{expr.name}', which no definition reaches", expr.span)
+        return [(def_id, path) for def_id in sorted(definitions)]
+
+    def _step(self, expr: Expr, path: Path) -> Step:
+        if isinstance(expr, TupleGetItem):
+            return expr.tuple, (expr.index, *path)
+        if isinstance(expr, MakeTuple) and path:
+            return expr.items[path[0]], path[1:]
+        if isinstance(expr, Call):
+            if isinstance(expr.op, GlobalVar):
+                return self._kernel_call_step(expr, expr.op.name, path)
+            return self._op_step(expr, expr.op, path)
+        return Violation(f"the expression {type(expr).__name__}", span_of(expr))
+
+    def _op_step(self, call: Call, op: str, path: Path) -> Step:
         if op not in ROOT_OPS and op not in TRACED_THROUGH_OPS and op != SLICE_OP:
             return Violation(op, call.span)
         problem = _layout_problem(_element_type(call.type, path))
@@ -256,12 +342,10 @@ class ContiguityTracer:
             problem = _slice_problem(call)
             if problem is not None:
                 return Violation(f"a {SLICE_OP} {problem}", call.span)
-            return self._trace(call.args[0], path, env)
-        return self._trace(call.args[TRACED_THROUGH_OPS[op]], path, env)
+            return call.args[0], path
+        return call.args[TRACED_THROUGH_OPS[op]], path
 
-    def _trace_kernel_call(
-        self, call: Call, callee_name: str, path: Path, env: Env
-    ) -> Violation | None:
+    def _kernel_call_step(self, call: Call, callee_name: str, path: Path) -> Step:
         callee = self._program.function(callee_name)
         if callee is None:
             raise InternalError(f"contiguity: call of unknown function '{callee_name}'")
@@ -284,7 +368,7 @@ class ContiguityTracer:
         problem = _layout_problem(_element_type(call.type, (0, *path) if submitted else path))
         if problem is not None:
             return Violation(f"a self.{callee_name} result with {problem}", call.span)
-        return self._trace(call.args[param], path[1:] if several else path, env)
+        return call.args[param], path[1:] if several else path
 
     def _returned_param(self, callee: Function, position: int) -> int | None:
         """The parameter ``callee`` returns at ``position``, or None if that is not provably
