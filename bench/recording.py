@@ -13,9 +13,12 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from pypto_build.chip_build.jobs import meminfo_bytes, usable_cpus
+from pypto_build.chip_build.toolchains import ToolchainError
+from pypto_build.chip_build.toolchains.base import first_output_line
 
 #: The repository root (this file lives in ``<root>/bench``).
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -36,35 +39,24 @@ def _cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or "unknown"
 
 
-def _memory_gib(meminfo: Path = Path("/proc/meminfo")) -> float | None:
-    try:
-        text = meminfo.read_text(encoding="ascii")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        fields = value.split()
-        if name == "MemTotal" and fields and fields[0].isdigit():
-            return round(int(fields[0]) / (1024 * 1024), 1)
-    return None
+def _memory_gib() -> float | None:
+    total = meminfo_bytes("MemTotal")
+    return None if total is None else round(total / (1 << 30), 1)
 
 
 def _first_line(argv: Sequence[str]) -> str | None:
     try:
-        completed = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except OSError:
+        return first_output_line(argv)
+    except ToolchainError:
         return None
-    lines = completed.stdout.strip().splitlines()
-    return lines[0].strip() if completed.returncode == 0 and lines else None
 
 
 def machine() -> dict[str, JsonValue]:
     """The machine the measurements come from: what ``nproc``, ``/proc/cpuinfo``,
     ``/proc/meminfo``, ``python -V`` and ``g++ --version`` say right now."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "cpu_model": _cpu_model(),
-        "cpus": cpus,
+        "cpus": usable_cpus(),
         "gxx": _first_line([os.environ.get("CXX") or "g++", "--version"]),
         "memory_gib": _memory_gib(),
         "os": f"{platform.system()} {platform.release()}",

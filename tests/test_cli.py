@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from plugin.console import run_cli
 
 import pypto_build.chip_build.subbuild as subbuild
 import pypto_build.lowering.frontend as frontend
@@ -19,15 +20,9 @@ from pypto_build import __version__
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import Program
 from pypto_build.lowering.passes.base import Pass, PassManager
-from pypto_build.plugin.cli import ExitCode, main
+from pypto_build.plugin.cli import ExitCode
 
 SAMPLE = "samples/moe_a2a/src/moe_a2a/pipelines.py"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _write(path: Path, text: str) -> Path:
@@ -36,18 +31,18 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(capsys, "--version") == (0, f"pypto-build {__version__}\n", "")
+    assert run_cli(capsys, "--version") == (0, f"pypto-build {__version__}\n", "")
 
 
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys)
+    code, out, err = run_cli(capsys)
     assert code == ExitCode.USAGE_ERROR
     assert out == ""
     assert "a command is required" in err
 
 
 def test_bad_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "lower")
+    code, _, err = run_cli(capsys, "lower")
     assert code == ExitCode.USAGE_ERROR
     assert "the following arguments are required: PATH" in err
 
@@ -56,7 +51,7 @@ def test_lower_prints_the_readme_sample(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, repo_root: Path
 ) -> None:
     monkeypatch.chdir(repo_root)
-    code, out, err = _run(capsys, "lower", SAMPLE)
+    code, out, err = run_cli(capsys, "lower", SAMPLE)
     assert (code, err) == (0, "")
     assert out.startswith("import pypto.language as pl\n")
     assert "class MoeDispatch:" in out
@@ -70,7 +65,9 @@ def test_lower_prints_the_readme_sample(
 def test_lower_prints_the_chip_rail_test_program(
     capsys: pytest.CaptureFixture[str], repo_root: Path
 ) -> None:
-    code, out, _ = _run(capsys, "lower", str(repo_root / "tests" / "programs" / "chip_pipeline.py"))
+    code, out, _ = run_cli(
+        capsys, "lower", str(repo_root / "tests" / "programs" / "chip_pipeline.py")
+    )
     assert code == 0
     assert "data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv, core_num=1)" in out
 
@@ -78,7 +75,7 @@ def test_lower_prints_the_chip_rail_test_program(
 def test_lower_output_parses_back_to_the_same_programs(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, sample_program: Path
 ) -> None:
-    code, out, _ = _run(capsys, "lower", str(sample_program))
+    code, out, _ = run_cli(capsys, "lower", str(sample_program))
     assert code == 0
     printed = _write(tmp_path / "printed.py", out)
     assert frontend.parse_file(printed) == frontend.parse_file(sample_program)
@@ -107,10 +104,10 @@ def test_lower_class_selects_one_program(
                 return x
         """,
     )
-    code, both, _ = _run(capsys, "lower", str(two))
+    code, both, _ = run_cli(capsys, "lower", str(two))
     assert code == 0
     assert both.index("class First:") < both.index("class Second:")
-    code, second, _ = _run(capsys, "lower", str(two), "--class", "Second")
+    code, second, _ = run_cli(capsys, "lower", str(two), "--class", "Second")
     assert code == 0
     assert "class Second:" in second
     assert "class First:" not in second
@@ -119,7 +116,7 @@ def test_lower_class_selects_one_program(
 def test_lower_unknown_class_lists_the_classes(
     capsys: pytest.CaptureFixture[str], sample_program: Path
 ) -> None:
-    code, out, err = _run(capsys, "lower", str(sample_program), "--class", "Nope")
+    code, out, err = run_cli(capsys, "lower", str(sample_program), "--class", "Nope")
     assert (code, out) == (ExitCode.USAGE_ERROR, "")
     assert "no @pl.program class 'Nope'; classes: MoeDispatch" in err
 
@@ -141,7 +138,7 @@ def test_lower_program_error_is_rendered_like_a_compiler(
                 return y
         """,
     )
-    code, out, err = _run(capsys, "lower", str(broken))
+    code, out, err = run_cli(capsys, "lower", str(broken))
     assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
     header, source_line, caret = err.splitlines()
     assert header.startswith(f"{broken}:8:27: error: ")
@@ -152,7 +149,7 @@ def test_lower_program_error_is_rendered_like_a_compiler(
 
 def test_lower_file_without_programs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     empty = _write(tmp_path / "empty.py", "import pypto_build.lang as pl\n")
-    code, out, err = _run(capsys, "lower", str(empty))
+    code, out, err = run_cli(capsys, "lower", str(empty))
     assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
     assert "defines no @pl.program class" in err
 
@@ -160,7 +157,7 @@ def test_lower_file_without_programs(capsys: pytest.CaptureFixture[str], tmp_pat
 def test_lower_missing_file_is_a_usage_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, err = _run(capsys, "lower", str(tmp_path / "absent.py"))
+    code, out, err = run_cli(capsys, "lower", str(tmp_path / "absent.py"))
     assert (code, out) == (ExitCode.USAGE_ERROR, "")
     assert err == f"pypto-build: error: {tmp_path / 'absent.py'}: no such file\n"
 
@@ -172,7 +169,7 @@ def test_internal_error_exits_3(
         raise InternalError("front end lost its way")
 
     monkeypatch.setattr(frontend, "parse_file", broken_front_end)
-    code, out, err = _run(capsys, "lower", str(sample_program))
+    code, out, err = run_cli(capsys, "lower", str(sample_program))
     assert (code, out) == (ExitCode.INTERNAL_ERROR, "")
     assert "internal error (a bug in pypto-build, please report it): front end lost its way" in err
 
@@ -180,7 +177,9 @@ def test_internal_error_exits_3(
 def test_lower_after_a_pass_prints_the_lowered_program(
     capsys: pytest.CaptureFixture[str], sample_program: Path
 ) -> None:
-    code, out, _ = _run(capsys, "lower", str(sample_program), "--after", "LowerL2TensorCollectives")
+    code, out, _ = run_cli(
+        capsys, "lower", str(sample_program), "--after", "LowerL2TensorCollectives"
+    )
     assert code == 0
     assert "pld.tensor.all_to_all_v" not in out
     assert (
@@ -227,7 +226,7 @@ def two_pass_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_lower_after_runs_the_pipeline_prefix(
     capsys: pytest.CaptureFixture[str], sample_program: Path, after: str, program_name: str
 ) -> None:
-    code, out, _ = _run(capsys, "lower", str(sample_program), "--after", after)
+    code, out, _ = run_cli(capsys, "lower", str(sample_program), "--after", after)
     assert code == 0
     assert f"class {program_name}:" in out
 
@@ -236,7 +235,7 @@ def test_lower_after_runs_the_pipeline_prefix(
 def test_lower_after_unknown_pass_lists_the_passes(
     capsys: pytest.CaptureFixture[str], sample_program: Path
 ) -> None:
-    code, out, err = _run(capsys, "lower", str(sample_program), "--after", "Third")
+    code, out, err = run_cli(capsys, "lower", str(sample_program), "--after", "Third")
     assert (code, out) == (ExitCode.USAGE_ERROR, "")
     assert "unknown pass 'Third'; passes (in order): First, Second, all" in err
 
@@ -270,7 +269,7 @@ def test_recursion_error_is_an_internal_error(
     monkeypatch.setattr(subbuild, "default_pipeline", unbounded_pipeline)
     monkeypatch.chdir(tmp_path)
     name, *options = command
-    code, out, err = _run(capsys, name, str(sample_program), *options)
+    code, out, err = run_cli(capsys, name, str(sample_program), *options)
     assert (code, out) == (ExitCode.INTERNAL_ERROR, "")
     assert err.startswith(
         "pypto-build: internal error (a bug in pypto-build, please report it): Python's "

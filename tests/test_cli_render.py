@@ -7,23 +7,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from plugin.console import run_cli
 
 import pypto_build.chip_build.diffreport as diffreport
-from pypto_build.plugin.cli import ExitCode, main
+from pypto_build.plugin.cli import ExitCode
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 CHIP_PIPELINE = PROGRAMS / "chip_pipeline.py"
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_render_writes_a_tree_per_chip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "out"
-    code, stdout, stderr = _run(
+    code, stdout, stderr = run_cli(
         capsys, "render", str(CHIP_PIPELINE), "--out", str(out), "--chip", "a5"
     )
     assert (code, stderr) == (ExitCode.OK, "")
@@ -36,7 +31,7 @@ def test_render_defaults_to_every_supporting_chip_and_prints_json(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    code, stdout, _ = _run(capsys, "render", str(CHIP_PIPELINE), "--out", str(out), "--json")
+    code, stdout, _ = run_cli(capsys, "render", str(CHIP_PIPELINE), "--out", str(out), "--json")
     assert code == ExitCode.OK
     summary = json.loads(stdout)
     assert summary["out"] == str(out)
@@ -65,7 +60,7 @@ def test_render_usage_errors(
     message: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, stderr = _run(capsys, *argv)
+    code, _, stderr = run_cli(capsys, *argv)
     assert code == ExitCode.USAGE_ERROR
     assert message in stderr
     assert not (tmp_path / "x").exists()
@@ -75,7 +70,7 @@ def test_render_refuses_an_output_directory_that_is_not_a_render(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     (tmp_path / "notes.txt").write_text("keep me\n")
-    code, _, stderr = _run(capsys, "render", str(CHIP_PIPELINE), "--out", str(tmp_path))
+    code, _, stderr = run_cli(capsys, "render", str(CHIP_PIPELINE), "--out", str(tmp_path))
     assert code == ExitCode.USAGE_ERROR
     assert "exists and is not a render tree" in stderr
     assert (tmp_path / "notes.txt").read_text() == "keep me\n"
@@ -102,7 +97,7 @@ def test_render_reports_program_errors_like_a_compiler(
             """
         )
     )
-    code, stdout, stderr = _run(capsys, "render", str(program), "--out", str(tmp_path / "out"))
+    code, stdout, stderr = run_cli(capsys, "render", str(program), "--out", str(tmp_path / "out"))
     assert (code, stdout) == (ExitCode.PROGRAM_ERROR, "")
     assert stderr.startswith(f"{program}:6:5: error: external_source 'kernels/k.cpp' of kernel 'k'")
     assert "[render]" in stderr
@@ -114,7 +109,7 @@ def test_render_of_a_file_without_programs_is_a_program_error(
 ) -> None:
     empty = tmp_path / "empty.py"
     empty.write_text("X = 1\n")
-    code, _, stderr = _run(
+    code, _, stderr = run_cli(
         capsys, "render", str(empty), "--out", str(tmp_path / "out"), "--chip", "a3"
     )
     assert code == ExitCode.PROGRAM_ERROR
@@ -125,7 +120,7 @@ def test_check_render_passes_and_prints_json(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     argv = ["check-render", str(CHIP_PIPELINE), "--chip", "a3", "--report", str(tmp_path / "r")]
-    code, stdout, stderr = _run(capsys, *argv, "--json")
+    code, stdout, stderr = run_cli(capsys, *argv, "--json")
     assert (code, stderr) == (ExitCode.OK, "")
     summary = json.loads(stdout)
     assert summary["passed"] is True
@@ -139,7 +134,9 @@ def test_check_render_against_a_changed_tree_fails_with_the_builtin_report(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     shipped = tmp_path / "shipped"
-    assert _run(capsys, "render", str(CHIP_PIPELINE), "--out", str(shipped), "--chip", "a3")[0] == 0
+    assert (
+        run_cli(capsys, "render", str(CHIP_PIPELINE), "--out", str(shipped), "--chip", "a3")[0] == 0
+    )
     kernel_config = shipped / "a3/next_levels/chip_pipeline/kernel_config.py"
     kernel_config.write_text(
         kernel_config.read_text().replace('"aicpu_thread_num": 0', '"aicpu_thread_num": 1')
@@ -147,7 +144,7 @@ def test_check_render_against_a_changed_tree_fails_with_the_builtin_report(
     # Force the built-in report, as on a machine without diffoscope.
     monkeypatch.setattr(diffreport, "find_diffoscope", lambda: None)
     report_dir = tmp_path / "report"
-    code, stdout, _ = _run(
+    code, stdout, _ = run_cli(
         capsys,
         "check-render",
         str(CHIP_PIPELINE),

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from pypto_build.chip_build import l3_api
 from pypto_build.chip_build.builtin_variants import host_variant, is_builtin_dispatch
+from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, arg_directions
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,
@@ -49,7 +50,6 @@ from pypto_build.lowering.ir import (
     ConstInt,
     DataType,
     DistributedTensorType,
-    EvalStmt,
     Expr,
     ForStmt,
     Function,
@@ -58,10 +58,8 @@ from pypto_build.lowering.ir import (
     MakeTuple,
     ParamDirection,
     Program,
-    ReturnStmt,
     ScalarType,
     SeqStmts,
-    Stmt,
     TensorType,
     UnaryOp,
     Var,
@@ -69,6 +67,7 @@ from pypto_build.lowering.ir import (
     WindowBufferType,
     get_attr,
 )
+from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, SCALAR
 from pypto_build.lowering.passes.rewrite import defined_names, walk_stmts
 
@@ -80,19 +79,6 @@ ALLOC_WINDOW_BUFFER = "pld.alloc_window_buffer"
 WINDOW = "pld.window"
 WORLD_SIZE = "pld.world_size"
 GET_COMM_CTX = "pld.get_comm_ctx"
-
-_DTYPE = {
-    DataType.FP32: l3_api.DataType.FLOAT32,
-    DataType.FP16: l3_api.DataType.FLOAT16,
-    DataType.BF16: l3_api.DataType.BFLOAT16,
-    DataType.INT8: l3_api.DataType.INT8,
-    DataType.UINT8: l3_api.DataType.UINT8,
-    DataType.INT16: l3_api.DataType.INT16,
-    DataType.INT32: l3_api.DataType.INT32,
-    DataType.INT64: l3_api.DataType.INT64,
-    DataType.INDEX: l3_api.DataType.INT64,
-    DataType.BOOL: l3_api.DataType.BOOL,
-}
 
 _ARG_TYPE = {
     "In": l3_api.TensorArgType.INPUT,
@@ -172,7 +158,8 @@ class _Window:
 
     def on(self, device: str) -> str:
         shape = _tuple_text(str(d) for d in self.shape)
-        tensor = f"buffers[{_str(self.buffer)}].tensor({shape}, DataType.{_DTYPE[self.dtype].name})"
+        dtype = RUNTIME_DTYPES[self.dtype].name
+        tensor = f"buffers[{_str(self.buffer)}].tensor({shape}, DataType.{dtype})"
         return f"{self.handle(device)}.{tensor}{''.join(self.views)}"
 
 
@@ -196,25 +183,24 @@ def _str(text: str) -> str:
     return json.dumps(text)
 
 
-def _span(node: Expr | Stmt, fallback: Span) -> Span:
-    span = getattr(node, "span", None)
-    return span if isinstance(span, Span) else fallback
-
-
 def _unsupported(what: str, span: Span) -> ProgramError:
     return ProgramError(f"{what} is not supported in a HOST orchestrator", span, PHASE)
 
 
-class _HostCodegen:
+class _HostCodegen(StmtCodegen):
+    INDENT = "    "
+    # The orchestrator's outputs are its Out/InOut arguments: a return only ends it early.
+    RETURN = "return"
+    EMPTY_BLOCK = "pass"
+
     def __init__(self, program: Program, func: Function, next_levels: frozenset[str]) -> None:
+        # The body sits inside ``def build`` and the orchestration function it returns.
+        super().__init__(func, depth=2)
         self.program = program
-        self.func = func
         self.next_levels = next_levels
         self.env: dict[str, _Value] = {}
         #: The Python local of the domain that allocates each window buffer.
         self.buffer_domains: dict[str, str] = {}
-        self.lines: list[str] = []
-        self.depth = 2
         self.tasks = 0
         self.offsets = 0
         self.used_api = {
@@ -268,15 +254,15 @@ class _HostCodegen:
         ]
         return "\n".join(out) + "\n"
 
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
+    def _unsupported(self, what: str, span: Span) -> ProgramError:
+        return _unsupported(what, span)
 
     def _bind_params(self) -> None:
         tensor_index = scalar_index = 0
         for param in self.func.params:
             var = param.var
             name = py_name(var.name)
-            span = _span(var, self.func.span)
+            span = expr_span(var, self.func.span)
             if isinstance(var.type, TensorType) and not isinstance(var.type, DistributedTensorType):
                 dtype = _l3_dtype(var.type.dtype, f"tensor parameter '{var.name}'", span)
                 self._parameter(var.name, "tensor", var.type.shape, dtype, param.direction.value)
@@ -307,48 +293,18 @@ class _HostCodegen:
 
     # -- statements -------------------------------------------------------------------------
 
-    def _block(self, body: SeqStmts, *, final: bool = False) -> None:
-        start = len(self.lines)
-        for index, stmt in enumerate(body.stmts):
-            self._stmt(stmt, final=final and index == len(body.stmts) - 1)
-        if len(self.lines) == start and not final:
-            self.emit("pass")
+    def _for(self, stmt: ForStmt) -> None:
+        start, stop, step = (
+            self._scalar(bound, stmt.span) for bound in (stmt.start, stmt.stop, stmt.step)
+        )
+        var = py_name(stmt.var.name)
+        self.emit(f"for {var} in range({start}, {stop}, {step}):")
+        self.env[stmt.var.name] = _Local(var, tensor=False)
+        self._loop(stmt, stmt.body)
 
-    def _nested(self, body: SeqStmts) -> None:
-        self.depth += 1
-        self._block(body)
-        self.depth -= 1
-
-    def _stmt(self, stmt: Stmt, *, final: bool) -> None:
-        if isinstance(stmt, AssignStmt):
-            self._assign(stmt)
-        elif isinstance(stmt, EvalStmt):
-            self._effect(stmt.expr, stmt.span)
-        elif isinstance(stmt, ReturnStmt):
-            # The orchestrator's outputs are its Out/InOut arguments; only effects remain.
-            for value in stmt.values:
-                self._effect(value, stmt.span)
-            if not final:
-                self.emit("return")
-        elif isinstance(stmt, CommDomainScopeStmt):
-            self._scope(stmt)
-        elif isinstance(stmt, IfStmt):
-            self._if(stmt)
-        elif isinstance(stmt, ForStmt):
-            start, stop, step = (
-                self._scalar(bound, stmt.span) for bound in (stmt.start, stmt.stop, stmt.step)
-            )
-            var = py_name(stmt.var.name)
-            self.emit(f"for {var} in range({start}, {stop}, {step}):")
-            self.env[stmt.var.name] = _Local(var, tensor=False)
-            self._loop(stmt, stmt.body)
-        elif isinstance(stmt, WhileStmt):
-            self.emit(f"while {self._scalar(stmt.cond, stmt.span)}:")
-            self._loop(stmt, stmt.body)
-        elif isinstance(stmt, SeqStmts):
-            self._block(stmt, final=final)
-        else:
-            raise _unsupported(f"a {type(stmt).__name__}", _span(stmt, self.func.span))
+    def _while(self, stmt: WhileStmt) -> None:
+        self.emit(f"while {self._scalar(stmt.cond, stmt.span)}:")
+        self._loop(stmt, stmt.body)
 
     def _if(self, stmt: IfStmt) -> None:
         self.emit(f"if {self._scalar(stmt.cond, stmt.span)}:")
@@ -370,7 +326,7 @@ class _HostCodegen:
             symbolic = (_Window, _Buffer)
             if before != after and (isinstance(before, symbolic) or isinstance(after, symbolic)):
                 raise _unsupported(
-                    f"rebinding window '{name}' inside a loop", _span(stmt, self.func.span)
+                    f"rebinding window '{name}' inside a loop", expr_span(stmt, self.func.span)
                 )
         self.env = _join(entry, self.env, stmt.span)
 
@@ -420,7 +376,7 @@ class _HostCodegen:
 
     def _effect(self, expr: Expr, at: Span) -> None:
         """Evaluate ``expr`` for its effect: a dispatch, or nothing for a pure value."""
-        span = _span(expr, at)
+        span = expr_span(expr, at)
         if isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
             self._dispatch(expr, span)
         elif isinstance(expr, Call) and is_builtin_dispatch(expr):
@@ -431,7 +387,7 @@ class _HostCodegen:
     # -- values -----------------------------------------------------------------------------
 
     def _value(self, expr: Expr, at: Span) -> _Value:
-        span = _span(expr, at)
+        span = expr_span(expr, at)
         if isinstance(expr, Var):
             value = self.env.get(expr.name)
             if value is None:
@@ -502,7 +458,7 @@ class _HostCodegen:
         return local
 
     def _scalar(self, expr: Expr, at: Span) -> str:
-        span = _span(expr, at)
+        span = expr_span(expr, at)
         if isinstance(expr, ConstBool | ConstInt):
             return repr(expr.value)
         if isinstance(expr, ConstFloat):
@@ -622,14 +578,10 @@ class _HostCodegen:
 
 
 def _directions(call: Call) -> tuple[str, ...]:
-    directions = get_attr(call.attrs, ARG_DIRECTIONS)
-    if not (
-        isinstance(directions, tuple)
-        and len(directions) == len(call.args)
-        and all(d in _ARG_TYPE or d == SCALAR for d in directions)
-    ):
+    directions = arg_directions(call)
+    if directions is None:
         raise InternalError(f"{PHASE}: dispatch of '{call.callee_name}' lacks {ARG_DIRECTIONS}")
-    return tuple(str(d) for d in directions)
+    return directions
 
 
 def _expr(value: object) -> Expr:
@@ -645,9 +597,9 @@ def _window_dtype(dtype: DataType, span: Span) -> DataType:
 
 def _l3_dtype(dtype: DataType, what: str, span: Span) -> l3_api.DataType:
     """The host element type of ``dtype``; a diagnostic for one a host tensor cannot hold."""
-    if dtype not in _DTYPE:
+    if dtype not in RUNTIME_DTYPES:
         raise _unsupported(f"{what} of {dtype.value}", span)
-    return _DTYPE[dtype]
+    return RUNTIME_DTYPES[dtype]
 
 
 def _parameters_text(entries: Sequence[str]) -> list[str]:

@@ -26,13 +26,19 @@ def usable_cpus() -> int:
 
 def available_memory(meminfo: Path = _MEMINFO) -> int | None:
     """``MemAvailable`` from ``/proc/meminfo`` in bytes; None where it cannot be read."""
+    return meminfo_bytes("MemAvailable", meminfo)
+
+
+def meminfo_bytes(field: str, meminfo: Path = _MEMINFO) -> int | None:
+    """Field ``field`` (``MemTotal``, ``MemAvailable``) of ``/proc/meminfo`` in bytes; None
+    where it cannot be read."""
     try:
         text = meminfo.read_text(encoding="ascii")
     except OSError:
         return None
     for line in text.splitlines():
         name, _, value = line.partition(":")
-        if name == "MemAvailable":
+        if name == field:
             fields = value.split()
             if fields and fields[0].isdigit():
                 unit = 1024 if fields[1:] == ["kB"] else 1

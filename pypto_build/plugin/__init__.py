@@ -1,2 +1,2 @@
-"""Front ends over the engine: the ``pypto-build`` command line (and, later, the hatchling
-build hook, the CMake package for scikit-build-core and the ``[tool.pypto]`` settings model)."""
+"""Front ends over the engine: the ``pypto-build`` command line and the ``[tool.pypto]`` settings
+model (and, later, the hatchling build hook and the CMake package for scikit-build-core)."""

@@ -9,8 +9,6 @@ when one of those parts fails to import.
 from __future__ import annotations
 
 import argparse
-import enum
-import json
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -19,26 +17,24 @@ from typing import TYPE_CHECKING
 
 from pypto_build import __version__
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
+from pypto_build.plugin import cli_build, cli_run
+from pypto_build.plugin.cli_common import (
+    PROG,
+    ExitCode,
+    UsageError,
+    add_chip_option,
+    add_json_option,
+    print_error,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.subbuild import SourceProgram
     from pypto_build.lowering.ir import Program
     from pypto_build.lowering.passes.base import PassManager
+    from pypto_build.plugin.cli_common import Subparsers
 
-PROG = "pypto-build"
-
-
-class ExitCode(enum.IntEnum):
-    """The process exit status, as documented in docs/cli.md."""
-
-    OK = 0
-    PROGRAM_ERROR = 1
-    USAGE_ERROR = 2
-    INTERNAL_ERROR = 3
-
-
-class UsageError(Exception):
-    """The command line asks for something that does not exist (a file, a class, a pass)."""
+__all__ = ["PROG", "ExitCode", "UsageError", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,12 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: Callable[[argparse.Namespace], int] | None = getattr(args, "command", None)
     if command is None:
         parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: a command is required", file=sys.stderr)
+        print_error("a command is required")
         return ExitCode.USAGE_ERROR
     try:
         return command(args)
     except UsageError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+        print_error(str(err))
         return ExitCode.USAGE_ERROR
     except ProgramError as err:
         print(err.render(), file=sys.stderr)
@@ -111,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
             "defines, optionally after running the pass pipeline up to a pass."
         ),
     )
-    lower.add_argument("path", metavar="PATH", help="a Python file holding @pl.program classes")
+    _add_path(lower)
     lower.add_argument(
         "--class",
         dest="class_name",
@@ -126,38 +122,32 @@ def _parser() -> argparse.ArgumentParser:
     lower.set_defaults(command=_lower)
     _add_render(commands)
     _add_check_render(commands)
-    # Imported here: both modules import this one (exit codes, error printing).
-    from pypto_build.plugin.cli_build import register as register_build_commands
-    from pypto_build.plugin.cli_run import register as register_run_command
-
-    register_build_commands(commands)
-    register_run_command(commands)
+    cli_build.register(commands)
+    cli_run.register(commands)
     return parser
+
+
+def _add_path(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="PATH", help="a Python file holding @pl.program classes")
 
 
 def _add_program_options(parser: argparse.ArgumentParser) -> None:
     """PATH, --chip and --source-root, shared by render and check-render."""
-    from pypto_build.chip_build.chips import CHIPS
-
-    parser.add_argument("path", metavar="PATH", help="a Python file holding @pl.program classes")
-    parser.add_argument(
-        "--chip",
-        dest="chips",
-        action="append",
-        default=[],
-        choices=[chip.name for chip in CHIPS],
-        metavar="CHIP",
-        help="render for CHIP (repeatable; default: every chip that supports the program)",
+    _add_path(parser)
+    add_chip_option(
+        parser,
+        "render for CHIP (repeatable; default: every chip that supports the program)",
+        repeatable=True,
     )
     parser.add_argument(
         "--source-root",
         metavar="DIR",
         help="the folder input paths are recorded relative to (default: PATH's folder)",
     )
-    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    add_json_option(parser)
 
 
-def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_render(commands: Subparsers) -> None:
     render = commands.add_parser(
         "render",
         help="render the per-chip sub-build trees of a program file",
@@ -172,7 +162,7 @@ def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     render.set_defaults(command=_render)
 
 
-def _add_check_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_check_render(commands: Subparsers) -> None:
     check = commands.add_parser(
         "check-render",
         help="check that renders are reproducible and that both rails render the same kernels",
@@ -205,7 +195,7 @@ def _lower(args: argparse.Namespace) -> int:
     pipeline = None if args.after is None else _pipeline(args.after)
     programs = parse_file(args.path)
     if not programs:
-        print(f"{PROG}: error: {args.path} defines no @pl.program class", file=sys.stderr)
+        print_error(f"{args.path} defines no @pl.program class")
         return ExitCode.PROGRAM_ERROR
     selected = _select(programs, args.class_name, args.path)
     if pipeline is not None:
@@ -277,7 +267,7 @@ def _render_command(
         except RenderError as err:
             raise UsageError(str(err)) from None
         except _NoPrograms as err:
-            print(f"{PROG}: error: {err}", file=sys.stderr)
+            print_error(str(err))
             return ExitCode.PROGRAM_ERROR
 
     return command
@@ -292,7 +282,7 @@ def _render(args: argparse.Namespace) -> int:
     result = render_subbuilds(programs, chips, out, source_root=source_root)
     if args.json:
         summary = {"out": str(out), "chips": {chip: list(result.paths(chip)) for chip in chips}}
-        print(json.dumps(summary, indent=2, sort_keys=True))
+        print_json(summary)
     else:
         for chip in chips:
             print(f"{chip}: {len(result.paths(chip))} files in {out / chip}")
@@ -318,7 +308,7 @@ def _check_render(args: argparse.Namespace) -> int:
         diffoscope=find_diffoscope(),
     )
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, sort_keys=True))
+        print_json(result.to_json())
     else:
         for check in result.checks:
             print(f"{'ok' if check.passed else 'FAILED'}: {check.name}: {check.description}")

@@ -10,13 +10,11 @@ imported only when ``build`` runs, so ``--help`` and ``--version`` stay fast.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir, parse_size
-from pypto_build.chip_build.chips import CHIPS
 from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.toolchains import (
     TOOLCHAIN_NAMES,
@@ -30,7 +28,15 @@ from pypto_build.chip_build.toolchains import (
     select_toolchain,
 )
 from pypto_build.chip_build.toolchains.base import first_output_line
-from pypto_build.plugin.cli import PROG, ExitCode, UsageError
+from pypto_build.plugin.cli_common import (
+    ExitCode,
+    UsageError,
+    add_chip_option,
+    add_json_option,
+    print_error,
+    print_json,
+    whole_number,
+)
 from pypto_build.plugin.settings import (
     PyptoSettings,
     SettingsError,
@@ -40,11 +46,8 @@ from pypto_build.plugin.settings import (
 )
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     from pypto_build.chip_build.compile import BuildResult
-
-    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    from pypto_build.plugin.cli_common import Subparsers
 
 
 def register(commands: Subparsers) -> None:
@@ -55,10 +58,7 @@ def register(commands: Subparsers) -> None:
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    value = whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value}: at least 1 is needed")
     return value
@@ -90,14 +90,8 @@ def _add_build(commands: Subparsers) -> None:
         help="a project folder or a program file (default: the current folder)",
     )
     parser.add_argument("--toolchain", choices=TOOLCHAIN_NAMES, help="auto, cann or sim")
-    parser.add_argument(
-        "--chip",
-        dest="chips",
-        action="append",
-        default=[],
-        choices=[chip.name for chip in CHIPS],
-        metavar="CHIP",
-        help="build for CHIP (repeatable; default: the settings' chips)",
+    add_chip_option(
+        parser, "build for CHIP (repeatable; default: the settings' chips)", repeatable=True
     )
     parser.add_argument(
         "--jobs", "-j", type=_positive_int, metavar="N", help="compiler processes at once"
@@ -111,7 +105,7 @@ def _add_build(commands: Subparsers) -> None:
         help="compiler launcher, e.g. ccache or sccache ('' for none)",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
-    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    add_json_option(parser)
     parser.set_defaults(command=_build)
 
 
@@ -123,7 +117,7 @@ def _add_cache(commands: Subparsers) -> None:
     )
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     stats = actions.add_parser("stats", help="entries, size and the last build's hits")
-    stats.add_argument("--json", action="store_true", help="print JSON on stdout")
+    add_json_option(stats, "print JSON on stdout")
     stats.set_defaults(command=_cache_stats)
     prune = actions.add_parser("prune", help="evict least recently used entries")
     limit = prune.add_mutually_exclusive_group(required=True)
@@ -131,7 +125,7 @@ def _add_cache(commands: Subparsers) -> None:
         "--max-size", type=_size, metavar="SIZE", help="keep at most SIZE (500M, 2G, 1.5GiB)"
     )
     limit.add_argument("--all", action="store_true", help="remove every entry")
-    prune.add_argument("--json", action="store_true", help="print JSON on stdout")
+    add_json_option(prune, "print JSON on stdout")
     prune.set_defaults(command=_cache_prune)
 
 
@@ -145,7 +139,7 @@ def _add_doctor(commands: Subparsers) -> None:
             "when some toolchain is usable, 1 otherwise."
         ),
     )
-    parser.add_argument("--json", action="store_true", help="print JSON on stdout")
+    add_json_option(parser, "print JSON on stdout")
     parser.set_defaults(command=_doctor)
 
 
@@ -179,7 +173,7 @@ def _build(args: argparse.Namespace) -> int:
     except (SettingsError, RenderError) as err:
         raise UsageError(str(err)) from None
     except (ToolchainError, BuildFailed) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
+        print_error(str(err))
         return ExitCode.PROGRAM_ERROR
     _print_build(result, toolchain, cache, as_json=args.json)
     return ExitCode.OK
@@ -248,7 +242,7 @@ def _print_build(
             },
             "cache": None if cache is None else str(cache.root),
         }
-        print(json.dumps(document, indent=2, sort_keys=True))
+        print_json(document)
         return
     for report in result.reports:
         print(
@@ -284,7 +278,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
             "bytes": stats.size,
             "last_build": None if last is None else {"hits": last.hits, "misses": last.misses},
         }
-        print(json.dumps(document, indent=2, sort_keys=True))
+        print_json(document)
         return ExitCode.OK
     print(f"cache: {stats.root}")
     print(f"entries: {stats.entries}")
@@ -304,7 +298,7 @@ def _cache_prune(args: argparse.Namespace) -> int:
             "remaining_entries": result.remaining_entries,
             "remaining_bytes": result.remaining_bytes,
         }
-        print(json.dumps(document, indent=2, sort_keys=True))
+        print_json(document)
         return ExitCode.OK
     print(
         f"removed {result.removed_entries} entries ({_human_size(result.removed_bytes)}); "
@@ -319,13 +313,32 @@ def _cache_prune(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     report = _doctor_report()
     if args.json:
-        print(json.dumps(report, indent=2, sort_keys=True))
+        print_json(report)
     else:
         print("\n".join(_doctor_lines(report)))
     return ExitCode.OK if report["auto_toolchain"] is not None else ExitCode.PROGRAM_ERROR
 
 
 def _doctor_report() -> dict[str, Any]:
+    """What ``doctor`` reports, as its ``--json`` document."""
+    cann = _cann_report()
+    pto_isa = _pto_isa_report()
+    sim = _sim_report()
+    launchers = _launchers_report()
+    stats = CompileCache(default_cache_dir()).stats()
+    auto = "cann" if cann["found"] else ("sim" if "error" not in sim else None)
+    return {
+        "auto_toolchain": auto,
+        "cache": {"root": str(stats.root), "entries": stats.entries, "bytes": stats.size},
+        "cann": cann,
+        "launchers": launchers,
+        "pto_isa": pto_isa,
+        "sim": sim,
+    }
+
+
+def _cann_report() -> dict[str, Any]:
+    """The CANN toolkit found, or every place searched for one and why it was passed over."""
     search = find_toolkit()
     toolkit = search.toolkit
     cann: dict[str, Any] = {
@@ -350,20 +363,31 @@ def _doctor_report() -> dict[str, Any]:
             ld_lld=str(toolkit.ld_lld),
             host_cxx=None if toolkit.host_cxx is None else str(toolkit.host_cxx),
         )
+    return cann
+
+
+def _pto_isa_report() -> dict[str, Any]:
     try:
         pto = resolve_pto_isa_root(None)
-        pto_isa: dict[str, Any] = {"root": None if pto is None else str(pto)}
     except ToolchainError as exc:
-        pto_isa = {"root": None, "error": str(exc)}
+        return {"root": None, "error": str(exc)}
+    return {"root": None if pto is None else str(pto)}
+
+
+def _sim_report() -> dict[str, Any]:
     try:
         sim_toolchain = SimToolchain.discover()
-        sim: dict[str, Any] = {
-            "compiler": str(sim_toolchain.compiler),
-            "version": sim_toolchain.version,
-            "identity": sim_toolchain.identity(),
-        }
     except ToolchainError as exc:
-        sim = {"error": str(exc)}
+        return {"error": str(exc)}
+    return {
+        "compiler": str(sim_toolchain.compiler),
+        "version": sim_toolchain.version,
+        "identity": sim_toolchain.identity(),
+    }
+
+
+def _launchers_report() -> dict[str, Any]:
+    """Each known compiler launcher: where it is and its version, or None when not found."""
     launchers: dict[str, Any] = {}
     for name, path in find_launchers().items():
         if path is None:
@@ -374,16 +398,7 @@ def _doctor_report() -> dict[str, Any]:
         except ToolchainError as exc:
             version = f"unknown ({exc})"
         launchers[name] = {"path": str(path), "version": version}
-    stats = CompileCache(default_cache_dir()).stats()
-    auto = "cann" if toolkit is not None else ("sim" if "error" not in sim else None)
-    return {
-        "auto_toolchain": auto,
-        "cache": {"root": str(stats.root), "entries": stats.entries, "bytes": stats.size},
-        "cann": cann,
-        "launchers": launchers,
-        "pto_isa": pto_isa,
-        "sim": sim,
-    }
+    return launchers
 
 
 def _doctor_lines(report: dict[str, Any]) -> list[str]:

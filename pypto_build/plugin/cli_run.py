@@ -13,28 +13,31 @@ simulator is imported only when the command runs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto_build.plugin.cli import PROG, ExitCode, UsageError
+from pypto_build.plugin.cli_common import (
+    PROG,
+    ExitCode,
+    UsageError,
+    add_chip_option,
+    add_json_option,
+    print_error,
+    print_json,
+    whole_number,
+)
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     import numpy as np
     import numpy.typing as npt
 
+    from pypto_build.plugin.cli_common import Subparsers
     from pypto_build.sim import DispatchRecord, RankError, SimProgram, SimResult
-
-    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def register(commands: Subparsers) -> None:
     """Add ``run`` to the main parser's subcommands."""
-    from pypto_build.chip_build.chips import CHIPS
-
     parser = commands.add_parser(
         "run",
         help="run a built program on P simulated ranks (toolchain sim)",
@@ -49,11 +52,8 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "--ranks", type=_ranks, required=True, metavar="P", help="simulated ranks (1 to 64)"
     )
-    parser.add_argument(
-        "--chip",
-        choices=[chip.name for chip in CHIPS],
-        metavar="CHIP",
-        help="the chip tree to run (default: the only one in BUILD)",
+    add_chip_option(
+        parser, "the chip tree to run (default: the only one in BUILD)", repeatable=False
     )
     parser.add_argument(
         "--program",
@@ -72,15 +72,12 @@ def register(commands: Subparsers) -> None:
         metavar="S",
         help="seconds one kernel wait may take (default: $PYPTO_SIM_TIMEOUT_S, else 10)",
     )
-    parser.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    add_json_option(parser)
     parser.set_defaults(command=_run)
 
 
 def _ranks(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    value = whole_number(text)
     if not 1 <= value <= 64:
         raise argparse.ArgumentTypeError(f"{value}: a run has 1 to 64 ranks")
     return value
@@ -114,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
         _report_failure(args, program, exc.ranks)
         return ExitCode.PROGRAM_ERROR
     except (ToolchainError, RuntimeBuildError) as exc:  # no host compiler, or a broken one
-        print(f"{PROG}: error: the simulation runtime cannot be built: {exc}", file=sys.stderr)
+        print_error(f"the simulation runtime cannot be built: {exc}")
         return ExitCode.PROGRAM_ERROR
     except (ValueError, IndexError) as exc:  # inputs that do not fit the program's parameters
         raise UsageError(str(exc)) from None
@@ -171,7 +168,7 @@ def _report_success(args: argparse.Namespace, program: SimProgram, result: SimRe
                 for name in sorted(result)
             },
         }
-        print(json.dumps(document, indent=2, sort_keys=True))
+        print_json(document)
         return
     tasks = sum(record.tasks for record in result.dispatches)
     print(
@@ -205,7 +202,7 @@ def _report_failure(
                 for error in errors
             ],
         }
-        print(json.dumps(document, indent=2, sort_keys=True))
+        print_json(document)
     print(f"{PROG}: the simulated run failed on {len(errors)} rank(s):", file=sys.stderr)
     for error in errors:
         print(f"  {error}", file=sys.stderr)

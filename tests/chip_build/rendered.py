@@ -10,6 +10,14 @@ from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
 
 PROGRAMS_DIR = Path(__file__).resolve().parent.parent / "programs"
 ALL_CHIPS = tuple(chip.name for chip in CHIPS)
+#: The test programs (``tests/programs/<stem>.py``) whose whole rendered trees the tests check.
+RENDERED_STEMS = (
+    "chip_pipeline",
+    "chip_rail_int8",
+    "host_rail_fp32",
+    "host_rail_int8",
+    "orchestration_features",
+)
 
 #: The ``rendered`` fixture: the tree of a test program, by file stem.
 Render = Callable[[str], Path]

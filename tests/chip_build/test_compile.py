@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -25,14 +24,6 @@ from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.toolchains import SimToolchain, UnitKind
 
 PIPE = Path("next_levels") / "pipe"
-
-
-@pytest.fixture
-def sim() -> SimToolchain:
-    gxx = shutil.which("g++")
-    if gxx is None:
-        pytest.skip("g++ is not on PATH")
-    return SimToolchain(Path(gxx))
 
 
 @pytest.fixture

@@ -4,31 +4,16 @@ header computes what the codegen relies on."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from chip_build.rendered import Render
+from chip_build.rendered import RENDERED_STEMS, Render
 from pypto_build.builtins import include_dir
+from pypto_build.chip_build.toolchains import SimToolchain
 
-STEMS = [
-    "chip_pipeline",
-    "chip_rail_int8",
-    "host_rail_fp32",
-    "host_rail_int8",
-    "orchestration_features",
-]
 FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-I", str(include_dir())]
-
-
-@pytest.fixture(scope="module")
-def gxx() -> str:
-    compiler = shutil.which("g++")
-    if compiler is None:
-        pytest.skip("g++ is not installed")
-    return compiler
 
 
 def _unique_sources(tree: Path) -> list[Path]:
@@ -39,13 +24,13 @@ def _unique_sources(tree: Path) -> list[Path]:
     return sorted(by_digest.values())
 
 
-@pytest.mark.parametrize("stem", STEMS)
-def test_every_generated_cpp_file_compiles(rendered: Render, gxx: str, stem: str) -> None:
+@pytest.mark.parametrize("stem", RENDERED_STEMS)
+def test_every_generated_cpp_file_compiles(rendered: Render, sim: SimToolchain, stem: str) -> None:
     sources = _unique_sources(rendered(stem))
     kinds = {path.parent.name for path in sources}
     assert {"orchestration", "aiv"} <= kinds
     result = subprocess.run(
-        [gxx, "-fsyntax-only", *FLAGS, *map(str, sources)],
+        [str(sim.compiler), "-fsyntax-only", *FLAGS, *map(str, sources)],
         capture_output=True,
         text=True,
         check=False,
@@ -122,12 +107,15 @@ int main() {
 """
 
 
-def test_views_header_semantics(gxx: str, tmp_path: Path) -> None:
+def test_views_header_semantics(sim: SimToolchain, tmp_path: Path) -> None:
     source = tmp_path / "views.cpp"
     source.write_text(VIEWS_HARNESS)
     binary = tmp_path / "views"
     build = subprocess.run(
-        [gxx, *FLAGS, str(source), "-o", str(binary)], capture_output=True, text=True, check=False
+        [str(sim.compiler), *FLAGS, str(source), "-o", str(binary)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert build.returncode == 0, build.stderr
     run = subprocess.run([str(binary)], capture_output=True, text=True, check=False)

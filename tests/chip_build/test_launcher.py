@@ -13,16 +13,15 @@ from pathlib import Path
 import pytest
 from fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
 
+from chip_build.fake_toolkit import cann_toolchain
 from chip_build.trees import make_tree
 from pypto_build.chip_build.compile import compile_tree, default_log_path
 from pypto_build.chip_build.toolchains import (
-    CannToolchain,
     Launcher,
     SimToolchain,
     ToolchainError,
     find_launchers,
     resolve_launcher,
-    select_toolchain,
 )
 
 _RECORDING_LAUNCHER = """\
@@ -74,13 +73,7 @@ def test_find_launchers_reports_each_known_one(tmp_path: Path) -> None:
 
 def test_launcher_prefixes_compiles_but_not_links(tmp_path: Path) -> None:
     fake: FakeCann = make_fake_cann(tmp_path / "toolkit")
-    toolchain = select_toolchain(
-        "cann",
-        environ={"ASCEND_HOME_PATH": str(fake.root)},
-        home=tmp_path,
-        pto_isa_root=make_fake_pto_isa(tmp_path),
-    )
-    assert isinstance(toolchain, CannToolchain)
+    toolchain = cann_toolchain(fake, tmp_path, make_fake_pto_isa(tmp_path))
     script, record = _recording_launcher(tmp_path / "bin")
     tree = make_tree(tmp_path / "out")
     compile_tree(tree, "a3", toolchain, launcher=Launcher((str(script),)), progress=None)
@@ -108,9 +101,8 @@ def _ccache_stats(environ: dict[str, str]) -> dict[str, int]:
 
 
 @pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not on PATH")
-@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 def test_second_compile_through_ccache_is_a_ccache_hit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sim: SimToolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CCACHE_DIR", str(tmp_path / "ccache"))
     monkeypatch.delenv("CCACHE_DISABLE", raising=False)
@@ -118,7 +110,6 @@ def test_second_compile_through_ccache_is_a_ccache_hit(
     environ = dict(os.environ)
     launcher = resolve_launcher("ccache")
     assert launcher is not None
-    sim = SimToolchain(Path(shutil.which("g++") or "g++"))
     # Our own cache is off, so both builds run the compiler command through ccache.
     first = compile_tree(make_tree(tmp_path / "one"), "a3", sim, launcher=launcher, progress=None)
     after_first = _ccache_stats(environ)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, Render, sub_builds
+from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, sub_builds
 from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.subbuild import (
@@ -73,16 +73,7 @@ def test_host_rail_entry_uses_the_chips_launch_spec_method(
     assert "{{" not in text
 
 
-@pytest.mark.parametrize(
-    "stem",
-    [
-        "chip_pipeline",
-        "chip_rail_int8",
-        "host_rail_fp32",
-        "host_rail_int8",
-        "orchestration_features",
-    ],
-)
+@pytest.mark.parametrize("stem", RENDERED_STEMS)
 def test_kernel_config_compiles_and_lists_every_kernel(rendered: Render, stem: str) -> None:
     builds = sub_builds(rendered(stem))
     assert builds

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann, make_fake_pto_isa
 
+from chip_build.fake_toolkit import cann_toolchain
 from chip_build.trees import kernel_source, make_tree, write_subbuild
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.cache import CompileCache
@@ -45,14 +46,7 @@ def fake_cann(tmp_path: Path) -> FakeCann:
 
 @pytest.fixture
 def toolchain(fake_cann: FakeCann, tmp_path: Path, home: Path) -> CannToolchain:
-    chosen = select_toolchain(
-        "cann",
-        environ={"ASCEND_HOME_PATH": str(fake_cann.root)},
-        home=home,
-        pto_isa_root=make_fake_pto_isa(tmp_path),
-    )
-    assert isinstance(chosen, CannToolchain)
-    return chosen
+    return cann_toolchain(fake_cann, home, make_fake_pto_isa(tmp_path))
 
 
 # --- discovery -------------------------------------------------------------------------------
@@ -357,11 +351,10 @@ def test_extra_and_runtime_include_directories(
     fake_cann: FakeCann, tmp_path: Path, home: Path
 ) -> None:
     pto = make_fake_pto_isa(tmp_path)
-    chosen = select_toolchain(
-        "cann",
-        environ={"ASCEND_HOME_PATH": str(fake_cann.root)},
-        home=home,
-        pto_isa_root=pto,
+    chosen = cann_toolchain(
+        fake_cann,
+        home,
+        pto,
         extra_include_dirs=[tmp_path / "extra"],
         orchestration_include_dirs=[tmp_path / "rt1", tmp_path / "rt2"],
     )
@@ -425,12 +418,7 @@ def test_compiler_failure_shows_command_kernel_and_output(
 
 def test_missing_host_compiler_fails_only_the_orchestration(tmp_path: Path, home: Path) -> None:
     fake = make_fake_cann(tmp_path / "toolkit", host_cxx=False)
-    chosen = select_toolchain(
-        "cann",
-        environ={"ASCEND_HOME_PATH": str(fake.root)},
-        home=home,
-        pto_isa_root=make_fake_pto_isa(tmp_path),
-    )
+    chosen = cann_toolchain(fake, home, make_fake_pto_isa(tmp_path))
     tree = make_tree(tmp_path / "out")
     with pytest.raises(BuildFailed) as caught:
         compile_tree(tree, "a3", chosen, progress=None)

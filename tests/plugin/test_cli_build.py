@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from fakes.fake_cann import make_fake_cann, make_fake_pto_isa
 
+from plugin.console import run_cli
 from pypto_build.chip_build.toolchains import SimToolchain
-from pypto_build.plugin.cli import ExitCode, main
+from pypto_build.plugin.cli import ExitCode
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
@@ -48,36 +49,30 @@ def project(tmp_path: Path, repo_root: Path) -> Path:
     return copy
 
 
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 @needs_gxx
 def test_build_a_project_then_rebuild_from_the_cache(
     project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = _run(capsys, "build", str(project), "--jobs", "2")
+    code, out, err = run_cli(capsys, "build", str(project), "--jobs", "2")
     assert (code, err) == (ExitCode.OK, "")
     lines = out.splitlines()
     assert lines[0].startswith(f"a3: 4 compiled, 0 from cache -> {project}/build/pypto/a3 (sim ")
     assert lines[1] == f"cache: 0 hits / 4 misses ({tmp_path / 'cache'})"
-    code, out, _ = _run(capsys, "build", str(project), "--json")
+    code, out, _ = run_cli(capsys, "build", str(project), "--json")
     document = json.loads(out)
     assert document["chips"]["a3"]["compiled"] == 0
     assert document["chips"]["a3"]["cache_hits"] == 4
     assert document["toolchain"]["name"] == "sim"
-    code, out, _ = _run(capsys, "cache", "stats", "--json")
+    code, out, _ = run_cli(capsys, "cache", "stats", "--json")
     stats = json.loads(out)
     assert (stats["entries"], stats["last_build"]) == (4, {"hits": 4, "misses": 0})
     assert stats["bytes"] > 0
-    code, out, _ = _run(capsys, "cache", "stats")
+    code, out, _ = run_cli(capsys, "cache", "stats")
     assert "last build: 4 hits / 0 misses" in out.splitlines()
-    code, out, _ = _run(capsys, "cache", "prune", "--all")
+    code, out, _ = run_cli(capsys, "cache", "prune", "--all")
     assert code == ExitCode.OK
     assert out.startswith("removed 4 entries (")
-    assert json.loads(_run(capsys, "cache", "stats", "--json")[1])["entries"] == 0
+    assert json.loads(run_cli(capsys, "cache", "stats", "--json")[1])["entries"] == 0
 
 
 @needs_gxx
@@ -86,7 +81,7 @@ def test_build_a_program_file_for_one_chip(
 ) -> None:
     program = project / "src" / "moe_a2a" / "pipelines.py"
     out_dir = tmp_path / "out"
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys, "build", str(program), "--chip", "a5", "--out", str(out_dir), "--no-cache"
     )
     assert code == ExitCode.OK
@@ -103,12 +98,12 @@ def test_a_build_folder_takes_another_build_and_a_render(
     out_dir = tmp_path / "out"
     build = ("build", str(program), "--chip", "a3", "--out", str(out_dir))
     for _ in range(2):  # the second build replaces a folder holding the first one's logs
-        assert _run(capsys, *build)[0] == ExitCode.OK
+        assert run_cli(capsys, *build)[0] == ExitCode.OK
         assert sorted(p.name for p in out_dir.iterdir()) == [".pypto-build-logs", "a3"]
         assert (out_dir / ".pypto-build-logs" / "a3.log").is_file()
         manifest = json.loads((out_dir / "a3" / "manifest.json").read_text(encoding="utf-8"))
         assert not any(".log" in entry["path"] for entry in manifest["files"])
-    code, out, err = _run(capsys, "render", *build[1:], "--json")
+    code, out, err = run_cli(capsys, "render", *build[1:], "--json")
     assert (code, err) == (ExitCode.OK, "")
     listing = json.loads(out)["chips"]["a3"]
     assert "manifest.json" in listing
@@ -124,7 +119,7 @@ def _gxx_version() -> str:
 def test_cann_without_a_toolkit_fails_listing_the_search(
     project: Path, environment: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = _run(capsys, "build", str(project), "--toolchain", "cann")
+    code, out, err = run_cli(capsys, "build", str(project), "--toolchain", "cann")
     assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
     assert err.startswith("pypto-build: error: toolchain 'cann' needs a CANN toolkit")
     assert "  ASCEND_HOME_PATH: not set\n" in err
@@ -135,7 +130,7 @@ def test_settings_errors_are_usage_errors(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PYPTO_CHIPS", "a3,a9")
-    code, _, err = _run(capsys, "build", str(project))
+    code, _, err = run_cli(capsys, "build", str(project))
     assert code == ExitCode.USAGE_ERROR
     assert err == (
         "pypto-build: error: PYPTO_CHIPS[1]: unknown chip 'a9'; valid chips: a2, a3, a5\n"
@@ -146,7 +141,7 @@ def test_settings_errors_are_usage_errors(
         pyproject.read_text(encoding="utf-8").replace('toolchain = "auto"', 'toolchain = "gcc"'),
         encoding="utf-8",
     )
-    code, _, err = _run(capsys, "build", str(project))
+    code, _, err = run_cli(capsys, "build", str(project))
     assert code == ExitCode.USAGE_ERROR
     assert "tool.pypto.toolchain: expected one of 'auto', 'cann', 'sim', got 'gcc'" in err
 
@@ -154,20 +149,20 @@ def test_settings_errors_are_usage_errors(
 def test_missing_targets_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _run(capsys, "build", str(tmp_path / "nothing"))
+    code, _, err = run_cli(capsys, "build", str(tmp_path / "nothing"))
     assert (code, err) == (
         ExitCode.USAGE_ERROR,
         f"pypto-build: error: {tmp_path / 'nothing'}: no such file or directory\n",
     )
-    code, _, err = _run(capsys, "build", str(tmp_path))
+    code, _, err = run_cli(capsys, "build", str(tmp_path))
     assert code == ExitCode.USAGE_ERROR
     assert "no pyproject.toml" in err
-    assert _run(capsys, "cache", "prune")[0] == ExitCode.USAGE_ERROR
-    assert _run(capsys, "build", "--jobs", "0")[0] == ExitCode.USAGE_ERROR
+    assert run_cli(capsys, "cache", "prune")[0] == ExitCode.USAGE_ERROR
+    assert run_cli(capsys, "build", "--jobs", "0")[0] == ExitCode.USAGE_ERROR
 
 
 def test_unknown_launcher_is_reported(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "build", str(project), "--launcher", "no-such-launcher")
+    code, _, err = run_cli(capsys, "build", str(project), "--launcher", "no-such-launcher")
     assert code == ExitCode.PROGRAM_ERROR
     assert err == "pypto-build: error: compiler launcher 'no-such-launcher' is not on PATH\n"
 
@@ -178,7 +173,7 @@ def test_doctor_with_a_toolkit(
     fake = make_fake_cann(tmp_path / "toolkit", "8.5.0.alpha001")
     monkeypatch.setenv("ASCEND_HOME_PATH", str(fake.root))
     monkeypatch.setenv("PTO_ISA_ROOT", str(make_fake_pto_isa(tmp_path)))
-    code, out, _ = _run(capsys, "doctor", "--json")
+    code, out, _ = run_cli(capsys, "doctor", "--json")
     report = json.loads(out)
     assert code == ExitCode.OK
     assert report["auto_toolchain"] == "cann"
@@ -192,7 +187,7 @@ def test_doctor_with_a_toolkit(
     assert report["pto_isa"] == {"root": str(tmp_path / "pto-isa")}
     assert report["cache"] == {"root": str(tmp_path / "cache"), "entries": 0, "bytes": 0}
     assert set(report["launchers"]) == {"ccache", "sccache"}
-    code, out, _ = _run(capsys, "doctor")
+    code, out, _ = run_cli(capsys, "doctor")
     assert (
         out.splitlines()[0] == f"cann: 8.5.0.alpha001 at {fake.root} (found via ASCEND_HOME_PATH)"
     )
@@ -200,7 +195,7 @@ def test_doctor_with_a_toolkit(
 
 @needs_gxx
 def test_doctor_without_a_toolkit(environment: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "doctor")
+    code, out, _ = run_cli(capsys, "doctor")
     lines = out.splitlines()
     assert code == ExitCode.OK
     assert lines[:4] == [

@@ -5,7 +5,6 @@ toolchain) shared by every test that runs the same program."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,6 @@ from sim.programs import BuildProgram, ProgramSpec
 
 
 @pytest.fixture(scope="session")
-def toolchain() -> SimToolchain:
-    gxx = shutil.which("g++")
-    if gxx is None:
-        pytest.skip("g++ is not on PATH")
-    return SimToolchain(Path(gxx))
-
-
-@pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A compile cache shared by the session's workers (pytest-xdist): the base temporary
     directory of a worker sits inside the run's, which all workers share."""
@@ -35,7 +26,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def runtime(cache_dir: Path, toolchain: SimToolchain) -> NativeRuntime:
+def runtime(cache_dir: Path, sim: SimToolchain) -> NativeRuntime:
     """The process's simulation runtime, built into the session's cache on first use."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYPTO_CACHE_DIR", str(cache_dir))
@@ -46,7 +37,7 @@ def runtime(cache_dir: Path, toolchain: SimToolchain) -> NativeRuntime:
 def build_program(
     tmp_path_factory: pytest.TempPathFactory,
     cache_dir: Path,
-    toolchain: SimToolchain,
+    sim: SimToolchain,
     runtime: NativeRuntime,
 ) -> BuildProgram:
     """Build a test program once per session; returns its build directory (``<out>``)."""
@@ -59,7 +50,7 @@ def build_program(
             program = spec.write(folder)
             out = folder / "out"
             render_subbuilds(lower_file(program, [spec.chip]), [spec.chip], out, source_root=folder)
-            compile_tree(out / spec.chip, spec.chip, toolchain, jobs=2, cache=cache, progress=None)
+            compile_tree(out / spec.chip, spec.chip, sim, jobs=2, cache=cache, progress=None)
             built[spec] = out
         return built[spec]
 

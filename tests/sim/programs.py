@@ -49,17 +49,8 @@ ROUNDS = {rounds}
 TOTAL = NR * MAX_RECV
 """
 
-_COPY_KERNELS = """\
-    @pl.function(type=pl.FunctionType.AIV, external_source="kernels/copy_pairs.cpp")
-    def stage_copy(
-        self,
-        inp: pl.Tensor[[TOTAL, SIZE], DT],
-        stage: pl.InOut[pld.DistributedTensor[[TOTAL, SIZE], DT]],
-        counts_in: pl.Tensor[[NR], pl.INT32],
-        counts: pl.InOut[pld.DistributedTensor[[NR], pl.INT32]],
-    ) -> tuple[pld.DistributedTensor[[TOTAL, SIZE], DT], pld.DistributedTensor[[NR], pl.INT32]]:
-        ...
-
+#: Copies the received rows and counts out of the windows.
+_DRAIN_KERNEL = """\
     @pl.function(type=pl.FunctionType.AIV, external_source="kernels/copy_pairs.cpp")
     def drain(
         self,
@@ -70,6 +61,19 @@ _COPY_KERNELS = """\
     ) -> tuple[pl.Tensor[[TOTAL, SIZE], DT], pl.Tensor[[NR, 1], pl.INT32]]:
         ...
 """
+
+_COPY_KERNELS = f"""\
+    @pl.function(type=pl.FunctionType.AIV, external_source="kernels/copy_pairs.cpp")
+    def stage_copy(
+        self,
+        inp: pl.Tensor[[TOTAL, SIZE], DT],
+        stage: pl.InOut[pld.DistributedTensor[[TOTAL, SIZE], DT]],
+        counts_in: pl.Tensor[[NR], pl.INT32],
+        counts: pl.InOut[pld.DistributedTensor[[NR], pl.INT32]],
+    ) -> tuple[pld.DistributedTensor[[TOTAL, SIZE], DT], pld.DistributedTensor[[NR], pl.INT32]]:
+        ...
+
+{_DRAIN_KERNEL}"""
 
 _HOST_PARAMS = """\
         inp: pl.Tensor[[ROUNDS * NR * TOTAL, SIZE], DT],
@@ -140,16 +144,22 @@ class ProgramSpec(abc.ABC):
 
 
 @dataclass(frozen=True)
-class HostRail(ProgramSpec):
-    """all_to_all_v in the HOST orchestrator; ``core_num`` is a runtime scalar."""
+class _Rail(ProgramSpec):
+    """An all_to_all_v of ``dtype`` payloads over ``nr`` ranks, :data:`ROUNDS` times."""
 
     nr: int
     dtype: str
-    lanes: int
 
     @property
     def payload(self) -> str:
         return self.dtype
+
+
+@dataclass(frozen=True)
+class HostRail(_Rail):
+    """all_to_all_v in the HOST orchestrator; ``core_num`` is a runtime scalar."""
+
+    lanes: int
 
     @property
     def slug(self) -> str:
@@ -211,17 +221,11 @@ class HostRail:
 
 
 @dataclass(frozen=True)
-class ChipRail(ProgramSpec):
+class ChipRail(_Rail):
     """all_to_all_v inside the chip orchestration ``chip_pipeline``, launched ``core_num``
     wide; the signal has as many lanes as the admitted block count."""
 
-    nr: int
-    dtype: str
     core_num: int
-
-    @property
-    def payload(self) -> str:
-        return self.dtype
 
     @property
     def slug(self) -> str:
@@ -363,16 +367,7 @@ class Indexed:
     ) -> tuple[pld.DistributedTensor[[NR], pl.INT32], pld.DistributedTensor[[TOTAL], pl.INT32]]:
         ...
 
-    @pl.function(type=pl.FunctionType.AIV, external_source="kernels/copy_pairs.cpp")
-    def drain(
-        self,
-        data: pld.DistributedTensor[[TOTAL, SIZE], DT],
-        out: pl.Out[pl.Tensor[[TOTAL, SIZE], DT]],
-        recv: pld.DistributedTensor[[NR, 1], pl.INT32],
-        recv_out: pl.Out[pl.Tensor[[NR, 1], pl.INT32]],
-    ) -> tuple[pl.Tensor[[TOTAL, SIZE], DT], pl.Tensor[[NR, 1], pl.INT32]]:
-        ...
-
+{_DRAIN_KERNEL}
     @pl.function(type=pl.FunctionType.Orchestration)
     def chip_gather(
         self,

@@ -62,13 +62,13 @@ def write_probe_tree(tree: Path) -> None:
 @pytest.fixture(scope="module")
 def probe_build(
     tmp_path_factory: pytest.TempPathFactory,
-    toolchain: SimToolchain,
+    sim: SimToolchain,
     cache_dir: Path,
     runtime: NativeRuntime,
 ) -> ChipBuild:
     tree = tmp_path_factory.mktemp("probe") / "a3"
     write_probe_tree(tree)
-    compile_tree(tree, "a3", toolchain, cache=CompileCache(cache_dir), progress=None)
+    compile_tree(tree, "a3", sim, cache=CompileCache(cache_dir), progress=None)
     return open_chip_build(tree)
 
 
@@ -325,10 +325,10 @@ def test_scalars_are_passed_as_64_bit_patterns() -> None:
 
 
 def test_the_runtime_library_lives_in_the_cache_only_as_an_entry(
-    runtime: NativeRuntime, cache_dir: Path, toolchain: SimToolchain
+    runtime: NativeRuntime, cache_dir: Path, sim: SimToolchain
 ) -> None:
     cache = CompileCache(cache_dir)
-    with runtime_library(cache, toolchain) as library:
+    with runtime_library(cache, sim) as library:
         data = library.read_bytes()
         assert library.is_relative_to(cache_dir / "v1" / "tmp")
     assert not library.exists()

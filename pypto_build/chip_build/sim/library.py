@@ -13,14 +13,13 @@ a file, gets a private copy that lives only until the library is loaded.
 from __future__ import annotations
 
 import contextlib
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.cache import Built, CompileCache, compile_key
-from pypto_build.chip_build.toolchains import SimToolchain, ToolchainError
-from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER
+from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER, run_tool
 
 #: The runtime's C++ sources and private headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
@@ -61,23 +60,11 @@ def _command(toolchain: SimToolchain, output: Path) -> tuple[str, ...]:
 
 def _compile(toolchain: SimToolchain, stage: Path) -> Built:
     output = stage / LIBRARY_NAME
-    argv = _command(toolchain, output)
-    try:
-        completed = subprocess.run(
-            argv,
-            cwd=RUNTIME_DIR,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    except OSError as exc:
-        raise ToolchainError(f"cannot run {argv[0]}: {exc}") from exc
-    if completed.returncode != 0:
-        output_text = completed.stdout.decode("utf-8", errors="replace")
+    run = run_tool(_command(toolchain, output), cwd=RUNTIME_DIR)
+    if run.returncode != 0:
         raise RuntimeBuildError(
             f"building the simulation runtime with {toolchain.identity()} failed "
-            f"(exit status {completed.returncode}):\n{output_text}"
+            f"(exit status {run.returncode}):\n{run.output}"
         )
     return Built(output, runtime_inputs())
 

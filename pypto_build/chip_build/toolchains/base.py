@@ -157,6 +157,35 @@ class CompileError(Exception):
         return f"{text}\n{output}" if output else text
 
 
+@dataclass(frozen=True)
+class ToolRun:
+    """What a finished tool command left: its exit status and its output (stdout and stderr
+    interleaved, as a terminal would show them)."""
+
+    returncode: int
+    output: str
+
+
+def run_tool(argv: Sequence[str], cwd: Path | None = None) -> ToolRun:
+    """Run a compiler or other tool to completion, without input, capturing its output.
+
+    A command that cannot be started (missing, not executable) raises :class:`ToolchainError`;
+    the exit status is the caller's to judge.
+    """
+    try:
+        completed = subprocess.run(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {shlex.join(argv)}: {exc}") from exc
+    return ToolRun(completed.returncode, completed.stdout.decode("utf-8", errors="replace"))
+
+
 def run_plan(plan: CompilePlan, job: CompileJob, launcher: Sequence[str] = ()) -> str:
     """Run ``plan`` for ``job`` and return the commands' combined output (warnings).
 
@@ -167,21 +196,10 @@ def run_plan(plan: CompilePlan, job: CompileJob, launcher: Sequence[str] = ()) -
     outputs: list[str] = []
     for step in plan.steps:
         argv = (*launcher, *step.argv) if step.compiles else step.argv
-        try:
-            completed = subprocess.run(
-                argv,
-                cwd=job.source_path.parent,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                check=False,
-            )
-        except OSError as exc:
-            raise ToolchainError(f"cannot run {shlex.join(argv)}: {exc}") from exc
-        output = completed.stdout.decode("utf-8", errors="replace")
-        if completed.returncode != 0:
-            raise CompileError(job.source.as_posix(), argv, completed.returncode, output)
-        outputs.append(output)
+        run = run_tool(argv, cwd=job.source_path.parent)
+        if run.returncode != 0:
+            raise CompileError(job.source.as_posix(), argv, run.returncode, run.output)
+        outputs.append(run.output)
     return "".join(outputs)
 
 
@@ -191,19 +209,10 @@ def first_output_line(argv: Sequence[str]) -> str:
     Raises :class:`ToolchainError` when it cannot run or fails, since a compiler whose version
     cannot be read cannot be identified for the cache either.
     """
-    try:
-        completed = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            check=False,
-        )
-    except OSError as exc:
-        raise ToolchainError(f"cannot run {shlex.join(argv)}: {exc}") from exc
-    text = completed.stdout.decode("utf-8", errors="replace").strip()
-    if completed.returncode != 0 or not text:
+    run = run_tool(argv)
+    text = run.output.strip()
+    if run.returncode != 0 or not text:
         raise ToolchainError(
-            f"{shlex.join(argv)} failed (exit status {completed.returncode}): {text or 'no output'}"
+            f"{shlex.join(argv)} failed (exit status {run.returncode}): {text or 'no output'}"
         )
     return text.splitlines()[0].strip()

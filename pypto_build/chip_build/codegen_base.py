@@ -1,0 +1,167 @@
+"""What the two orchestration backends share: indented output and the statement dispatch.
+
+The HOST orchestrator codegen (Python, :mod:`~pypto_build.chip_build.host_orch_codegen`) and the
+CHIP orchestration codegen (C++, :mod:`~pypto_build.chip_build.orchestration_codegen`) both
+replay a function body statement by statement, in program order, into indented source lines.
+They differ only in what each statement becomes, so :class:`StmtCodegen` owns the lines, the
+indentation and the one dispatch over statement kinds, and each backend implements a hook per
+kind. A statement kind a backend has no hook for is a diagnostic at the statement, worded by the
+backend. Both also target the same runtime, so they read a call's argument directions and map
+element types to the runtime's through one definition here.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import ClassVar
+
+from pypto_build.chip_build import l3_api
+from pypto_build.lowering.diagnostics import ProgramError, Span
+from pypto_build.lowering.ir import (
+    AssignStmt,
+    Call,
+    CommDomainScopeStmt,
+    DataType,
+    EvalStmt,
+    Expr,
+    ForStmt,
+    Function,
+    IfStmt,
+    ReturnStmt,
+    SeqStmts,
+    Stmt,
+    WhileStmt,
+    get_attr,
+)
+from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, SCALAR
+
+#: The runtime's element type (``DataType`` of ``kernel_abi.h``, which :class:`l3_api.DataType`
+#: mirrors) of each IR dtype a runtime tensor can hold; an index is 64-bit there.
+RUNTIME_DTYPES = {
+    DataType.FP32: l3_api.DataType.FLOAT32,
+    DataType.FP16: l3_api.DataType.FLOAT16,
+    DataType.BF16: l3_api.DataType.BFLOAT16,
+    DataType.INT8: l3_api.DataType.INT8,
+    DataType.UINT8: l3_api.DataType.UINT8,
+    DataType.INT16: l3_api.DataType.INT16,
+    DataType.INT32: l3_api.DataType.INT32,
+    DataType.INT64: l3_api.DataType.INT64,
+    DataType.INDEX: l3_api.DataType.INT64,
+    DataType.BOOL: l3_api.DataType.BOOL,
+}
+
+#: The ``arg_directions`` entry of a tensor argument; a scalar argument's is ``SCALAR``.
+_TENSOR_DIRECTIONS = ("In", "Out", "InOut")
+
+
+def arg_directions(call: Call) -> tuple[str, ...] | None:
+    """The ``arg_directions`` DeriveCallDirections attached to ``call``: one entry per argument,
+    each a tensor direction or ``SCALAR``. None when they are missing or malformed, which is a
+    bug the caller reports in its own terms."""
+    directions = get_attr(call.attrs, ARG_DIRECTIONS)
+    if not (
+        isinstance(directions, tuple)
+        and len(directions) == len(call.args)
+        and all(d in _TENSOR_DIRECTIONS or d == SCALAR for d in directions)
+    ):
+        return None
+    return tuple(str(d) for d in directions)
+
+
+class StmtCodegen(ABC):
+    """Accumulates the indented lines of one function body; one hook per statement kind.
+
+    A ``return`` that is the last statement of the body emits nothing (the generated function
+    ends there anyway); its values are evaluated for their effects only, since results reach
+    the caller through the Out/InOut arguments.
+    """
+
+    #: One level of indentation of the generated language.
+    INDENT: ClassVar[str]
+    #: The statement that leaves the generated function early.
+    RETURN: ClassVar[str]
+    #: The statement a block needs when nothing else is emitted into it (None: none needed).
+    EMPTY_BLOCK: ClassVar[str | None] = None
+
+    def __init__(self, func: Function, depth: int) -> None:
+        self.func = func
+        self.lines: list[str] = []
+        self.depth = depth
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.INDENT * self.depth + line)
+
+    @contextmanager
+    def indented(self) -> Iterator[None]:
+        """Lines emitted inside the ``with`` are one level deeper."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def _block(self, body: SeqStmts, *, final: bool = False) -> None:
+        """``body`` at the current depth; ``final``: it ends the function."""
+        start = len(self.lines)
+        for index, stmt in enumerate(body.stmts):
+            self._stmt(stmt, final=final and index == len(body.stmts) - 1)
+        if self.EMPTY_BLOCK is not None and len(self.lines) == start and not final:
+            self.emit(self.EMPTY_BLOCK)
+
+    def _nested(self, body: SeqStmts) -> None:
+        with self.indented():
+            self._block(body)
+
+    def _stmt(self, stmt: Stmt, *, final: bool) -> None:
+        if isinstance(stmt, AssignStmt):
+            self._assign(stmt)
+        elif isinstance(stmt, EvalStmt):
+            self._effect(stmt.expr, stmt.span)
+        elif isinstance(stmt, ReturnStmt):
+            for value in stmt.values:
+                self._effect(value, stmt.span)
+            if not final:
+                self.emit(self.RETURN)
+        elif isinstance(stmt, CommDomainScopeStmt):
+            self._scope(stmt)
+        elif isinstance(stmt, IfStmt):
+            self._if(stmt)
+        elif isinstance(stmt, ForStmt):
+            self._for(stmt)
+        elif isinstance(stmt, WhileStmt):
+            self._while(stmt)
+        elif isinstance(stmt, SeqStmts):
+            self._block(stmt, final=final)
+        else:
+            self._reject(stmt)
+
+    def _reject(self, stmt: Stmt) -> None:
+        """A statement kind the backend does not generate."""
+        raise self._unsupported(f"a {type(stmt).__name__}", expr_span(stmt, self.func.span))
+
+    def _scope(self, stmt: CommDomainScopeStmt) -> None:
+        """A communication domain scope; only a backend that allocates domains has one."""
+        self._reject(stmt)
+
+    @abstractmethod
+    def _unsupported(self, what: str, span: Span) -> ProgramError:
+        """The diagnostic for ``what`` (a construct) not being supported by this backend."""
+
+    @abstractmethod
+    def _assign(self, stmt: AssignStmt) -> None: ...
+
+    @abstractmethod
+    def _effect(self, expr: Expr, at: Span) -> None:
+        """Evaluate ``expr`` (an expression statement or a returned value) for its effects."""
+
+    @abstractmethod
+    def _if(self, stmt: IfStmt) -> None: ...
+
+    @abstractmethod
+    def _for(self, stmt: ForStmt) -> None: ...
+
+    @abstractmethod
+    def _while(self, stmt: WhileStmt) -> None: ...

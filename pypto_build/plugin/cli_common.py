@@ -1,0 +1,83 @@
+"""What every command module of ``pypto-build`` shares: exit codes, the usage error, the options
+several commands take, and how results and errors are printed.
+
+The commands live in several modules (:mod:`~pypto_build.plugin.cli`,
+:mod:`~pypto_build.plugin.cli_build`, :mod:`~pypto_build.plugin.cli_run`); an option such as
+``--json`` or ``--chip`` must read and validate alike in all of them, and every command reports
+in one format, so each is defined once here. This module imports no engine code, so every
+command module can use it without cycles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    #: The main parser's subcommands, as the command modules' ``register`` functions get them.
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+
+PROG = "pypto-build"
+
+
+class ExitCode(enum.IntEnum):
+    """The process exit status, as documented in docs/cli.md."""
+
+    OK = 0
+    PROGRAM_ERROR = 1
+    USAGE_ERROR = 2
+    INTERNAL_ERROR = 3
+
+
+class UsageError(Exception):
+    """The command line asks for something that does not exist (a file, a class, a pass)."""
+
+
+def whole_number(text: str) -> int:
+    """An argparse type: ``text`` as an integer (callers add their own range check)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+
+
+def add_json_option(
+    parser: argparse.ArgumentParser, help: str = "print a JSON summary on stdout"
+) -> None:
+    """``--json``: print a document for machines instead of the human summary."""
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def add_chip_option(parser: argparse.ArgumentParser, help: str, *, repeatable: bool) -> None:
+    """``--chip CHIP``, one of the known chips; a repeatable one collects ``args.chips`` (empty
+    when not given), a single one sets ``args.chip`` (None when not given)."""
+    from pypto_build.chip_build.chips import CHIPS
+
+    names = [chip.name for chip in CHIPS]
+    if repeatable:
+        parser.add_argument(
+            "--chip",
+            dest="chips",
+            action="append",
+            default=[],
+            choices=names,
+            metavar="CHIP",
+            help=help,
+        )
+    else:
+        parser.add_argument("--chip", choices=names, metavar="CHIP", help=help)
+
+
+def print_json(document: object) -> None:
+    """Print ``document`` on stdout as every ``--json`` output is: indented, keys sorted."""
+    print(json.dumps(document, indent=2, sort_keys=True))
+
+
+def print_error(message: str) -> None:
+    """Print ``pypto-build: error: <message>`` on stderr."""
+    print(f"{PROG}: error: {message}", file=sys.stderr)
