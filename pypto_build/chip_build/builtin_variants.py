@@ -32,7 +32,11 @@ from pypto_build.builtins import (
 )
 from pypto_build.builtins.manifest import PAYLOAD_DTYPE
 from pypto_build.chip_build.chips import Chip, CoreType
-from pypto_build.lowering.builtin_kernels import ATTR_TEMPLATE_DIR, ATTR_TEMPLATE_VARS
+from pypto_build.lowering.builtin_kernels import (
+    ATTR_TEMPLATE_DIR,
+    ATTR_TEMPLATE_VARS,
+    template_vars,
+)
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import (
     Call,
@@ -267,3 +271,29 @@ def diagnosed_at(span: Span) -> Iterator[None]:
         yield
     except (TemplateRenderError, UnknownBuiltinError, ValueError) as error:
         raise ProgramError(str(error), span, PHASE) from None
+
+
+def rail_renders(program: Program, chip: Chip, runtime: str) -> Iterator[tuple[str, str, str]]:
+    """For each builtin variant ``program`` uses on a package with both rails: its name, its
+    kernel as the HOST rail's variant sub-build holds it (rendered with every template of the
+    package, variables from the manifest) and as the CHIP rail renders it (variables from the
+    ``builtin_template_vars`` the lowering wrote)."""
+    seen: set[str] = set()
+    for variant in host_variants(program):
+        chip_vars = parse_template_vars(template_vars(variant.dtype), variant.name)
+        with diagnosed_at(variant.span):
+            chip_text = render_kernel(variant.package, chip_vars)
+        seen.add(variant.name)
+        yield variant.name, _host_rail_kernel(variant, chip, runtime), chip_text
+    for func in program.functions:
+        builtin = chip_builtin_kernel(func)
+        if builtin is None or "host" not in builtin.package.rails:
+            continue
+        variant = HostVariant(builtin.package, builtin.payload_dtype, func.span)
+        if variant.name not in seen:
+            seen.add(variant.name)
+            yield variant.name, _host_rail_kernel(variant, chip, runtime), builtin.render()
+
+
+def _host_rail_kernel(variant: HostVariant, chip: Chip, runtime: str) -> str:
+    return variant.render(chip, runtime)[variant.output_path(KERNEL_TEMPLATE)]

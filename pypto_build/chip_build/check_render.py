@@ -22,27 +22,17 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pypto_build
-from pypto_build.chip_build.builtin_variants import (
-    KERNEL_TEMPLATE,
-    HostVariant,
-    chip_builtin_kernel,
-    diagnosed_at,
-    host_variants,
-    parse_template_vars,
-    render_kernel,
-)
+from pypto_build.chip_build.builtin_variants import rail_renders
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.diffreport import Report, TreeDiff, compare_trees, write_report
 from pypto_build.chip_build.fs import atomic_write_text
 from pypto_build.chip_build.subbuild import RUNTIME, SourceProgram, render_subbuilds
-from pypto_build.lowering.builtin_kernels import template_vars
-from pypto_build.lowering.ir import Program
 
 RAIL_IDENTITY = "rail-identity"
 REPRODUCIBLE = "reproducible"
@@ -115,6 +105,9 @@ def check_render(
     with tempfile.TemporaryDirectory(prefix="pypto-check-render-") as scratch:
         workspace = Path(scratch)
         checks = [_rail_identity(programs, chips, workspace, report_dir, diffoscope)]
+        if not checks[0].passed:
+            # Every render refuses rails that disagree, so the other checks cannot run.
+            return CheckRenderResult(tuple(checks), report_dir)
         first = workspace / "first-render" / "tree"
         render_subbuilds(programs, chips, first, source_root=source_root)
         checks.append(
@@ -158,7 +151,9 @@ def _rail_identity(
     variants: set[str] = set()
     for chip in chips:
         for source in programs:
-            for variant, host_text, chip_text in rail_renders(source.program, chip):
+            for variant, host_text, chip_text in rail_renders(
+                source.program, get_chip(chip), RUNTIME
+            ):
                 variants.add(variant)
                 atomic_write_text(host_root / chip / f"{variant}.cpp", host_text)
                 atomic_write_text(chip_root / chip / f"{variant}.cpp", chip_text)
@@ -166,32 +161,6 @@ def _rail_identity(
         ", ".join(sorted(variants)) if variants else "(no builtin kernel is used)"
     )
     return _compare(RAIL_IDENTITY, description, host_root, chip_root, report_dir, diffoscope)
-
-
-def rail_renders(program: Program, chip: str) -> Iterator[tuple[str, str, str]]:
-    """For each builtin variant ``program`` uses on a rail-identical package: its name, its
-    kernel rendered through the HOST rail, and through the CHIP rail."""
-    target = get_chip(chip)
-    seen: set[str] = set()
-    for variant in host_variants(program):
-        chip_vars = parse_template_vars(template_vars(variant.dtype), variant.name)
-        with diagnosed_at(variant.span):
-            chip_text = render_kernel(variant.package, chip_vars)
-        seen.add(variant.name)
-        yield variant.name, _host_rail_kernel(variant, target.name), chip_text
-    for func in program.functions:
-        builtin = chip_builtin_kernel(func)
-        if builtin is None or "host" not in builtin.package.rails:
-            continue
-        variant = HostVariant(builtin.package, builtin.payload_dtype, func.span)
-        if variant.name not in seen:
-            seen.add(variant.name)
-            yield variant.name, _host_rail_kernel(variant, target.name), builtin.render()
-
-
-def _host_rail_kernel(variant: HostVariant, chip: str) -> str:
-    """The kernel exactly as the variant's sub-build holds it."""
-    return variant.render(get_chip(chip), RUNTIME)[variant.output_path(KERNEL_TEMPLATE)]
 
 
 # --- reproducibility ---------------------------------------------------------------------------

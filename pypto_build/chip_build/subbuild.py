@@ -42,6 +42,7 @@ from pypto_build.chip_build.builtin_variants import (
     HostVariant,
     chip_builtin_kernel,
     host_variants,
+    rail_renders,
 )
 from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
 from pypto_build.chip_build.fs import atomic_write_bytes
@@ -248,11 +249,24 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
             plan.add(f"{prefix}/{path}", data)
     for variant in host_variants(program):
         _plan_variant(plan, variant, chip)
+    _check_rail_identity(program, chip)
     names = [f.name for f in sub_builds]
     for host in (f for f in program.functions if f.is_host_orchestrator):
         path = f"{ORCHESTRATION}/{host.name}.py"
         plan.claim(path, program, host)
         plan.add(path, generate_host_orchestrator(program, host, names).encode())
+
+
+def _check_rail_identity(program: Program, chip: Chip) -> None:
+    """Every build proves that both rails render the same kernel for each builtin variant the
+    program uses: the two renders take their variables from different places (the lowering's
+    attr and the package manifest), and a collective must behave alike on both rails."""
+    for variant, host_text, chip_text in rail_renders(program, chip, RUNTIME):
+        if host_text != chip_text:
+            raise RenderError(
+                f"{variant}: the HOST and CHIP rails render different kernels for chip "
+                f"{chip.name}; run 'pypto-build check-render' for a report of the difference"
+            )
 
 
 def _plan_variant(plan: _Plan, variant: HostVariant, chip: Chip) -> None:

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, render_program
-from pypto_build.chip_build.check_render import rail_renders
+from pypto_build.chip_build.builtin_variants import rail_renders
+from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.diffreport import compare_trees
-from pypto_build.chip_build.subbuild import lower_file
+from pypto_build.chip_build.subbuild import RUNTIME, lower_file
 
 #: (CHIP-rail program, its sub-build) and (HOST-rail program) per payload dtype.
 RAILS = {
@@ -51,7 +52,7 @@ def test_chip_and_host_rails_render_identical_kernels(
 def test_rail_renders_agree_for_every_variant(stem: str) -> None:
     (source,) = lower_file(PROGRAMS_DIR / f"{stem}.py", ALL_CHIPS)
     for chip in ALL_CHIPS:
-        renders = list(rail_renders(source.program, chip))
+        renders = list(rail_renders(source.program, get_chip(chip), RUNTIME))
         assert [name for name, _, _ in renders] == [
             "builtin.tensor.all_to_all_v__" + ("fp32" if stem == "chip_pipeline" else "int8")
         ]

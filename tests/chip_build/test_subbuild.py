@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, sub_builds
+from pypto_build.chip_build import builtin_variants
 from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.subbuild import (
@@ -21,6 +22,7 @@ from pypto_build.chip_build.subbuild import (
     plan_chip,
     render_subbuilds,
 )
+from pypto_build.lowering import builtin_kernels
 from pypto_build.lowering.diagnostics import ProgramError
 
 VARIANT = "next_levels/builtin.tensor.all_to_all_v__int8"
@@ -287,3 +289,25 @@ def test_indexed_program_defaults_to_a5_and_renders_its_kernel(tmp_path: Path) -
 
 def test_chip_pipeline_defaults_to_every_chip() -> None:
     assert default_chips(PROGRAMS_DIR / "chip_pipeline.py") == ALL_CHIPS
+
+
+@pytest.mark.parametrize(
+    ("stem", "variables_of"),
+    [
+        # A CHIP-rail kernel takes its variables from the attr the lowering wrote ...
+        ("chip_pipeline", builtin_kernels),
+        # ... a HOST-rail variant's are compared with the lowering's for the same dtype.
+        ("host_rail_int8", builtin_variants),
+    ],
+)
+def test_every_render_refuses_rails_that_disagree(
+    stem: str, variables_of: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Make the lowering's variables disagree with the package manifest's: the render itself,
+    # not only check-render, must refuse, and write nothing.
+    monkeypatch.setattr(variables_of, "template_vars", lambda dtype: "dtype_cpp=double")
+    sources = lower_file(PROGRAMS_DIR / f"{stem}.py", ("a3",))
+    out = tmp_path / "out"
+    with pytest.raises(RenderError, match="HOST and CHIP rails render different kernels"):
+        render_subbuilds(sources, ("a3",), out, source_root=PROGRAMS_DIR)
+    assert not out.exists()
