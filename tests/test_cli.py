@@ -22,6 +22,8 @@ from pypto_build.lowering.ir import Program
 from pypto_build.lowering.passes.base import Pass, PassManager
 from pypto_build.plugin.cli import ExitCode
 
+PROGRAMS = Path(__file__).parent / "programs"
+
 SAMPLE = "samples/moe_a2a/src/moe_a2a/pipelines.py"
 
 
@@ -297,3 +299,17 @@ def test_installed_command_prints_its_version(command: list[str]) -> None:
         [*command, "--version"], capture_output=True, text=True, check=False, timeout=60
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, f"pypto-build {__version__}\n", "")
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    # `pypto-build lower FILE | head -1`: the pipe closes before the output is written.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pypto_build", "lower", str(PROGRAMS / "chip_pipeline.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait() == 0
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr

@@ -9,6 +9,7 @@ when one of those parts fails to import.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -50,7 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error("a command is required")
         return ExitCode.USAGE_ERROR
     try:
-        return command(args)
+        status = command(args)
+        sys.stdout.flush()  # inside the try: a reader that went away shows up here
+        return status
     except UsageError as err:
         print_error(str(err))
         return ExitCode.USAGE_ERROR
@@ -63,6 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecursionError as err:
         print(f"{PROG}: {InternalError(_recursion_report(err))}", file=sys.stderr)
         return ExitCode.INTERNAL_ERROR
+    except BrokenPipeError:
+        # The reader went away (`pypto-build doctor --json | head`): not an error of ours.
+        # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.OK
 
 
 def _recursion_report(err: RecursionError) -> str:
