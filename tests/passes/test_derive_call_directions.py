@@ -87,3 +87,74 @@ def test_rerunning_replaces_instead_of_duplicating() -> None:
     assert again == derived
     for call in self_calls(again, "chip_orch"):
         assert [key for key, _ in call.attrs].count("arg_directions") == 1
+
+
+WRAPPERS = textwrap.dedent(
+    """\
+    import pypto.language as pl
+
+
+    @pl.program
+    class Wrappers:
+        @pl.function(type=pl.FunctionType.AIV, external_source="kernels/fill.cpp")
+        def fill(
+            self, src: pl.Tensor[[4, 8], pl.FP32], dst: pl.InOut[pl.Tensor[[4, 8], pl.FP32]]
+        ) -> pl.Tensor[[4, 8], pl.FP32]: ...
+
+        @pl.function(type=pl.FunctionType.Orchestration)
+        def chip_orch(
+            self,
+            read_only: pl.Tensor[[4, 8], pl.FP32],
+            direct: pl.Tensor[[4, 8], pl.FP32],
+            through_view: pl.Tensor[[8, 8], pl.FP32],
+            assembled: pl.Tensor[[8, 8], pl.FP32],
+            declared_out: pl.Out[pl.Tensor[[4, 8], pl.FP32]],
+        ):
+            direct = self.fill(read_only, direct)
+            half = pl.slice(through_view, [4, 8], [0, 0])
+            half = self.fill(read_only, half)
+            assembled = pl.assemble(assembled, read_only, [4, 0])
+            declared_out = self.fill(read_only, declared_out)
+
+        @pl.function(type=pl.FunctionType.Orchestration, level=pl.Level.HOST)
+        def host_orch(
+            self,
+            a: pl.Tensor[[4, 8], pl.FP32],
+            b: pl.Tensor[[4, 8], pl.FP32],
+            c: pl.Tensor[[8, 8], pl.FP32],
+            d: pl.Tensor[[8, 8], pl.FP32],
+            e: pl.Out[pl.Tensor[[4, 8], pl.FP32]],
+        ):
+            self.chip_orch(a, b, c, d, e, device=0)
+    """
+)
+
+
+def _directions(program: Program, name: str) -> dict[str, str]:
+    func = program.function(name)
+    assert func is not None
+    return {p.var.name: p.direction.value for p in func.params}
+
+
+def test_written_in_parameters_of_wrappers_become_inout() -> None:
+    derived = run_verified(parse_one(WRAPPERS), DeriveCallDirections())
+    # Written directly, through a slice view, or by an assemble: the runtime must copy back.
+    assert _directions(derived, "chip_orch") == {
+        "read_only": "In",
+        "direct": "InOut",
+        "through_view": "InOut",
+        "assembled": "InOut",
+        "declared_out": "Out",
+    }
+    # The HOST orchestrator passes its tensors to the upgraded parameters: upgraded in turn,
+    # and its dispatch records the CHIP orchestration's materialized directions.
+    assert _directions(derived, "host_orch") == {
+        "a": "In",
+        "b": "InOut",
+        "c": "InOut",
+        "d": "InOut",
+        "e": "Out",
+    }
+    (dispatch,) = self_calls(derived, "host_orch")
+    assert get_attr(dispatch.attrs, "arg_directions") == ("In", "InOut", "InOut", "InOut", "Out")
+

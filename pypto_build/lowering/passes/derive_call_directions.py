@@ -10,6 +10,12 @@ Every self-call in an orchestration-like body gets it, including the builtin ker
 LowerL2TensorCollectives synthesized just before: that is why this pass must run after it (the
 builtin kernel gets In, InOut, InOut, In, InOut like any other kernel). An ``arg_directions``
 already on a call (e.g. a printed program parsed back) is replaced by the derived one.
+
+The wrappers' own parameter directions are materialized first: an orchestration parameter
+declared ``In`` whose storage a task writes (passed, directly or through a view or a kernel
+result, to an ``Out``/``InOut`` parameter, or assembled or written into) becomes ``InOut``. The
+runtime reads the orchestration's signature to decide what to copy back to the host, so an
+``In`` that a kernel writes would silently lose the kernel's result.
 """
 
 from __future__ import annotations
@@ -21,13 +27,22 @@ from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
     Call,
     Expr,
+    Function,
     GlobalVar,
     Param,
+    ParamDirection,
     Program,
     TensorType,
     set_attr,
 )
 from pypto_build.lowering.passes.base import Pass, Property
+from pypto_build.lowering.passes.provenance import (
+    ASSEMBLE,
+    FlowState,
+    Origin,
+    ProvenanceWalker,
+    roots,
+)
 from pypto_build.lowering.passes.rewrite import CallMapper, map_functions
 
 ARG_DIRECTIONS = "arg_directions"
@@ -46,6 +61,7 @@ class DeriveCallDirections(Pass):
     produces: ClassVar[frozenset[Property]] = frozenset({Property.CALL_DIRECTIONS_DERIVED})
 
     def apply(self, program: Program) -> Program:
+        program = _materialize_wrapper_directions(program)
         mapper = CallMapper(lambda call: _with_directions(program, call))
         return map_functions(
             program, lambda f: mapper.function(f) if f.func_type.is_orchestration_like else f
@@ -65,3 +81,62 @@ def _with_directions(program: Program, call: Call) -> Expr:
         )
     directions = tuple(arg_direction(p) for p in callee.params)
     return replace(call, attrs=set_attr(call.attrs, ARG_DIRECTIONS, directions))
+
+
+#: Ops that write their first operand in place.
+_WRITING_OPS = frozenset({ASSEMBLE, "tensor.write"})
+
+
+class _WrittenParams(ProvenanceWalker[FlowState]):
+    """Collects the parameters of one function whose storage some call of its body writes."""
+
+    def __init__(self, program: Program, func: Function) -> None:
+        super().__init__(program, func)
+        self.written: set[str] = set()
+
+    def on_call(
+        self, call: Call, callee: Function, args: tuple[Origin, ...], state: FlowState
+    ) -> None:
+        for param, origin in zip(callee.params, args, strict=True):
+            if param.direction is not ParamDirection.In:
+                self._write(origin)
+
+    def op_result(self, call: Call, args: tuple[Origin, ...]) -> Origin:
+        if call.op in _WRITING_OPS:
+            self._write(args[0])
+        return super().op_result(call, args)
+
+    def _write(self, origin: Origin) -> None:
+        self.written.update(root.name for root in roots(origin) if root.is_param)
+
+
+def _materialize_wrapper_directions(program: Program) -> Program:
+    """Upgrade written ``In`` tensor parameters of orchestration-like functions to ``InOut``,
+    until no caller changes (a HOST orchestrator passes its tensors to CHIP orchestrations
+    whose directions this very step may upgrade)."""
+    while True:
+        changed = False
+        functions: list[Function] = []
+        for func in program.functions:
+            new = _upgraded(program, func) if func.func_type.is_orchestration_like else func
+            changed |= new is not func
+            functions.append(new)
+        if not changed:
+            return program
+        program = Program(program.name, tuple(functions), program.span)
+
+
+def _upgraded(program: Program, func: Function) -> Function:
+    walker = _WrittenParams(program, func)
+    walker.run(FlowState({}))
+    params = tuple(
+        replace(p, direction=ParamDirection.InOut)
+        if p.direction is ParamDirection.In
+        and isinstance(p.var.type, TensorType)
+        and p.var.name in walker.written
+        else p
+        for p in func.params
+    )
+    if params == func.params:
+        return func
+    return replace(func, params=params)
