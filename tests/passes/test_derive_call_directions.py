@@ -157,4 +157,3 @@ def test_written_in_parameters_of_wrappers_become_inout() -> None:
     }
     (dispatch,) = self_calls(derived, "host_orch")
     assert get_attr(dispatch.attrs, "arg_directions") == ("In", "InOut", "InOut", "InOut", "Out")
-
