@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from pypto_build import __version__
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
-from pypto_build.plugin import cli_build, cli_run
+from pypto_build.plugin import cli_build, cli_reproducible, cli_run
 from pypto_build.plugin.cli_common import (
     PROG,
     ExitCode,
@@ -132,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_check_render(commands)
     cli_build.register(commands)
     cli_run.register(commands)
+    cli_reproducible.register(commands)
     return parser
 
 

@@ -10,7 +10,9 @@ imported only when ``build`` runs, so ``--help`` and ``--version`` stay fast.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,18 +78,25 @@ def _add_build(commands: Subparsers) -> None:
         "build",
         help="lower, render and compile a project's (or a program file's) kernels",
         description=(
-            "Build TARGET: a project folder whose pyproject.toml has a [tool.pypto] table, or "
-            "one program file. Every program is lowered, rendered into OUT/<chip> and compiled "
-            "with the chosen toolchain through the compile cache. Options override the "
-            "settings, which the PYPTO_* environment variables override in turn."
+            "Build a project folder whose pyproject.toml has a [tool.pypto] table, or program "
+            "files. Every program is lowered, rendered into OUT/<chip> and compiled with the "
+            "chosen toolchain through the compile cache. Options override the settings, which "
+            "the PYPTO_* environment variables override in turn."
         ),
     )
     parser.add_argument(
-        "target",
-        nargs="?",
-        default=".",
+        "targets",
+        nargs="*",
         metavar="PROJECT_OR_PROGRAM",
-        help="a project folder or a program file (default: the current folder)",
+        help="one project folder, or program files (default: the current folder)",
+    )
+    parser.add_argument(
+        "--source-root",
+        metavar="DIR",
+        help=(
+            "with program files: the folder inputs are recorded relative to, which must hold "
+            "them (default: the first file's folder)"
+        ),
     )
     parser.add_argument("--toolchain", choices=TOOLCHAIN_NAMES, help="auto, cann or sim")
     add_chip_option(
@@ -105,6 +114,16 @@ def _add_build(commands: Subparsers) -> None:
         help="compiler launcher, e.g. ccache or sccache ('' for none)",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
+    parser.add_argument(
+        "--stamp",
+        metavar="FILE",
+        help="after a successful build, write FILE (one line per chip tree) for a build system",
+    )
+    parser.add_argument(
+        "--depfile",
+        metavar="FILE",
+        help="also write a Make-style dependency file listing every input, for the --stamp FILE",
+    )
     add_json_option(parser)
     parser.set_defaults(command=_build)
 
@@ -149,7 +168,10 @@ def _add_doctor(commands: Subparsers) -> None:
 def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.compile import BuildFailed, build
     from pypto_build.chip_build.subbuild import RenderError
+    from pypto_build.plugin.depfile import write_build_files
 
+    if args.depfile is not None and args.stamp is None:
+        raise UsageError("--depfile needs --stamp: the depfile lists the stamp's inputs")
     try:
         project, programs, settings = _build_settings(args)
         toolchain = select_toolchain(
@@ -175,29 +197,32 @@ def _build(args: argparse.Namespace) -> int:
     except (ToolchainError, BuildFailed) as err:
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR
+    if args.stamp is not None:
+        depfile = None if args.depfile is None else Path(args.depfile)
+        write_build_files(result, project, stamp=Path(args.stamp), depfile=depfile)
     _print_build(result, toolchain, cache, as_json=args.json)
     return ExitCode.OK
 
 
 def _build_settings(args: argparse.Namespace) -> tuple[Path, list[Path], PyptoSettings]:
     """The project folder, program files and settings (file, environment, options merged)."""
-    from pypto_build.chip_build.subbuild import default_chips
-
-    target = Path(args.target)
-    if target.is_dir():
-        if not (target / "pyproject.toml").is_file():
+    targets = [Path(target) for target in args.targets or ["."]]
+    for target in targets:
+        if not target.exists():
+            raise UsageError(f"{target}: no such file or directory")
+    if targets[0].is_dir():
+        if len(targets) > 1:
+            raise UsageError("give one project folder, or program files")
+        if args.source_root is not None:
+            raise UsageError("--source-root goes with program files; a project is its own root")
+        project = targets[0]
+        if not (project / "pyproject.toml").is_file():
             raise UsageError(
-                f"{target}: no pyproject.toml; give a project folder or a program file"
+                f"{project}: no pyproject.toml; give a project folder or program files"
             )
-        project = target
         settings = load_settings(project)
-    elif target.is_file():
-        # A lone program file: the chips default to those its builtins support, as for render.
-        project = target.parent
-        settings = PyptoSettings(programs=(target.name,), chips=default_chips(target))
-        settings = apply_environment(settings)
     else:
-        raise UsageError(f"{args.target}: no such file or directory")
+        project, settings = _program_settings(targets, args.source_root, chosen=bool(args.chips))
     programs = [project / program for program in settings.programs]
     for index, path in enumerate(programs):
         if not path.is_file():
@@ -213,6 +238,40 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, list[Path], PyptoSe
             settings, "--launcher", "compiler_launcher", args.launcher.strip() or None
         )
     return project, programs, settings
+
+
+def _program_settings(
+    files: Sequence[Path], source_root: str | None, *, chosen: bool
+) -> tuple[Path, PyptoSettings]:
+    """The source root and settings of a build of program ``files``, the environment applied.
+
+    Unless the chips are ``chosen`` on the command line, they default to those the builtins of
+    every file support, as for render (finding them lowers each file once more).
+    """
+    from pypto_build.chip_build.subbuild import default_chips
+
+    root = files[0].parent if source_root is None else Path(source_root)
+    if not root.is_dir():
+        raise UsageError(f"--source-root: {source_root}: no such directory")
+    relative: list[str] = []
+    for path in files:
+        if path.is_dir():
+            raise UsageError(f"{path}: a folder among program files; give one project folder")
+        try:
+            relative.append(path.resolve().relative_to(root.resolve()).as_posix())
+        except ValueError:
+            raise UsageError(
+                f"{path} is not under the source root {root}: inputs are recorded by their "
+                "path relative to it (set --source-root)"
+            ) from None
+    settings = PyptoSettings(programs=tuple(dict.fromkeys(relative)))
+    if not chosen:
+        supported = [default_chips(path) for path in files]
+        chips = tuple(chip for chip in supported[0] if all(chip in other for other in supported))
+        if not chips:
+            raise UsageError("no chip supports the builtins of every program file; choose --chip")
+        settings = dataclasses.replace(settings, chips=chips)
+    return root, apply_environment(settings)
 
 
 def _project_path(project: Path, setting: str | None) -> Path | None:

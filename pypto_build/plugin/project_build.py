@@ -1,0 +1,74 @@
+"""Building a project's kernels from its validated settings: what every adapter does between
+reading ``[tool.pypto]`` and calling the engine.
+
+The hatch hook (and any other front end that builds a whole project) must resolve the settings
+exactly alike: program files and path settings relative to the project folder, the toolchain
+the ``toolchain`` setting selects, the compiler launcher, the job count. Doing that in one place
+keeps a wheel's kernels the same as the ones ``pypto-build build`` makes from the same settings.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.compile import BuildResult, build
+from pypto_build.chip_build.jobs import default_jobs
+from pypto_build.chip_build.toolchains import Toolchain, resolve_launcher, select_toolchain
+from pypto_build.plugin.settings import TABLE, PyptoSettings, SettingsError
+
+
+def program_paths(project: Path, settings: PyptoSettings) -> list[Path]:
+    """The settings' program files inside ``project``; a missing one is a settings error that
+    names its key path."""
+    paths = [project / program for program in settings.programs]
+    for index, path in enumerate(paths):
+        if not path.is_file():
+            raise SettingsError(
+                f"{TABLE}.programs[{index}]: {settings.programs[index]}: no such file"
+            )
+    if not paths:
+        raise SettingsError(f"{TABLE}.programs: at least one program file is needed")
+    return paths
+
+
+def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
+    """The toolchain the ``toolchain`` setting selects, path settings resolved against
+    ``project`` (raises :class:`~pypto_build.chip_build.toolchains.ToolchainError`)."""
+    pto_isa_root = None if settings.pto_isa_root is None else project / settings.pto_isa_root
+    return select_toolchain(
+        settings.toolchain,
+        pto_isa_root=pto_isa_root,
+        orchestration_include_dirs=[project / d for d in settings.runtime_include_dirs],
+    )
+
+
+def build_project(
+    project: Path,
+    settings: PyptoSettings,
+    out_dir: Path,
+    *,
+    toolchain: Toolchain,
+    cache: CompileCache | None,
+    progress: TextIO | None = sys.stderr,
+) -> BuildResult:
+    """Lower, render and compile the programs of ``project`` into ``out_dir/<chip>`` as
+    ``settings`` say, with ``toolchain`` (from :func:`project_toolchain`).
+
+    Raises what the engine raises: :class:`SettingsError` for a missing program file,
+    ``ProgramError`` for a mistake in a program, ``RenderError``, ``ToolchainError`` and
+    ``BuildFailed``.
+    """
+    return build(
+        program_paths(project, settings),
+        chips=settings.chips,
+        out_dir=out_dir,
+        source_root=project,
+        toolchain=toolchain,
+        jobs=settings.jobs or default_jobs(),
+        cache=cache,
+        launcher=resolve_launcher(settings.compiler_launcher),
+        progress=progress,
+    )

@@ -1,0 +1,65 @@
+"""Model-package projects for the hatch hook's tests, and building them with hatchling's real
+builders in-process (the hook is found through its installed ``hatch`` entry point)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hatchling.builders.sdist import SdistBuilder
+from hatchling.builders.wheel import WheelBuilder
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "moe_a2a"
+#: Variables that would change what the hook builds, cleared for every test.
+_CLEARED = (
+    "ASCEND_HOME_PATH",
+    "ASCEND_TOOLKIT_HOME",
+    "ASCEND_OPP_PATH",
+    "PTO_ISA_ROOT",
+    "PYPTO_CHIPS",
+    "PYPTO_JOBS",
+    "PYPTO_COMPILER_LAUNCHER",
+    "CXX",
+    "HATCH_BUILD_NO_HOOKS",
+    "HATCH_BUILD_HOOKS_ONLY",
+)
+
+
+def hook_environment(patch: pytest.MonkeyPatch, cache: Path, temp: Path) -> None:
+    """A private compile cache and temporary directory, and the sim toolchain."""
+    for name in _CLEARED:
+        patch.delenv(name, raising=False)
+    patch.setenv("PYPTO_CACHE_DIR", str(cache))
+    patch.setenv("PYPTO_TOOLCHAIN", "sim")
+    temp.mkdir(parents=True, exist_ok=True)
+    patch.setattr(tempfile, "tempdir", str(temp))
+
+
+def copy_sample(destination: Path, *, chips: tuple[str, ...] = ("a3", "a5")) -> Path:
+    """A copy of the sample package at ``destination``, built for ``chips``."""
+    shutil.copytree(SAMPLE, destination, ignore=shutil.ignore_patterns("__pycache__", "_kernels"))
+    pyproject = destination / "pyproject.toml"
+    listed = ", ".join(f'"{chip}"' for chip in chips)
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(
+        text.replace('chips = ["a3", "a5"]', f"chips = [{listed}]"), encoding="utf-8"
+    )
+    return destination
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace the one occurrence of ``old`` in the file ``path``."""
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} is not in {path} exactly once"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def build_wheel(project: Path, out: Path, version: str = "standard") -> Path:
+    """Build ``project``'s wheel (``standard`` or ``editable``) into ``out``."""
+    return Path(next(WheelBuilder(str(project)).build(directory=str(out), versions=[version])))
+
+
+def build_sdist(project: Path, out: Path) -> Path:
+    return Path(next(SdistBuilder(str(project)).build(directory=str(out))))
