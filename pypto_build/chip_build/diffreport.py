@@ -4,8 +4,9 @@ The comparison itself is ours (byte equality of every file, and of the set of pa
 verdict never depends on an optional tool. The report is diffoscope's when it is installed (the
 ``diff`` extra; it recurses into anything and is what reproducible-builds CI reads), run with
 ``--exclude-directory-metadata=yes`` because two renders necessarily differ in directory
-timestamps. Without it, or when it fails, a built-in text report names the differing files and
-shows a unified diff for text and the first differing byte for binary files.
+timestamps. Without it, or when it fails or sees no difference, a built-in text report names
+the differing files and shows a unified diff for text and the first differing byte for binary
+files.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import difflib
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,29 +96,54 @@ def write_report(
     html_report = report_dir / f"{name}.html"
     for stale in (text_report, html_report):
         stale.unlink(missing_ok=True)
-    note = (
-        "diffoscope was not found (install pypto-build[diff] for its report); "
-        "this is the built-in report"
+    outcome = diffoscope_report(
+        diffoscope, left, right, text_report, html_report, ["--exclude-directory-metadata=yes"]
     )
-    if diffoscope is not None:
-        command = [
-            diffoscope,
-            "--exclude-directory-metadata=yes",
-            "--text",
-            str(text_report),
-            "--html",
-            str(html_report),
-            str(left),
-            str(right),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode == _DIFFOSCOPE_DIFFERENT and text_report.is_file():
-            return Report((text_report, html_report), "diffoscope")
-        detail = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
-        note = f"diffoscope failed ({detail[0]}); this is the built-in report"
-        html_report.unlink(missing_ok=True)
-    atomic_write_text(text_report, builtin_report(left, right, diff, note))
-    return Report((text_report,), "built-in", note)
+    if isinstance(outcome, Report):
+        return outcome
+    atomic_write_text(text_report, builtin_report(left, right, diff, outcome))
+    return Report((text_report,), "built-in", outcome)
+
+
+def diffoscope_report(
+    diffoscope: str | None,
+    left: Path,
+    right: Path,
+    text_report: Path,
+    html_report: Path,
+    options: Sequence[str],
+) -> Report | str:
+    """diffoscope's report of ``left`` against ``right`` in ``text_report`` and
+    ``html_report``, run with ``options``; or, when diffoscope is missing, fails or sees no
+    difference, the note that heads the built-in report the caller writes instead.
+
+    Every comparison (render trees, wheels) reports through here, so they all treat a missing
+    or failing diffoscope alike.
+    """
+    if diffoscope is None:
+        return (
+            "diffoscope was not found (install pypto-build[diff] for its report); "
+            "this is the built-in report"
+        )
+    command = [
+        diffoscope,
+        *options,
+        "--text",
+        str(text_report),
+        "--html",
+        str(html_report),
+        str(left),
+        str(right),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode == _DIFFOSCOPE_DIFFERENT and text_report.is_file():
+        return Report((text_report, html_report), "diffoscope")
+    text_report.unlink(missing_ok=True)
+    html_report.unlink(missing_ok=True)
+    if result.returncode == 0:
+        return "diffoscope sees no difference in content; this is the built-in report"
+    detail = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
+    return f"diffoscope failed ({detail[0]}); this is the built-in report"
 
 
 def builtin_report(left: Path, right: Path, diff: TreeDiff, note: str) -> str:

@@ -1,7 +1,8 @@
 """The build-side commands of ``pypto-build``: ``build``, ``cache stats|prune`` and ``doctor``.
 
-Thin adapters over the engine (:func:`pypto_build.chip_build.compile.build`), the compile cache
-and toolchain discovery: they read the settings, map failures onto the documented exit codes
+Thin adapters over the engine (through :mod:`pypto_build.plugin.project_build`, as the hatch
+hook builds, so both make the same kernels from the same settings), the compile cache and
+toolchain discovery: they read the settings, map failures onto the documented exit codes
 and print either a short human summary or, with ``--json``, a document for machines.
 :func:`register` adds them to the main parser. The engine (and with it the program model) is
 imported only when ``build`` runs, so ``--help`` and ``--version`` stay fast.
@@ -17,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir, parse_size
-from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.toolchains import (
     TOOLCHAIN_NAMES,
     SimToolchain,
@@ -25,9 +25,7 @@ from pypto_build.chip_build.toolchains import (
     ToolchainError,
     find_launchers,
     find_toolkit,
-    resolve_launcher,
     resolve_pto_isa_root,
-    select_toolchain,
 )
 from pypto_build.chip_build.toolchains.base import first_output_line
 from pypto_build.plugin.cli_common import (
@@ -166,30 +164,23 @@ def _add_doctor(commands: Subparsers) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.compile import BuildFailed, build
+    from pypto_build.chip_build.compile import BuildFailed
     from pypto_build.chip_build.subbuild import RenderError
     from pypto_build.plugin.depfile import write_build_files
+    from pypto_build.plugin.project_build import build_project, project_toolchain
 
     if args.depfile is not None and args.stamp is None:
         raise UsageError("--depfile needs --stamp: the depfile lists the stamp's inputs")
     try:
-        project, programs, settings = _build_settings(args)
-        toolchain = select_toolchain(
-            settings.toolchain,
-            pto_isa_root=_project_path(project, settings.pto_isa_root),
-            orchestration_include_dirs=[project / d for d in settings.runtime_include_dirs],
-        )
-        launcher = resolve_launcher(settings.compiler_launcher)
+        project, settings = _build_settings(args)
+        toolchain = project_toolchain(project, settings)
         cache = None if args.no_cache else CompileCache(default_cache_dir())
-        result = build(
-            programs,
-            chips=settings.chips,
-            out_dir=Path(args.out) if args.out else project / "build" / "pypto",
-            source_root=project,
+        result = build_project(
+            project,
+            settings,
+            Path(args.out) if args.out else project / "build" / "pypto",
             toolchain=toolchain,
-            jobs=settings.jobs or default_jobs(),
             cache=cache,
-            launcher=launcher,
             progress=sys.stderr,
         )
     except (SettingsError, RenderError) as err:
@@ -204,8 +195,11 @@ def _build(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _build_settings(args: argparse.Namespace) -> tuple[Path, list[Path], PyptoSettings]:
-    """The project folder, program files and settings (file, environment, options merged)."""
+def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
+    """The project folder and settings (file, environment, options merged); a missing program
+    file is a usage error, found before any toolchain is looked for."""
+    from pypto_build.plugin.project_build import program_paths
+
     targets = [Path(target) for target in args.targets or ["."]]
     for target in targets:
         if not target.exists():
@@ -223,10 +217,7 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, list[Path], PyptoSe
         settings = load_settings(project)
     else:
         project, settings = _program_settings(targets, args.source_root, chosen=bool(args.chips))
-    programs = [project / program for program in settings.programs]
-    for index, path in enumerate(programs):
-        if not path.is_file():
-            raise UsageError(f"tool.pypto.programs[{index}]: {path}: no such file")
+    program_paths(project, settings)
     if args.chips:
         settings = override(settings, "--chip", "chips", list(dict.fromkeys(args.chips)))
     if args.toolchain is not None:
@@ -237,7 +228,7 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, list[Path], PyptoSe
         settings = override(
             settings, "--launcher", "compiler_launcher", args.launcher.strip() or None
         )
-    return project, programs, settings
+    return project, settings
 
 
 def _program_settings(
@@ -272,11 +263,6 @@ def _program_settings(
             raise UsageError("no chip supports the builtins of every program file; choose --chip")
         settings = dataclasses.replace(settings, chips=chips)
     return root, apply_environment(settings)
-
-
-def _project_path(project: Path, setting: str | None) -> Path | None:
-    """A path setting: relative to the project folder unless absolute."""
-    return None if setting is None else project / setting
 
 
 def _print_build(

@@ -2,7 +2,8 @@
 several commands take, and how results and errors are printed.
 
 The commands live in several modules (:mod:`~pypto_build.plugin.cli`,
-:mod:`~pypto_build.plugin.cli_build`, :mod:`~pypto_build.plugin.cli_run`); an option such as
+:mod:`~pypto_build.plugin.cli_build`, :mod:`~pypto_build.plugin.cli_run`,
+:mod:`~pypto_build.plugin.cli_reproducible`); an option such as
 ``--json`` or ``--chip`` must read and validate alike in all of them, and every command reports
 in one format, so each is defined once here. This module imports no engine code, so every
 command module can use it without cycles.

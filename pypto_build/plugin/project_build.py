@@ -1,10 +1,11 @@
 """Building a project's kernels from its validated settings: what every adapter does between
 reading ``[tool.pypto]`` and calling the engine.
 
-The hatch hook (and any other front end that builds a whole project) must resolve the settings
-exactly alike: program files and path settings relative to the project folder, the toolchain
-the ``toolchain`` setting selects, the compiler launcher, the job count. Doing that in one place
-keeps a wheel's kernels the same as the ones ``pypto-build build`` makes from the same settings.
+The hatch hook and ``pypto-build build`` (which the CMake package runs) must resolve the
+settings exactly alike: program files and path settings relative to the project folder, the
+toolchain the ``toolchain`` setting selects, the compiler launcher, the job count. Both call
+these functions, which keeps a wheel's kernels the same as the ones ``pypto-build build`` makes
+from the same settings.
 """
 
 from __future__ import annotations

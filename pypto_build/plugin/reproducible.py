@@ -38,15 +38,18 @@ from pathlib import Path
 from typing import Any
 
 import pypto_build
-from pypto_build.chip_build.diffreport import Report, TreeDiff, builtin_report
+from pypto_build.chip_build.diffreport import (
+    Report,
+    TreeDiff,
+    builtin_report,
+    diffoscope_report,
+)
 from pypto_build.chip_build.fs import atomic_write_text, sha256_file
 
 #: The archive timestamp both builds use when the caller sets none: hatchling's own default
 #: (2020-02-02), so the wheels equal those a plain ``pip wheel`` makes.
 DEFAULT_SOURCE_DATE_EPOCH = "1580601600"
 REPORT_NAME = "check-reproducible"
-#: diffoscope's exit status for "the inputs differ" (0: identical, 2: trouble).
-_DIFFOSCOPE_DIFFERENT = 1
 #: Folders never copied with the project: version-control metadata stays (a version may come
 #: from it); caches anywhere, and build output and environments at the top, go.
 _SKIPPED_ANYWHERE = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
@@ -205,35 +208,16 @@ def write_wheel_report(
     """Write ``check-reproducible.txt`` (and ``.html`` from diffoscope) into ``report_dir``."""
     text_report = report_dir / f"{REPORT_NAME}.txt"
     html_report = report_dir / f"{REPORT_NAME}.html"
-    note = (
-        "diffoscope was not found (install pypto-build[diff] for its report); "
-        "this is the built-in report"
-    )
-    if diffoscope is not None:
-        command = [
-            diffoscope,
-            "--exclude-directory-metadata=recursive",
-            # zipdetails lists every header's offset: one changed member shifts them all.
-            "--exclude-command=^zipdetails",
-            "--text",
-            str(text_report),
-            "--html",
-            str(html_report),
-            str(left),
-            str(right),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode == _DIFFOSCOPE_DIFFERENT and text_report.is_file():
-            return Report((text_report, html_report), "diffoscope")
-        if result.returncode == 0:
-            note = "diffoscope sees no difference in content; this is the built-in report"
-        else:
-            detail = result.stderr.strip().splitlines()[-1:] or [f"exit {result.returncode}"]
-            note = f"diffoscope failed ({detail[0]}); this is the built-in report"
-        text_report.unlink(missing_ok=True)
-        html_report.unlink(missing_ok=True)
-    atomic_write_text(text_report, builtin_wheel_report(left, right, diff, note))
-    return Report((text_report,), "built-in", note)
+    options = [
+        "--exclude-directory-metadata=recursive",
+        # zipdetails lists every header's offset: one changed member shifts them all.
+        "--exclude-command=^zipdetails",
+    ]
+    outcome = diffoscope_report(diffoscope, left, right, text_report, html_report, options)
+    if isinstance(outcome, Report):
+        return outcome
+    atomic_write_text(text_report, builtin_wheel_report(left, right, diff, outcome))
+    return Report((text_report,), "built-in", outcome)
 
 
 def builtin_wheel_report(left: Path, right: Path, diff: WheelDiff, note: str) -> str:

@@ -147,6 +147,24 @@ def test_diffoscope_trouble_falls_back_to_the_builtin_report(tmp_path: Path) -> 
     assert "-a\n+b\n" in (tmp_path / "report" / "x.txt").read_text()
 
 
+def test_diffoscope_seeing_no_difference_falls_back_to_the_builtin_report(
+    tmp_path: Path,
+) -> None:
+    left, right = tmp_path / "left", tmp_path / "right"
+    for root, text in ((left, "a\n"), (right, "b\n")):
+        root.mkdir()
+        (root / "f.txt").write_text(text)
+    blind = tmp_path / "diffoscope"
+    blind.write_text('#!/bin/sh\nfor a; do [ "$p" = --html ] && echo x > "$a"; p=$a; done\n')
+    blind.chmod(0o755)
+    diff = compare_trees(left, right)
+    report = write_report(left, right, diff, tmp_path / "report", "x", diffoscope=str(blind))
+    assert report.tool == "built-in"
+    assert report.note.startswith("diffoscope sees no difference in content")
+    assert sorted(path.name for path in (tmp_path / "report").iterdir()) == ["x.txt"]
+    assert "-a\n+b\n" in (tmp_path / "report" / "x.txt").read_text()
+
+
 def test_builtin_report_lists_missing_files_and_binary_offsets(tmp_path: Path) -> None:
     left, right = tmp_path / "left", tmp_path / "right"
     (left / "sub").mkdir(parents=True)
