@@ -20,7 +20,7 @@ import shlex
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -37,7 +37,13 @@ from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
-from pypto_build.chip_build.subbuild import LOG_DIR, SourceProgram, lower_file, render_subbuilds
+from pypto_build.chip_build.subbuild import (
+    LOG_DIR,
+    NEXT_LEVELS,
+    SourceProgram,
+    lower_file,
+    render_subbuilds,
+)
 from pypto_build.chip_build.toolchains.base import (
     STAGE_PLACEHOLDER,
     TREE_PLACEHOLDER,
@@ -50,11 +56,16 @@ from pypto_build.chip_build.toolchains.base import (
     run_plan,
 )
 from pypto_build.chip_build.toolchains.launcher import Launcher
+from pypto_build.chip_build.toolchains.sim import SIM_BINARY_DIR
 
 KERNEL_CONFIG = "kernel_config.py"
-#: Suffixes any toolchain gives binaries; a binary of another toolchain beside a source is
-#: stale once this one has built it.
+#: Suffixes and folders of the binaries any toolchain builds; a binary of another toolchain is
+#: stale once this one has built the source.
 _BINARY_SUFFIXES = (".o", ".so")
+_BINARY_DIRS = ("", SIM_BINARY_DIR)
+#: Where PyPTO's runtime looks for the record of what the binaries beside a sub-build's
+#: sources were built for (``pypto/runtime/_binary_cache.py``).
+BINARY_CONTEXT = PurePosixPath("cache/binary_context.json")
 
 
 @dataclass(frozen=True)
@@ -124,7 +135,14 @@ def find_jobs(tree: Path, chip: str) -> list[CompileJob]:
             source = root / config.orchestration.source
             jobs.append(CompileJob(tree, source, UnitKind.ORCHESTRATION, catalog_chip))
         jobs += [
-            CompileJob(tree, root / kernel.source, UnitKind.KERNEL, catalog_chip, kernel.core_type)
+            CompileJob(
+                tree,
+                root / kernel.source,
+                UnitKind.KERNEL,
+                catalog_chip,
+                kernel.core_type,
+                tuple(root / directory for directory in kernel.include_dirs),
+            )
             for kernel in config.kernels
         ]
     return sorted(jobs, key=lambda job: job.source.as_posix())
@@ -189,17 +207,19 @@ class _Compiler:
             )
             fetched = self.cache.fetch_or_build(key, job.tree, build)
             data, cached = fetched.data, fetched.hit
-        artifact = job.artifact(suffix)
-        _remove_binaries(job, keep=suffix)
+        artifact = job.artifact(suffix, self.toolchain.binary_dir)
+        _remove_binaries(job, keep=artifact)
         atomic_write_bytes(job.tree / artifact, data)
         return CompileResult(job, artifact, cached, key_plan, "".join(outputs))
 
 
-def _remove_binaries(job: CompileJob, keep: str | None) -> None:
-    """Delete binaries beside ``job``'s source except the one with suffix ``keep``."""
-    for suffix in _BINARY_SUFFIXES:
-        if suffix != keep:
-            (job.tree / job.artifact(suffix)).unlink(missing_ok=True)
+def _remove_binaries(job: CompileJob, keep: PurePosixPath | None) -> None:
+    """Delete every binary any toolchain would build for ``job`` except ``keep``."""
+    for binary_dir in _BINARY_DIRS:
+        for suffix in _BINARY_SUFFIXES:
+            artifact = job.artifact(suffix, binary_dir)
+            if artifact != keep:
+                (job.tree / artifact).unlink(missing_ok=True)
 
 
 def compile_tree(
@@ -223,6 +243,7 @@ def compile_tree(
     (default :func:`default_log_path`) records every command and the compilers' output.
     """
     log = default_log_path(tree, chip) if log is None else log
+    catalog_chip = get_chip(chip)
     all_jobs = find_jobs(tree, chip)
     identity = toolchain.identity()
     compiler = _Compiler(toolchain, identity, cache, launcher)
@@ -255,29 +276,51 @@ def compile_tree(
             _remove_binaries(job, keep=None)
         raise BuildFailed(chip, [message for _, message in failures], len(all_jobs), log)
     _record_binaries(tree, results)
+    context = toolchain.binary_context(catalog_chip)
+    _write_binary_contexts(tree, context)
     write_manifest(
         tree,
         chip=chip,
         toolchain=toolchain.name,
         toolchain_version=toolchain.version,
         inputs=_recorded_inputs(tree),
+        binary_context=context,
     )
     return CompileReport(chip, toolchain.name, toolchain.version, results, log)
 
 
 def _record_binaries(tree: Path, results: Sequence[CompileResult]) -> None:
-    """Write each kernel's binary into the ``kernel_config.py`` that lists it."""
-    by_config: dict[Path, dict[str, str]] = {}
+    """Write each kernel's and orchestration's binary into the ``kernel_config.py`` that lists
+    it."""
+    kernels: dict[PurePosixPath, dict[str, str]] = {}
+    orchestrations: dict[PurePosixPath, str] = {}
     for result in results:
-        if result.job.kind is not UnitKind.KERNEL:
-            continue
-        # kernels/<core type>/<name>.cpp sits three levels below its sub-build root.
-        root = result.job.source.parents[2]
-        binaries = by_config.setdefault(tree / root / KERNEL_CONFIG, {})
-        binaries[result.job.source.stem] = result.artifact.relative_to(root).as_posix()
-    for path, binaries in sorted(by_config.items()):
-        text = read_kernel_config(path).with_binaries(binaries).render()
+        root = result.job.subbuild
+        binary = result.artifact.relative_to(root).as_posix()
+        if result.job.kind is UnitKind.KERNEL:
+            kernels.setdefault(root, {})[result.job.source.stem] = binary
+        else:
+            orchestrations[root] = binary
+    for root in sorted(kernels.keys() | orchestrations.keys()):
+        path = tree / root / KERNEL_CONFIG
+        config = read_kernel_config(path)
+        text = config.with_binaries(kernels.get(root, {}), orchestrations.get(root)).render()
         if path.read_text(encoding="utf-8") != text:
+            atomic_write_text(path, text)
+
+
+def _write_binary_contexts(tree: Path, context: Mapping[str, object] | None) -> None:
+    """Give every sub-build of ``tree`` the ``cache/binary_context.json`` of ``context``
+    (PyPTO's format: sorted keys, two-space indent), or remove a stale one when the toolchain
+    built nothing for PyPTO's runtime."""
+    text = None if context is None else json.dumps(context, indent=2, sort_keys=True) + "\n"
+    for config in sorted(tree.glob(f"{NEXT_LEVELS}/*/{KERNEL_CONFIG}")):
+        path = config.parent / BINARY_CONTEXT
+        if text is None:
+            path.unlink(missing_ok=True)
+            if path.parent.is_dir() and not any(path.parent.iterdir()):
+                path.parent.rmdir()
+        elif not path.is_file() or path.read_text(encoding="utf-8") != text:
             atomic_write_text(path, text)
 
 

@@ -68,6 +68,19 @@ def _check_identifier(value: str, what: str) -> None:
         raise KernelConfigError(f"{what} '{value}' is not a C identifier")
 
 
+def _check_binary(binary: str, source: str, what: str) -> None:
+    """A binary sits at its source's place, beside it (``kernels/aiv/k.o``) or under one
+    folder of the sub-build (``sim/kernels/aiv/k.so``), with another extension."""
+    stem = source.removesuffix(".cpp") + "."
+    placed = binary.split("/", 1)[1] if binary.count("/") > stem.count("/") else binary
+    extension = placed.removeprefix(stem)
+    if extension == placed or not extension or "/" in extension or extension == "cpp":
+        raise KernelConfigError(
+            f"binary '{binary}' of {what} must sit at its source's place, as '{stem}<ext>' "
+            f"or '<folder>/{stem}<ext>'"
+        )
+
+
 def _directions(signature: Sequence[str]) -> tuple[ArgDirection, ...]:
     # Accepts the upstream spellings ("IN", "OUT", "INOUT"); a scalar has no direction to list.
     return tuple(ArgDirection(direction) for direction in signature)
@@ -81,11 +94,15 @@ class OrchestrationEntry:
     #: Directions of the orchestration's tensor arguments, in ``orch_args.tensor(i)`` order.
     signature: tuple[ArgDirection, ...] = ()
     function_name: str = ORCHESTRATION_FUNCTION
+    #: The compiled orchestration relative to the sub-build root; None until built.
+    binary: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "signature", _directions(self.signature))
         _check_identifier(self.name, "orchestration name")
         _check_identifier(self.function_name, "orchestration function name")
+        if self.binary is not None:
+            _check_binary(self.binary, self.source, f"orchestration '{self.name}'")
 
     @property
     def source(self) -> str:
@@ -102,24 +119,22 @@ class KernelEntry:
     core_type: CoreType
     #: Directions of the kernel's tensor arguments, tensors first, in parameter order.
     signature: tuple[ArgDirection, ...] = ()
-    #: The compiled kernel relative to the sub-build root, beside its source
-    #: (``kernels/<core_type>/<name>.<ext>``); None until a toolchain has built it.
+    #: The compiled kernel relative to the sub-build root, at its source's place beside it or
+    #: in a toolchain's binary folder (``sim/kernels/<core_type>/<name>.so``); None until built.
     binary: str | None = None
+    #: Include directories relative to the sub-build root (``extra_include_dirs``, which
+    #: PyPTO's runtime passes to the kernel's compile): the headers that travel with the tree.
+    include_dirs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "core_type", CoreType(self.core_type))
         object.__setattr__(self, "signature", _directions(self.signature))
+        object.__setattr__(self, "include_dirs", tuple(self.include_dirs))
         if self.func_id < 0:
             raise KernelConfigError(f"kernel '{self.name}' has negative func_id {self.func_id}")
         _check_identifier(self.name, "kernel name")
         if self.binary is not None:
-            stem = f"kernels/{self.core_type.value}/{self.name}."
-            extension = self.binary.removeprefix(stem)
-            if extension == self.binary or not extension or "/" in extension or extension == "cpp":
-                raise KernelConfigError(
-                    f"binary '{self.binary}' of kernel '{self.name}' must sit beside its source "
-                    f"as '{stem}<ext>'"
-                )
+            _check_binary(self.binary, self.source, f"kernel '{self.name}'")
 
     @property
     def source(self) -> str:
@@ -152,8 +167,11 @@ class KernelConfig:
         object.__setattr__(self, "kernels", tuple(by_id[i] for i in sorted(by_id)))
         object.__setattr__(self, "runtime", Runtime.from_name(self.runtime))
 
-    def with_binaries(self, binaries: Mapping[str, str]) -> KernelConfig:
-        """This config with ``binaries[name]`` recorded as the binary of kernel ``name``."""
+    def with_binaries(
+        self, binaries: Mapping[str, str], orchestration: str | None = None
+    ) -> KernelConfig:
+        """This config with ``binaries[name]`` recorded as the binary of kernel ``name``, and
+        ``orchestration`` (if given) as the orchestration's."""
         unknown = sorted(set(binaries) - {kernel.name for kernel in self.kernels})
         if unknown:
             raise KernelConfigError(f"binaries given for unknown kernels: {', '.join(unknown)}")
@@ -161,7 +179,12 @@ class KernelConfig:
             replace(kernel, binary=binaries.get(kernel.name, kernel.binary))
             for kernel in self.kernels
         )
-        return replace(self, kernels=kernels)
+        entry = self.orchestration
+        if orchestration is not None:
+            if entry is None:
+                raise KernelConfigError("an orchestration binary given for a config without one")
+            entry = replace(entry, binary=orchestration)
+        return replace(self, kernels=kernels, orchestration=entry)
 
     def render(self) -> str:
         """The ``kernel_config.py`` text for this config."""
@@ -202,6 +225,9 @@ def _kernel_line(kernel: KernelEntry) -> str:
         f'\t{{"func_id": {kernel.func_id}, "name": "{kernel.name}", '
         f'"source": {_root_path_text(kernel.source)}, "core_type": "{kernel.core_type.value}"'
     )
+    if kernel.include_dirs:
+        dirs = ", ".join(_root_path_text(path) for path in kernel.include_dirs)
+        text += f', "extra_include_dirs": [{dirs}]'
     if kernel.signature:
         text += f', "signature": {_signature_text(kernel.signature)}'
     if kernel.binary is not None:
@@ -238,6 +264,8 @@ def _render(config: KernelConfig) -> str:
         ]
         if orchestration.signature:
             items.append(f'\t"signature": {_signature_text(orchestration.signature)},')
+        if orchestration.binary is not None:
+            items.append(f'\t"binary": {_root_path_text(orchestration.binary)},')
         items.append("}\n")
     items.append("KERNELS = [")
     items += [_kernel_line(kernel) for kernel in config.kernels]
@@ -323,7 +351,7 @@ class _Reader:
 
     def orchestration(self, node: ast.expr) -> OrchestrationEntry:
         entries = self.dict_entries(
-            node, "ORCHESTRATION", {"source", "function_name"}, {"signature"}
+            node, "ORCHESTRATION", {"source", "function_name"}, {"signature", "binary"}
         )
         source = self.root_path(entries["source"], "orchestration source")
         path = PurePosixPath(source)
@@ -334,8 +362,9 @@ class _Reader:
             )
         signature = self.signature(entries.get("signature"))
         function_name = self.string(entries["function_name"], "function_name")
+        binary = self.optional_root_path(entries.get("binary"), "binary")
         try:
-            return OrchestrationEntry(path.stem, signature, function_name)
+            return OrchestrationEntry(path.stem, signature, function_name, binary)
         except KernelConfigError as exc:
             raise self.error(node, str(exc)) from None
 
@@ -344,7 +373,7 @@ class _Reader:
             node,
             "a KERNELS entry",
             {"func_id", "name", "source", "core_type"},
-            {"signature", "binary"},
+            {"signature", "binary", "extra_include_dirs"},
         )
         func_id = entries["func_id"]
         if not (isinstance(func_id, ast.Constant) and type(func_id.value) is int):
@@ -358,10 +387,10 @@ class _Reader:
             ) from None
         name = self.string(entries["name"], "name")
         signature = self.signature(entries.get("signature"))
-        binary_node = entries.get("binary")
-        binary = None if binary_node is None else self.root_path(binary_node, "binary")
+        binary = self.optional_root_path(entries.get("binary"), "binary")
+        include_dirs = self.include_dirs(entries.get("extra_include_dirs"))
         try:
-            kernel = KernelEntry(func_id.value, name, core_type, signature, binary)
+            kernel = KernelEntry(func_id.value, name, core_type, signature, binary, include_dirs)
         except KernelConfigError as exc:
             raise self.error(node, str(exc)) from None
         source = self.root_path(entries["source"], "kernel source")
@@ -414,6 +443,16 @@ class _Reader:
         if not (isinstance(current, ast.Name) and current.id == "_ROOT_DIR") or not parts:
             raise self.error(node, f"{what} must be str(_ROOT_DIR / ...)")
         return "/".join(reversed(parts))
+
+    def optional_root_path(self, node: ast.expr | None, what: str) -> str | None:
+        return None if node is None else self.root_path(node, what)
+
+    def include_dirs(self, node: ast.expr | None) -> tuple[str, ...]:
+        if node is None:
+            return ()
+        if not isinstance(node, ast.List) or not node.elts:
+            raise self.error(node, "extra_include_dirs must be a non-empty list")
+        return tuple(self.root_path(element, "an include directory") for element in node.elts)
 
     def path_part(self, node: ast.expr, what: str) -> str:
         part = self.string(node, f"a component of {what}")

@@ -31,12 +31,15 @@ def write_manifest(
     toolchain: str,
     toolchain_version: str,
     inputs: Mapping[str, str],
+    binary_context: Mapping[str, object] | None = None,
 ) -> Path:
     """Write ``<root>/manifest.json`` describing every other file under ``root``.
 
     ``inputs`` maps each input's name (a path relative to the project, or a builtin handle;
-    never an absolute path) to the lowercase hex SHA-256 of its content. Returns the path
-    written. Write it last: files added afterwards are reported by :func:`verify_manifest`.
+    never an absolute path) to the lowercase hex SHA-256 of its content; ``binary_context`` is
+    what the binaries were built for, as PyPTO's runtime checks it (``cache/binary_context.json``
+    of every sub-build), when they were built for it. Returns the path written. Write it last:
+    files added afterwards are reported by :func:`verify_manifest`.
     """
     get_chip(chip)
     for name, digest in inputs.items():
@@ -48,13 +51,15 @@ def write_manifest(
         {"path": path, "sha256": sha256_file(root / path), "size": (root / path).stat().st_size}
         for path in _content_paths(root)
     ]
-    document = {
+    document: dict[str, object] = {
         "chip": chip,
         "files": files,
         "format_version": FORMAT_VERSION,
         "inputs": dict(inputs),
         "toolchain": {"name": toolchain, "version": toolchain_version},
     }
+    if binary_context is not None:
+        document["binary_context"] = dict(binary_context)
     target = root / MANIFEST_NAME
     atomic_write_text(target, json.dumps(document, indent=2, sort_keys=True) + "\n")
     return target

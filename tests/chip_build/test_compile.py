@@ -59,22 +59,23 @@ def test_tree_records_its_binaries_and_toolchain(sim: SimToolchain, tmp_path: Pa
     stale.write_bytes(b"device object")
     report = compile_tree(tree, "a3", sim, progress=None)
     assert [result.artifact for result in report.results] == [
-        PurePosixPath("next_levels/pipe/kernels/aic/gamma.so"),
-        PurePosixPath("next_levels/pipe/kernels/aiv/alpha.so"),
-        PurePosixPath("next_levels/pipe/kernels/aiv/beta.so"),
-        PurePosixPath("next_levels/pipe/orchestration/pipe.so"),
+        PurePosixPath("next_levels/pipe/sim/kernels/aic/gamma.so"),
+        PurePosixPath("next_levels/pipe/sim/kernels/aiv/alpha.so"),
+        PurePosixPath("next_levels/pipe/sim/kernels/aiv/beta.so"),
+        PurePosixPath("next_levels/pipe/sim/orchestration/pipe.so"),
     ]
     assert not stale.exists()
     config = read_kernel_config(tree / PIPE / "kernel_config.py")
     assert {kernel.name: kernel.binary for kernel in config.kernels} == {
-        "alpha": "kernels/aiv/alpha.so",
-        "beta": "kernels/aiv/beta.so",
-        "gamma": "kernels/aic/gamma.so",
+        "alpha": "sim/kernels/aiv/alpha.so",
+        "beta": "sim/kernels/aiv/beta.so",
+        "gamma": "sim/kernels/aic/gamma.so",
     }
     manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["toolchain"] == {"name": "sim", "version": sim.version}
     assert manifest["inputs"] == INPUTS
-    assert "next_levels/pipe/kernels/aiv/alpha.so" in [entry["path"] for entry in manifest["files"]]
+    listed = [entry["path"] for entry in manifest["files"]]
+    assert "next_levels/pipe/sim/kernels/aiv/alpha.so" in listed
     assert verify_manifest(tree) == []
 
 

@@ -320,8 +320,8 @@ def test_negative_func_id_rejected() -> None:
         "kernels/aiv/k.o/x",
     ],
 )
-def test_binary_must_sit_beside_its_source(binary: str) -> None:
-    with pytest.raises(KernelConfigError, match="must sit beside its source"):
+def test_binary_must_sit_at_its_sources_place(binary: str) -> None:
+    with pytest.raises(KernelConfigError, match="must sit at its source's place"):
         KernelEntry(0, "k", CoreType.AIV, binary=binary)
 
 

@@ -87,14 +87,14 @@ def test_real_compile_of_a_tree_loads_and_runs(sim: SimToolchain, tmp_path: Path
     assert (report.compiled, report.cache_hits) == (4, 0)
     assert (report.toolchain, report.toolchain_version) == ("sim", sim.version)
     root = tree / "next_levels" / "pipe"
-    for binary in ["kernels/aiv/alpha.so", "kernels/aiv/beta.so", "kernels/aic/gamma.so"]:
-        assert _is_shared_object(root / binary)
-    orchestration = root / "orchestration" / "pipe.so"
+    for name, core_type in (("alpha", "aiv"), ("beta", "aiv"), ("gamma", "aic")):
+        assert _is_shared_object(root / f"sim/kernels/{core_type}/{name}.so")
+    orchestration = root / "sim" / "orchestration" / "pipe.so"
     assert _is_shared_object(orchestration)
     # Runtime symbols stay undefined in the orchestration; the runtime supplies them.
     assert b"rt_submit_aiv_task" in orchestration.read_bytes()
     # The kernel ABI: kernel_entry(int64_t* args), args[0] points at the output.
-    library = ctypes.CDLL(str(root / "kernels/aic/gamma.so"))
+    library = ctypes.CDLL(str(root / "sim/kernels/aic/gamma.so"))
     result = ctypes.c_int64(0)
     args = (ctypes.c_int64 * 1)(ctypes.addressof(result))
     library.kernel_entry(args)
@@ -127,7 +127,7 @@ def test_real_compiler_error_is_reported(sim: SimToolchain, tmp_path: Path) -> N
     )
     assert f"command: {sim.compiler} -c -fPIC -O2 -std=c++17 -D__CPU_SIM -D__DAV_VEC__" in message
     assert "bad.cpp:6:" in message  # g++'s own diagnostic, with the line
-    assert not (tree / "next_levels/broken/kernels/aiv/bad.so").exists()
+    assert not (tree / "next_levels/broken/sim/kernels/aiv/bad.so").exists()
 
 
 def test_real_compile_of_a_rendered_sample(
@@ -149,12 +149,12 @@ def test_real_compile_of_a_rendered_sample(
     config = read_kernel_config(sub_build / "kernel_config.py")
     binaries = sorted(kernel.binary or "" for kernel in config.kernels)
     assert binaries == [
-        "kernels/aiv/__builtin_all_to_all_v__fp32.so",
-        "kernels/aiv/consume_step.so",
-        "kernels/aiv/stage_step.so",
+        "sim/kernels/aiv/__builtin_all_to_all_v__fp32.so",
+        "sim/kernels/aiv/consume_step.so",
+        "sim/kernels/aiv/stage_step.so",
     ]
     assert report.compiled == len(binaries) + 1  # and the orchestration
-    for binary in [*binaries, "orchestration/chip_pipeline.so"]:
+    for binary in [*binaries, "sim/orchestration/chip_pipeline.so"]:
         assert _is_shared_object(sub_build / binary)
     assert verify_manifest(tree) == []
     manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))

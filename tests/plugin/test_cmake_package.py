@@ -34,9 +34,9 @@ DESTINATION = "moe_a2a_skbuild/_kernels"
 SUB_BUILD = "next_levels/quant_exchange"
 #: Every binary a sim build of the sample puts in a chip tree, relative to it.
 BINARIES = (
-    f"{SUB_BUILD}/kernels/aiv/__builtin_all_to_all_v__int8.so",
-    f"{SUB_BUILD}/kernels/aiv/pack_rows.so",
-    f"{SUB_BUILD}/orchestration/quant_exchange.so",
+    f"{SUB_BUILD}/sim/kernels/aiv/__builtin_all_to_all_v__int8.so",
+    f"{SUB_BUILD}/sim/kernels/aiv/pack_rows.so",
+    f"{SUB_BUILD}/sim/orchestration/quant_exchange.so",
 )
 #: The generators whose DEPFILE handling differs: Ninja reads the depfile itself, the Makefile
 #: generator converts it into make rules.
@@ -147,8 +147,8 @@ def _assert_chip_tree(tree: Path) -> None:
         assert (tree / binary).is_file(), binary
     config = read_kernel_config(tree / SUB_BUILD / "kernel_config.py")
     assert sorted((kernel.name, kernel.binary) for kernel in config.kernels) == [
-        ("__builtin_all_to_all_v__int8", "kernels/aiv/__builtin_all_to_all_v__int8.so"),
-        ("pack_rows", "kernels/aiv/pack_rows.so"),
+        ("__builtin_all_to_all_v__int8", "sim/kernels/aiv/__builtin_all_to_all_v__int8.so"),
+        ("pack_rows", "sim/kernels/aiv/pack_rows.so"),
     ]
     manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["toolchain"]["name"] == "sim"

@@ -101,7 +101,7 @@ def test_the_wheel_ships_every_chip_tree_with_its_manifest(sample_wheel: SampleW
         config = f"{prefix}{CHIP_PIPELINE}/kernel_config.py"
         assert config in listed
         assert f"{prefix}orchestration/host_orch.py" in listed
-        assert f"{prefix}{CHIP_PIPELINE}/orchestration/chip_pipeline.so" in listed
+        assert f"{prefix}{CHIP_PIPELINE}/sim/orchestration/chip_pipeline.so" in listed
         kernels_listed = read_kernel_config(sample_wheel.read(config).decode()).kernels
         assert {kernel.name for kernel in kernels_listed} == {
             "stage_step",
@@ -109,7 +109,7 @@ def test_the_wheel_ships_every_chip_tree_with_its_manifest(sample_wheel: SampleW
             "__builtin_all_to_all_v__fp32",
         }
         for kernel in kernels_listed:
-            assert kernel.binary == f"kernels/aiv/{kernel.name}.so"
+            assert kernel.binary == f"sim/kernels/aiv/{kernel.name}.so"
             assert f"{prefix}{CHIP_PIPELINE}/{kernel.binary}" in listed
     assert not [member for member in members if ".pypto-build-logs" in member]
 
@@ -302,7 +302,7 @@ def test_an_editable_install_builds_the_kernels_in_place(tmp_path: Path) -> None
     editable = build_wheel(project, tmp_path / "editable", "editable")
     in_place = project / "src" / "moe_a2a" / "_kernels"
     assert (in_place / "a3" / "manifest.json").is_file()
-    assert (in_place / "a3" / CHIP_PIPELINE / "kernels" / "aiv" / "stage_step.so").is_file()
+    assert (in_place / "a3" / CHIP_PIPELINE / "sim" / "kernels" / "aiv" / "stage_step.so").is_file()
     with zipfile.ZipFile(editable) as wheel:
         members = wheel.namelist()
     assert "_moe_a2a.pth" in members

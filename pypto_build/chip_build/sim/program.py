@@ -19,7 +19,7 @@ import importlib.util
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import ModuleType
 
 from pypto_build.chip_build.chips import Chip, get_chip
@@ -178,7 +178,11 @@ def _sub_build(root: Path) -> SubBuild:
         raise BuildTreeError(str(exc)) from None
     if config.orchestration is None:
         raise BuildTreeError(f"{root / KERNEL_CONFIG} lists no ORCHESTRATION")
-    orchestration = root / PurePosixPath(config.orchestration.source).with_suffix(BINARY_SUFFIX)
+    if config.orchestration.binary is None:
+        raise BuildTreeError(
+            f"{root / KERNEL_CONFIG}: the orchestration has no binary (not compiled)"
+        )
+    orchestration = root / config.orchestration.binary
     _require_binary(orchestration, root)
     kernels = []
     for kernel in config.kernels:

@@ -17,9 +17,10 @@ compiler's working directory; a toolchain that emits it maps the tree to ``.``
 from __future__ import annotations
 
 import enum
+import posixpath
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -60,6 +61,9 @@ class CompileJob:
     chip: Chip
     #: The core type of a kernel; None for an orchestration.
     core_type: CoreType | None = None
+    #: Include directories the sub-build's ``kernel_config.py`` gives the source
+    #: (``extra_include_dirs``), relative to the tree: the headers that travel with the tree.
+    include_dirs: tuple[PurePosixPath, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.kind is UnitKind.KERNEL) != (self.core_type is not None):
@@ -70,9 +74,26 @@ class CompileJob:
         """The source on disk."""
         return self.tree / self.source
 
-    def artifact(self, suffix: str) -> PurePosixPath:
-        """Where the artifact goes: beside the source, relative to the tree."""
-        return self.source.with_suffix(suffix)
+    @property
+    def subbuild(self) -> PurePosixPath:
+        """The sub-build the source belongs to, relative to the tree: ``next_levels/<name>``
+        (kernels sit at ``kernels/<core type>/<name>.cpp``, orchestrations at
+        ``orchestration/<name>.cpp`` below it)."""
+        return self.source.parents[2 if self.kind is UnitKind.KERNEL else 1]
+
+    def artifact(self, suffix: str, binary_dir: str = "") -> PurePosixPath:
+        """Where the artifact goes, relative to the tree: beside the source, or under the
+        sub-build's ``binary_dir`` at the source's place (``sim/kernels/aiv/<name>.so``)."""
+        if not binary_dir:
+            return self.source.with_suffix(suffix)
+        inside = self.source.relative_to(self.subbuild)
+        return self.subbuild / binary_dir / inside.with_suffix(suffix)
+
+    def include_flags(self) -> tuple[str, ...]:
+        """``-I`` flags for :attr:`include_dirs`, relative to the source's directory, where the
+        compiler runs: no location of the tree enters a command line."""
+        parent = self.source.parent.as_posix()
+        return tuple(f"-I{posixpath.relpath(d.as_posix(), parent)}" for d in self.include_dirs)
 
 
 @dataclass(frozen=True)
@@ -120,6 +141,20 @@ class Toolchain(Protocol):
 
     def artifact_suffix(self, kind: UnitKind) -> str:
         """The suffix of the artifact built for a job of ``kind`` (``.o``, ``.so``)."""
+        ...
+
+    @property
+    def binary_dir(self) -> str:
+        """Where this toolchain's binaries go inside a sub-build: ``""`` for beside their
+        sources, where PyPTO's runtime looks for binaries of its own platform (``cann``), or a
+        folder of their own (``sim``: binaries for our simulator, which PyPTO's runtime must
+        neither load nor delete)."""
+        ...
+
+    def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
+        """The ``cache/binary_context.json`` PyPTO's runtime checks before it reuses the binaries
+        beside a sub-build's sources (the platform, runtime and PTO-ISA revisions they were built
+        for), or None when this toolchain builds no binaries for PyPTO's runtime."""
         ...
 
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:

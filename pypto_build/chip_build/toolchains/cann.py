@@ -25,10 +25,11 @@ relative to the chip tree (``./next_levels/...``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pypto_build.builtins import include_dir
+from pypto_build.chip_build.chips import Chip
 from pypto_build.chip_build.toolchains.base import (
     CompileJob,
     CompilePlan,
@@ -103,6 +104,13 @@ class CannToolchain:
     def artifact_suffix(self, kind: UnitKind) -> str:
         return ".o" if kind is UnitKind.KERNEL else ".so"
 
+    @property
+    def binary_dir(self) -> str:
+        return ""
+
+    def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
+        return None
+
     def include_flags(self) -> tuple[str, ...]:
         """Kernel include roots in upstream order: PTO-ISA, our headers, extra directories."""
         dirs = (
@@ -147,6 +155,7 @@ class CannToolchain:
             *_CCEC_TRAILING,
             *job.chip.ccec_extra_flags,
             *self.include_flags(),
+            *job.include_flags(),
             debug_prefix_map(job.tree),
             *dependency_flags(depfile, artifact),
             "-o",

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pypto_build.builtins import include_dir
-from pypto_build.chip_build.chips import CoreType
+from pypto_build.chip_build.chips import Chip, CoreType
 from pypto_build.chip_build.toolchains.base import (
     CompileJob,
     CompilePlan,
@@ -33,6 +33,12 @@ from pypto_build.chip_build.toolchains.base import (
     dependency_flags,
     first_output_line,
 )
+
+#: The folder of a sub-build that holds its sim binaries (``sim/kernels/aiv/<name>.so``,
+#: ``sim/orchestration/<name>.so``). They are binaries for our simulator, whose orchestration
+#: interface is its own, so they stay out of the places where PyPTO's runtime looks for (and, when
+#: they were not built for it, deletes) the binaries of its platforms.
+SIM_BINARY_DIR = "sim"
 
 _COMPILE_FLAGS = ("-c", "-fPIC", "-O2", "-std=c++17")
 _KERNEL_DEFINES = {CoreType.AIV: "-D__DAV_VEC__", CoreType.AIC: "-D__DAV_CUBE__"}
@@ -82,6 +88,13 @@ class SimToolchain:
     def artifact_suffix(self, kind: UnitKind) -> str:
         return ".so"
 
+    @property
+    def binary_dir(self) -> str:
+        return SIM_BINARY_DIR
+
+    def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
+        return None
+
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
         artifact = job.artifact(self.artifact_suffix(job.kind)).name
         output = stage / artifact
@@ -94,6 +107,7 @@ class SimToolchain:
             str(self.compiler),
             *_COMPILE_FLAGS,
             *defines,
+            *job.include_flags(),
             f"-I{include_dir()}",
             *dependency_flags(depfile, artifact),
             "-o",
