@@ -9,15 +9,16 @@ with the same kernel sources that ship to hardware (DESIGN §1, §8)::
     result["out"]            # every tensor parameter, as the run left it
     result.dispatches        # what each rank's chip dispatches did (codes, tasks, timing lines)
 
-The program runs through its HOST orchestrator (``<chip>/orchestration/<name>.py``), whose
-``PARAMETERS`` table declares every parameter's shape, element type and direction. Inputs are
+The program runs through its HOST orchestrator (``<chip>/orchestration/host_orch.py``, the module
+PyPTO's runtime runs), whose ``distributed_meta.json`` declares every parameter's shape, element
+type and direction. Inputs are
 given by name: every ``In`` and ``InOut`` tensor and every scalar; an ``Out`` tensor may be left
-out (it starts zero-filled) or given as its initial contents. They are checked against the table
-before anything runs (:class:`InputError`, a ``ValueError``), and every tensor parameter comes
-back by name. Host memory is device memory here, as in upstream's simulator: every rank's
-dispatch of a host tensor sees the same array, so a program gives each rank its own region by
-slicing (``inp[r]``). A failed run raises :class:`SimulationError` with each failed rank's error
-code and message.
+out (it starts zero-filled) or given as its initial contents. They are checked against the
+parameters before anything runs (:class:`InputError`, a ``ValueError``), and every tensor
+parameter comes back by name. Host memory is device memory here, as in upstream's simulator:
+every rank's dispatch of a host tensor sees the same array, so a program gives each rank its own
+region by slicing (``inp[r]``). A failed run raises :class:`SimulationError` with each failed
+rank's error code and message.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.chip_build.l3_api import CallConfig, DataType, OrchestrationFn, Parameter
+from pypto_build.chip_build.distributed_meta import Parameter
+from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.chip_build.sim.arguments import InputError, bind_arguments
 from pypto_build.chip_build.sim.errors import (
     SIMPLER_ERROR_INVALID_ARGS,
@@ -39,9 +41,10 @@ from pypto_build.chip_build.sim.errors import (
     SimulationError,
     error_name,
 )
+from pypto_build.chip_build.sim.host_env import allocate_intermediates, entry_of
 from pypto_build.chip_build.sim.l3 import (
+    CallConfig,
     DomainSnapshot,
-    SimHostArgs,
     SimNextLevel,
     SimOrchestrator,
 )
@@ -52,7 +55,6 @@ from pypto_build.chip_build.sim.program import (
     open_chip_build,
 )
 from pypto_build.chip_build.sim.runtime import RUN_REFUSED, load_runtime
-from pypto_build.chip_build.sim.tensors import SimTensor
 from pypto_build.chip_build.sim.world import TIMEOUT_ENV, Timeouts, World
 
 __all__ = [
@@ -146,29 +148,37 @@ class SimProgram:
         if not 1 <= ranks <= MAX_RANKS:
             raise ValueError(f"ranks must be in [1, {MAX_RANKS}], got {ranks}")
         arguments = bind_arguments(self.host.name, self.parameters, inputs)
-        tensors = arguments.tensors
         timeouts = Timeouts.from_environment() if timeout is None else Timeouts(timeout)
         module = self.host.load()
+        entry = entry_of(module, self.host.path)
         runtime = load_runtime()
         world = World(runtime, self.build.chip, ranks, timeouts)
         callables: dict[str, SimNextLevel] = {}
         try:
-            for name in module.NEXT_LEVELS:
-                sub_build = self.build.sub_build(name)
+            for name, sub_build in self.build.sub_builds.items():
                 native = runtime.load_callable(
                     sub_build.orchestration, sub_build.entry, sub_build.kernels
                 )
                 callables[name] = SimNextLevel(name, native)
             orchestrator = SimOrchestrator(world)
-            host_args = SimHostArgs(
-                tuple(SimTensor.of(a) for a in tensors.values()), arguments.scalars
+            # As PyPTO's L3 runner calls it: the parameters by name, then the intermediates.
+            tensors = arguments.values()
+            allocate_intermediates(module, tensors, ranks)
+            keep: list[object] = []
+            entry(
+                orchestrator,
+                None,
+                CallConfig(),
+                tensors=tensors,
+                callables=callables,
+                sub_ids={},
+                _keep=keep,
+                world_size=ranks,
             )
-            orchestration: OrchestrationFn = module.build(callables)
-            orchestration(orchestrator, host_args, CallConfig())
             world.fence()
         finally:
             world.close([next_level.native for next_level in callables.values()])
-        return SimResult(tensors, world.records(), tuple(orchestrator.snapshots))
+        return SimResult(arguments.tensors, world.records(), tuple(orchestrator.snapshots))
 
 
 def run(

@@ -22,7 +22,7 @@ def test_render_writes_a_tree_per_chip(capsys: pytest.CaptureFixture[str], tmp_p
         capsys, "render", str(CHIP_PIPELINE), "--out", str(out), "--chip", "a5"
     )
     assert (code, stderr) == (ExitCode.OK, "")
-    assert stdout == f"a5: 7 files in {out / 'a5'}\n"
+    assert stdout == f"a5: 12 files in {out / 'a5'}\n"
     assert (out / "a5/next_levels/chip_pipeline/kernel_config.py").is_file()
     assert sorted(p.name for p in out.iterdir()) == ["a5"]
 

@@ -263,6 +263,31 @@ def host_variants(program: Program) -> tuple[HostVariant, ...]:
     return tuple(found.values())
 
 
+#: The operand role whose leading dimension is the number of ranks a collective exchanges among.
+SIGNAL_ROLE = "signal"
+
+
+def collective_ranks(program: Program) -> tuple[int, ...]:
+    """The rank counts the collectives of ``program`` are sized for, on either rail: the leading
+    dimension (NR) of each one's signal operand, in order of appearance."""
+    ranks: list[int] = []
+
+    def signal_rows(package: BuiltinPackage, types: tuple[object, ...]) -> None:
+        for operand, ty in zip(package.operands, types, strict=False):
+            if operand.role == SIGNAL_ROLE and isinstance(ty, TensorType) and ty.shape:
+                ranks.append(ty.shape[0])
+
+    for func in program.functions:
+        builtin = chip_builtin_kernel(func)
+        if builtin is not None:
+            signal_rows(builtin.package, tuple(param.var.type for param in func.params))
+        if func.is_host_orchestrator:
+            for call in walk_calls(func.body):
+                if is_builtin_dispatch(call):
+                    signal_rows(host_variant(call).package, tuple(arg.type for arg in call.args))
+    return tuple(ranks)
+
+
 @contextmanager
 def diagnosed_at(span: Span) -> Iterator[None]:
     """Turn a registry or template failure into a diagnostic at ``span``, the function or

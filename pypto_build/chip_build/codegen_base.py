@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import ClassVar
 
-from pypto_build.chip_build import l3_api
+from pypto_build.chip_build import runtime_types
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,
@@ -38,19 +38,20 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, SCALAR
 
-#: The runtime's element type (``DataType`` of ``kernel_abi.h``, which :class:`l3_api.DataType`
-#: mirrors) of each IR dtype a runtime tensor can hold; an index is 64-bit there.
+#: The runtime's element type (``DataType`` of ``kernel_abi.h``, which
+#: :class:`runtime_types.DataType` mirrors) of each IR dtype a runtime tensor can hold; an index is
+#: 64-bit there.
 RUNTIME_DTYPES = {
-    DataType.FP32: l3_api.DataType.FLOAT32,
-    DataType.FP16: l3_api.DataType.FLOAT16,
-    DataType.BF16: l3_api.DataType.BFLOAT16,
-    DataType.INT8: l3_api.DataType.INT8,
-    DataType.UINT8: l3_api.DataType.UINT8,
-    DataType.INT16: l3_api.DataType.INT16,
-    DataType.INT32: l3_api.DataType.INT32,
-    DataType.INT64: l3_api.DataType.INT64,
-    DataType.INDEX: l3_api.DataType.INT64,
-    DataType.BOOL: l3_api.DataType.BOOL,
+    DataType.FP32: runtime_types.DataType.FLOAT32,
+    DataType.FP16: runtime_types.DataType.FLOAT16,
+    DataType.BF16: runtime_types.DataType.BFLOAT16,
+    DataType.INT8: runtime_types.DataType.INT8,
+    DataType.UINT8: runtime_types.DataType.UINT8,
+    DataType.INT16: runtime_types.DataType.INT16,
+    DataType.INT32: runtime_types.DataType.INT32,
+    DataType.INT64: runtime_types.DataType.INT64,
+    DataType.INDEX: runtime_types.DataType.INT64,
+    DataType.BOOL: runtime_types.DataType.BOOL,
 }
 
 #: The ``arg_directions`` entry of a tensor argument; a scalar argument's is ``SCALAR``.

@@ -34,6 +34,7 @@ from pypto_build.chip_build.cache import (
     read_depfile,
 )
 from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.distributed_meta import META_NAME, with_platform
 from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
@@ -278,6 +279,8 @@ def compile_tree(
     _record_binaries(tree, results)
     context = toolchain.binary_context(catalog_chip)
     _write_binary_contexts(tree, context)
+    if (tree / META_NAME).is_file():
+        with_platform(tree / META_NAME, toolchain.platform(catalog_chip))
     write_manifest(
         tree,
         chip=chip,

@@ -1,31 +1,39 @@
-"""HOST orchestrator codegen: a lowered HOST orchestrator -> ``orchestration/<name>.py``.
+"""HOST orchestrator codegen: a lowered HOST orchestrator -> ``orchestration/host_orch.py``.
 
-The module is written against :mod:`pypto_build.chip_build.l3_api` and imports nothing else, so
-it type-checks on its own and any runtime implementing that API can run it. It defines
-``NEXT_LEVELS`` (the sub-builds it submits, by name), ``PARAMETERS`` (a literal table of
-:class:`~pypto_build.chip_build.l3_api.Parameter`: every parameter's name, kind, shape, element
-type and direction, in declaration order, so a runtime can check inputs and allocate outputs
-without running anything, and a tool can read it with ``ast``) and ``build(callables)``, which
-returns the orchestration function ``(orch, args, config) -> None`` of upstream's L3 worker. The
-body is the orchestrator's, statement for statement:
+The module is written in PyPTO's distributed entry format (pypto e2d0f78), which PyPTO's L3
+loader runs as it runs its own (``distributed_runner._load_orch_entry``): it imports the
+runtime's names exactly as pypto's own generated modules do (``torch``, simpler's
+``task_interface``, pypto's ``make_tensor_arg`` and ``_submit_chip``), defines
+``_alloc_intermediates(tensors, world_size)`` for the per-rank ordering tokens, and one entry
+function ``<name>(orch, _args, config, *, tensors, callables, sub_ids, _keep, world_size)``
+marked ``_pypto_distributed_entry``. The parameters are in ``tensors`` by name, the chip
+callables in ``callables`` by sub-build name; ``distributed_meta.json`` (written beside it)
+lists the parameters. Our simulator serves the same names, so one module runs on both. The body
+is the orchestrator's, statement for statement:
 
 * a ``CommDomainScopeStmt`` (MaterializeCommDomainScopes) becomes
-  ``with orch.allocate_domain(name, devices, [BufferSpec(...), ...]) as <domain>:``, with one
-  buffer per window buffer the scope allocates (so ``pld.alloc_window_buffer`` itself emits
-  nothing);
+  ``with orch.allocate_domain(name=..., workers=..., window_size=..., buffers=[CommBufferSpec(
+  ...), ...]) as <domain>:``, one buffer per window buffer the scope allocates, each padded to
+  whole cache lines (so ``pld.alloc_window_buffer`` itself emits nothing);
 * a window view (``pld.window`` and views of it) is a different tensor on every rank, so it is
   emitted where a dispatch uses it, for that dispatch's device:
-  ``<domain>[device].buffers["<buffer>"].tensor(shape, dtype)``; ``pld.get_comm_ctx(view)`` is
-  that rank's ``device_ctx``;
+  ``<domain>[device].buffers["<buffer>"].tensor(shapes=..., dtype=...)`` (with element
+  ``strides`` and a ``byte_offset`` for a region); ``pld.get_comm_ctx(view)`` is that rank's
+  ``device_ctx``;
 * ``self.<chip orchestration>(..., device=d)`` submits that sub-build to worker ``d``: a
-  ``TaskArgs`` with the tensors (directions from ``arg_directions``), then the scalars, in the
-  order the chip orchestration binds them (``orch_args.tensor(i)``, then ``scalar(j)``);
+  ``TaskArgs`` with the tensors (directions from ``arg_directions``; host tensors through
+  ``make_tensor_arg``), then each referenced domain's ordering token of rank ``d`` (a trailing
+  tensor the orchestration does not read, which keeps one rank's dispatches on a domain in
+  program order), then the scalars, in the order the chip orchestration binds them;
 * a HOST-rail builtin dispatch (``builtin.tensor.all_to_all_v``, LowerHostTensorCollectives)
-  submits its variant's sub-build with the five windows, the rank's ordering token and the
-  entry's scalars (``nranks`` = the domain size, the ``CommContext``, ``core_num``), as the
-  package manifest's entry ABI lists them;
+  submits its variant's sub-build with the windows, the ordering token and the entry's scalars
+  (``nranks`` = the domain size, the ``CommContext``, ``core_num``), as the package manifest's
+  entry ABI lists them;
+* host tensors (parameters and regions of them) are the caller's arrays, indexed with Python
+  slices; PyPTO's runtime takes only contiguous ones, so a strided region reaching a dispatch is
+  a diagnostic here;
 * loops, branches and scalar arithmetic are Python's own, so their semantics carry over
-  unchanged; tensor arguments and slices of them are host tensors.
+  unchanged.
 """
 
 from __future__ import annotations
@@ -36,9 +44,10 @@ import keyword
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from pypto_build.chip_build import l3_api
+from pypto_build.chip_build import runtime_types
 from pypto_build.chip_build.builtin_variants import host_variant, is_builtin_dispatch
 from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, arg_directions
+from pypto_build.chip_build.distributed_meta import Parameter
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,
@@ -73,27 +82,39 @@ from pypto_build.lowering.passes.rewrite import defined_names, walk_stmts
 
 PHASE = "host orchestration codegen"
 
-API_MODULE = l3_api.__name__
+#: The module's file name inside ``orchestration/``: PyPTO's L3 loader loads exactly this one.
+MODULE_NAME = "host_orch.py"
+#: The attribute that marks the entry function for PyPTO's loader.
+ENTRY_MARKER = "_pypto_distributed_entry"
+#: The function that allocates the run's intermediates (the ordering tokens) before it starts.
+ALLOC_INTERMEDIATES = "_alloc_intermediates"
 
 ALLOC_WINDOW_BUFFER = "pld.alloc_window_buffer"
 WINDOW = "pld.window"
 WORLD_SIZE = "pld.world_size"
 GET_COMM_CTX = "pld.get_comm_ctx"
 
+#: What the module imports, as pypto's generated modules import it.
+IMPORTS = (
+    "import torch",
+    "from simpler.task_interface import CallConfig, CommBufferSpec, DataType, TaskArgs, "
+    "TensorArgType",
+    "",
+    "from pypto.runtime.distributed_runner import _submit_chip",
+    "from pypto.runtime.tensor_arg import make_tensor_arg",
+)
+
 _ARG_TYPE = {
-    "In": l3_api.TensorArgType.INPUT,
-    "Out": l3_api.TensorArgType.OUTPUT_EXISTING,
-    "InOut": l3_api.TensorArgType.INOUT,
+    "In": runtime_types.TensorArgType.INPUT,
+    "Out": runtime_types.TensorArgType.OUTPUT_EXISTING,
+    "InOut": runtime_types.TensorArgType.INOUT,
 }
 
 _BINARY = {"+", "-", "*", "//", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or"}
 
-#: The generated module's docstring, after its first line.
-_MODULE_DOC = (
-    "Generated by pypto-build. build(callables) returns the orchestration function that an L3",
-    "runtime runs with (orch, args, config); callables maps each name in NEXT_LEVELS to its",
-    "registered chip callable.",
-)
+#: Every window buffer starts on a cache line (signals are atomics; payloads move in lines):
+#: a buffer's size is padded to whole lines, and the runtime carves them in order.
+WINDOW_ALIGNMENT = 64
 
 #: What each scalar a builtin entry declares (``[abi.entry] scalars``) is, on a domain handle.
 _ENTRY_SCALARS = {"nranks": "domain_size", "comm_context": "device_ctx"}
@@ -102,8 +123,10 @@ _CORE_NUM = "core_num"
 #: Names the module binds itself (and Python builtins it calls): IR names among them, or ending
 #: in "_" (the suffix of generated names), are emitted with a trailing "_", one-to-one.
 _PY_RESERVED = frozenset(
-    {"orch", "args", "config", "callables", "build", "range", "int", "float", "bool"}
-    | {name for name in dir(l3_api) if not name.startswith("_")}
+    {"orch", "_args", "config", "tensors", "callables", "sub_ids", "_keep", "world_size"}
+    | {"torch", "CallConfig", "CommBufferSpec", "DataType", "TaskArgs", "TensorArgType"}
+    | {"make_tensor_arg", "_submit_chip", ALLOC_INTERMEDIATES}
+    | {"range", "int", "float", "bool", "max"}
 )
 
 
@@ -114,14 +137,25 @@ def py_name(name: str) -> str:
     return name
 
 
+@dataclass(frozen=True)
+class HostOrchestrator:
+    """A HOST orchestrator's generated module and what ``distributed_meta.json`` says of it."""
+
+    source: str
+    parameters: tuple[Parameter, ...]
+    returns: int
+
+
 def generate_host_orchestrator(
     program: Program, func: Function, next_levels: Collection[str]
-) -> str:
-    """The ``orchestration/<func>.py`` module of HOST orchestrator ``func`` of ``program``;
+) -> HostOrchestrator:
+    """The ``orchestration/host_orch.py`` module of HOST orchestrator ``func`` of ``program``;
     ``next_levels`` are the sub-build names of the build (its chip orchestrations)."""
     if not func.is_host_orchestrator:
         raise InternalError(f"{PHASE}: '{func.name}' is not a HOST orchestrator")
-    return _HostCodegen(program, func, frozenset(next_levels)).source()
+    codegen = _HostCodegen(program, func, frozenset(next_levels))
+    source = codegen.source()
+    return HostOrchestrator(source, tuple(codegen.parameters), len(func.return_types))
 
 
 # --- values --------------------------------------------------------------------------------
@@ -129,10 +163,13 @@ def generate_host_orchestrator(
 
 @dataclass(frozen=True)
 class _Local:
-    """A value held in a Python local (a host tensor or a scalar)."""
+    """A value held in a Python local: a host tensor (with its shape, and whether its elements
+    are packed row-major) or a scalar."""
 
     text: str
     tensor: bool
+    shape: tuple[int, ...] = ()
+    contiguous: bool = True
 
 
 @dataclass(frozen=True)
@@ -144,14 +181,15 @@ class _Buffer:
 
 @dataclass(frozen=True)
 class _Window:
-    """A view of a window buffer: one tensor per rank of the buffer's domain."""
+    """A view of a window buffer: one tensor per rank of the buffer's domain, described by its
+    shape, element strides and element offset in the buffer (an expression)."""
 
     domain: str
     buffer: str
     shape: tuple[int, ...]
+    strides: tuple[int, ...]
     dtype: DataType
-    #: View methods applied to the slot's tensor, as Python text (``.slice(...)``).
-    views: tuple[str, ...] = ()
+    offset: str = "0"
 
     def handle(self, device: str) -> str:
         return f"{self.domain}[{device}]"
@@ -159,8 +197,12 @@ class _Window:
     def on(self, device: str) -> str:
         shape = _tuple_text(str(d) for d in self.shape)
         dtype = RUNTIME_DTYPES[self.dtype].name
-        tensor = f"buffers[{_str(self.buffer)}].tensor({shape}, DataType.{dtype})"
-        return f"{self.handle(device)}.{tensor}{''.join(self.views)}"
+        arguments = f"shapes={shape}, dtype=DataType.{dtype}"
+        if self.strides != _row_major(self.shape) or self.offset != "0":
+            strides = _tuple_text(str(d) for d in self.strides)
+            byte_offset = f"({self.offset}) * {self.dtype.byte_size}"
+            arguments += f", strides={strides}, byte_offset={byte_offset}"
+        return f"{self.handle(device)}.buffers[{_str(self.buffer)}].tensor({arguments})"
 
 
 @dataclass(frozen=True)
@@ -183,6 +225,25 @@ def _str(text: str) -> str:
     return json.dumps(text)
 
 
+def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    """The element strides of a packed row-major tensor of ``shape``."""
+    strides = []
+    step = 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
+def _region_is_contiguous(shape: Sequence[int], region: Sequence[int]) -> bool:
+    """Whether the ``region`` extents of a packed ``shape`` are packed too: after the first
+    dimension the region spans more than one of, every dimension must be whole."""
+    spanning = [dim for dim, extent in enumerate(region) if extent != 1]
+    if not spanning:
+        return True
+    return all(region[dim] == shape[dim] for dim in range(spanning[0] + 1, len(shape)))
+
+
 def _unsupported(what: str, span: Span) -> ProgramError:
     return ProgramError(f"{what} is not supported in a HOST orchestrator", span, PHASE)
 
@@ -194,26 +255,20 @@ class _HostCodegen(StmtCodegen):
     EMPTY_BLOCK = "pass"
 
     def __init__(self, program: Program, func: Function, next_levels: frozenset[str]) -> None:
-        # The body sits inside ``def build`` and the orchestration function it returns.
-        super().__init__(func, depth=2)
+        # The body sits inside the entry function.
+        super().__init__(func, depth=1)
         self.program = program
         self.next_levels = next_levels
         self.env: dict[str, _Value] = {}
         #: The Python local of the domain that allocates each window buffer.
         self.buffer_domains: dict[str, str] = {}
+        #: The ``tensors`` key of each domain's ordering tokens, by the domain's local.
+        self.tokens: dict[str, str] = {}
+        #: Devices an explicit domain names (tokens must exist for each).
+        self.devices = 1
         self.tasks = 0
         self.offsets = 0
-        self.used_api = {
-            "CallConfig",
-            "Callables",
-            "HostArgs",
-            "OrchestrationFn",
-            "Orchestrator",
-            "Parameter",
-        }
-        #: The ``PARAMETERS`` entries, as Python text.
-        self.parameters: list[str] = []
-        self.submitted: set[str] = set()
+        self.parameters: list[Parameter] = []
 
     # -- output -----------------------------------------------------------------------------
 
@@ -224,72 +279,72 @@ class _HostCodegen(StmtCodegen):
             self.emit("pass")
         body = self.lines
         name = py_name(self.func.name)
-        imports = [f"    {api}," for api in sorted(self.used_api)]
-        next_levels = _tuple_text(_str(n) for n in sorted(self.submitted))
         out = [
             f'"""HOST orchestrator {self.func.name} of program {self.program.name}.',
             "",
-            *_MODULE_DOC,
+            "Generated by pypto-build in PyPTO's distributed entry format: PyPTO's L3 loader",
+            f"calls {name}, marked {ENTRY_MARKER}, with the run's tensors and chip callables",
+            "by name; distributed_meta.json lists the parameters.",
             '"""',
             "",
-            f"from {API_MODULE} import (",
-            *imports,
-            ")",
-            "",
-            "#: The sub-builds (next_levels/<name>) this orchestrator submits.",
-            f"NEXT_LEVELS = {next_levels}",
-            "",
-            "#: The parameters in declaration order: tensors are args[0], args[1], ...; scalars",
-            "#: args.scalar(0), ... (each counted in this order).",
-            *_parameters_text(self.parameters),
+            *IMPORTS,
             "",
             "",
-            "def build(callables: Callables) -> OrchestrationFn:",
-            f'    """The orchestration function of {self.func.name} over ``callables``."""',
+            f"def {ALLOC_INTERMEDIATES}(tensors, world_size=1):",
+            '    """The per-rank ordering token of each comm domain."""',
+            *self._token_lines(),
             "",
-            f"    def {name}(orch: Orchestrator, args: HostArgs, config: CallConfig) -> None:",
+            "",
+            f"def {name}(orch, _args, config, *, tensors, callables, sub_ids, _keep, world_size):",
             *body,
             "",
-            f"    return {name}",
+            "",
+            f"{name}.{ENTRY_MARKER} = True",
         ]
         return "\n".join(out) + "\n"
+
+    def _token_lines(self) -> list[str]:
+        if not self.tokens:
+            return ["    pass"]
+        count = f"max(world_size, {self.devices})"
+        token = "torch.zeros((1,), dtype=torch.int32).share_memory_()"
+        return [
+            f"    tensors[{_str(key)}] = [{token} for _ in range({count})]"
+            for key in self.tokens.values()
+        ]
 
     def _unsupported(self, what: str, span: Span) -> ProgramError:
         return _unsupported(what, span)
 
     def _bind_params(self) -> None:
-        tensor_index = scalar_index = 0
         for param in self.func.params:
             var = param.var
             name = py_name(var.name)
             span = expr_span(var, self.func.span)
             if isinstance(var.type, TensorType) and not isinstance(var.type, DistributedTensorType):
-                dtype = _l3_dtype(var.type.dtype, f"tensor parameter '{var.name}'", span)
+                dtype = _runtime_dtype(var.type.dtype, f"tensor parameter '{var.name}'", span)
                 self._parameter(var.name, "tensor", var.type.shape, dtype, param.direction.value)
-                self.emit(f"{name} = args[{tensor_index}]")
-                tensor_index += 1
-                self.env[var.name] = _Local(name, tensor=True)
+                self.env[var.name] = _Local(name, tensor=True, shape=var.type.shape)
             elif isinstance(var.type, ScalarType):
                 if param.direction is not ParamDirection.In:
                     raise _unsupported(f"{param.direction.value} scalar '{var.name}'", span)
-                dtype = _l3_dtype(var.type.dtype, f"scalar parameter '{var.name}'", span)
+                dtype = _runtime_dtype(var.type.dtype, f"scalar parameter '{var.name}'", span)
                 self._parameter(var.name, "scalar", (), dtype, "In")
-                conversion = l3_api.scalar_type(dtype).__name__
-                self.emit(f"{name} = {conversion}(args.scalar({scalar_index}))")
-                scalar_index += 1
                 self.env[var.name] = _Local(name, tensor=False)
             else:
                 what = f"parameter '{var.name}' of type {type(var.type).__name__}"
                 raise _unsupported(what, span)
+            self.emit(f"{name} = tensors[{_str(var.name)}]")
 
     def _parameter(
-        self, name: str, kind: str, shape: tuple[int, ...], dtype: l3_api.DataType, direction: str
+        self,
+        name: str,
+        kind: str,
+        shape: tuple[int, ...],
+        dtype: runtime_types.DataType,
+        direction: str,
     ) -> None:
-        fields = (_str(name), _str(kind), _tuple_text(str(d) for d in shape))
-        self.used_api.add("DataType")
-        self.parameters.append(
-            f"Parameter({', '.join(fields)}, DataType.{dtype.name}, {_str(direction)})"
-        )
+        self.parameters.append(Parameter(name, kind, shape, dtype, direction))  # type: ignore[arg-type]
 
     # -- statements -------------------------------------------------------------------------
 
@@ -334,22 +389,29 @@ class _HostCodegen(StmtCodegen):
         domain = py_name(stmt.name) + "_"
         sizes = _buffer_sizes(stmt)
         specs = []
+        window_size = 0
         for buffer in stmt.buffers:
             if buffer not in sizes:
                 raise InternalError(f"{PHASE}: scope {stmt.name} does not allocate '{buffer}'")
-            specs.append(f"BufferSpec({_str(buffer)}, {sizes[buffer]})")
+            padded = -(-sizes[buffer] // WINDOW_ALIGNMENT) * WINDOW_ALIGNMENT
+            window_size += padded
+            specs.append(
+                f"CommBufferSpec(name={_str(buffer)}, dtype={_str('opaque')}, "
+                f"count={sizes[buffer]}, nbytes={padded})"
+            )
             self.env[buffer] = _Buffer(buffer)
             self.buffer_domains[buffer] = domain
-        self.used_api.add("BufferSpec")
-        devices = (
-            "range(orch.world_size())"
-            if stmt.devices is None
-            else "[" + ", ".join(str(d) for d in stmt.devices) + "]"
-        )
+        self.tokens[domain] = f"__{stmt.name}_ord"
+        if stmt.devices is None:
+            workers = "[*range(world_size)]"
+        else:
+            workers = "[" + ", ".join(str(d) for d in stmt.devices) + "]"
+            self.devices = max(self.devices, *(d + 1 for d in stmt.devices))
         self.emit("with orch.allocate_domain(")
-        self.emit(f"    {_str(stmt.name)},")
-        self.emit(f"    {devices},")
-        self.emit("    [")
+        self.emit(f"    name={_str(stmt.name)},")
+        self.emit(f"    workers={workers},")
+        self.emit(f"    window_size={window_size},")
+        self.emit("    buffers=[")
         for spec in specs:
             self.emit(f"        {spec},")
         self.emit("    ],")
@@ -370,7 +432,7 @@ class _HostCodegen(StmtCodegen):
             name = py_name(target.name)
             if value.text != name:
                 self.emit(f"{name} = {value.text}")
-            self.env[target.name] = _Local(name, value.tensor)
+            self.env[target.name] = dataclasses.replace(value, text=name)
         else:
             self.env[target.name] = value
 
@@ -417,8 +479,8 @@ class _HostCodegen(StmtCodegen):
         domain = self.buffer_domains.get(buffer.name)
         if domain is None:
             raise InternalError(f"{PHASE}: window of buffer '{buffer.name}' outside its scope")
-        self.used_api.add("DataType")
-        return _Window(domain, buffer.name, ty.shape, _window_dtype(ty.dtype, span))
+        dtype = _window_dtype(ty.dtype, span)
+        return _Window(domain, buffer.name, ty.shape, _row_major(ty.shape), dtype)
 
     def _tensor_view(self, call: Call, span: Span) -> _Value:
         op = call.callee_name
@@ -430,32 +492,55 @@ class _HostCodegen(StmtCodegen):
             raise InternalError(f"{PHASE}: {op} of a non-tensor")
         if isinstance(source, _Local) and not source.tensor:
             raise InternalError(f"{PHASE}: {op} of a scalar")
-        shape = _tuple_text(str(d) for d in ty.shape)
         if op == "tensor.slice":
             offsets = call.args[2]
             if not isinstance(offsets, MakeTuple):
                 raise _unsupported("tensor.slice offsets that are not a list", span)
-            start = self._offsets(offsets, span, frozen=isinstance(source, _Window))
-            method = f".slice({start}, {shape})"
-        elif op == "tensor.reshape" or get_attr(call.kwargs, "shape") is not None:
-            method = f".reshape({shape})"
-        else:
-            # The valid region and layout are metadata of the program, not of host tensors.
-            return source
-        if isinstance(source, _Window):
-            return dataclasses.replace(source, views=(*source.views, method))
-        return _Local(f"{source.text}{method}", tensor=True)
+            starts = [self._scalar(item, span) for item in offsets.items]
+            if isinstance(source, _Window):
+                return self._window_slice(source, offsets, starts, ty.shape, span)
+            assert isinstance(source, _Local)
+            return _host_slice(source, starts, ty.shape)
+        if op == "tensor.reshape" or get_attr(call.kwargs, "shape") is not None:
+            return self._reshape(source, ty.shape, span)
+        # The valid region and layout are metadata of the program, not of host tensors.
+        return source
 
-    def _offsets(self, offsets: MakeTuple, span: Span, *, frozen: bool) -> str:
-        """The offsets as a tuple; for a window view (emitted later, at each dispatch) runtime
-        offsets are first stored in a local, so a later rebinding does not change the view."""
-        text = _tuple_text(self._scalar(item, span) for item in offsets.items)
-        if not frozen or all(isinstance(item, ConstInt) for item in offsets.items):
-            return text
-        local = f"offsets{self.offsets}_"
-        self.offsets += 1
-        self.emit(f"{local} = {text}")
-        return local
+    def _window_slice(
+        self,
+        source: _Window,
+        offsets: MakeTuple,
+        starts: Sequence[str],
+        shape: tuple[int, ...],
+        span: Span,
+    ) -> _Window:
+        """A region of a window view. The view is emitted later, at each dispatch, so runtime
+        offsets are first stored in a local: a later rebinding must not change the view."""
+        if all(isinstance(item, ConstInt) for item in offsets.items):
+            constant = sum(
+                int(start) * stride for start, stride in zip(starts, source.strides, strict=True)
+            )
+            offset = _offset_sum(source.offset, str(constant))
+        else:
+            local = f"offset{self.offsets}_"
+            self.offsets += 1
+            terms = " + ".join(
+                f"({start}) * {stride}"
+                for start, stride in zip(starts, source.strides, strict=True)
+            )
+            self.emit(f"{local} = {terms}")
+            offset = _offset_sum(source.offset, local)
+        return dataclasses.replace(source, shape=shape, offset=offset)
+
+    def _reshape(self, source: _Value, shape: tuple[int, ...], span: Span) -> _Value:
+        if isinstance(source, _Window):
+            if source.strides != _row_major(source.shape):
+                raise _unsupported("reshaping a strided region of a window", span)
+            return dataclasses.replace(source, shape=shape, strides=_row_major(shape))
+        assert isinstance(source, _Local)
+        if not source.contiguous:
+            raise _unsupported("reshaping a strided region of a host tensor", span)
+        return _Local(f"{source.text}.reshape({_tuple_text(str(d) for d in shape)})", True, shape)
 
     def _scalar(self, expr: Expr, at: Span) -> str:
         span = expr_span(expr, at)
@@ -474,7 +559,7 @@ class _HostCodegen(StmtCodegen):
             operand = self._scalar(expr.operand, span)
             return f"(-{operand})" if expr.op == "-" else f"(not {operand})"
         if isinstance(expr, Call) and expr.op == WORLD_SIZE:
-            return "orch.world_size()"
+            return "world_size"
         if isinstance(expr, Call):
             raise _unsupported(f"'{expr.callee_name}'", span)
         raise _unsupported(f"a {type(expr).__name__}", span)
@@ -505,11 +590,19 @@ class _HostCodegen(StmtCodegen):
         directions = _directions(call)
         tensors: list[tuple[str, str]] = []
         scalars: list[str] = []
+        domains: list[str] = []
         for arg, direction in zip(call.args, directions, strict=True):
             if direction == SCALAR:
                 scalars.append(self._scalar_arg(arg, device, span))
+                continue
+            value = self._value(arg, span)
+            if isinstance(value, _Window):
+                tensors.append((value.on(device), direction))
+                if value.domain not in domains:
+                    domains.append(value.domain)
             else:
-                tensors.append((self._tensor_arg(arg, device, span), direction))
+                tensors.append((self._host_tensor(arg, value, span), direction))
+        tensors += [(self._token(domain, device), "InOut") for domain in domains]
         self._submit(name, device, tensors, scalars)
 
     def _builtin_dispatch(self, call: Call, span: Span) -> None:
@@ -519,7 +612,8 @@ class _HostCodegen(StmtCodegen):
         windows = [self._value(arg, span) for arg in call.args]
         if not all(isinstance(w, _Window) for w in windows) or len(windows) != len(directions):
             raise InternalError(f"{PHASE}: {call.op} operands must be window views")
-        handle = windows[0].handle(device) if isinstance(windows[0], _Window) else ""
+        first = windows[0]
+        assert isinstance(first, _Window)
         tensors = [
             (window.on(device), direction)
             for window, direction in zip(windows, directions, strict=True)
@@ -527,9 +621,27 @@ class _HostCodegen(StmtCodegen):
         ]
         entry = variant.package.abi.entry
         if entry.ordering_token:
-            tensors.append((f"{handle}.ordering_token", "InOut"))
+            tensors.append((self._token(first.domain, device), "InOut"))
+        handle = first.handle(device)
         scalars = [self._entry_scalar(call, name, handle, span) for name in entry.scalars]
         self._submit(variant.name, device, tensors, scalars)
+
+    def _token(self, domain: str, device: str) -> str:
+        return f"make_tensor_arg(orch._worker, tensors[{_str(self.tokens[domain])}][{device}])"
+
+    def _host_tensor(self, arg: Expr, value: _Value, span: Span) -> str:
+        if not isinstance(value, _Local) or not value.tensor:
+            raise InternalError(f"{PHASE}: tensor argument of a dispatch is not a tensor")
+        if not value.contiguous:
+            what = f"'{arg.name}'" if isinstance(arg, Var) else "this region"
+            raise ProgramError(
+                f"{what} is a strided region of a host tensor: PyPTO's runtime passes only "
+                "contiguous host tensors to a chip (slice whole rows, or pass the whole tensor "
+                "and slice it in the CHIP orchestration)",
+                span,
+                PHASE,
+            )
+        return f"make_tensor_arg(orch._worker, {value.text})"
 
     def _entry_scalar(self, call: Call, name: str, handle: str, span: Span) -> str:
         if name in _ENTRY_SCALARS:
@@ -544,14 +656,6 @@ class _HostCodegen(StmtCodegen):
             PHASE,
         )
 
-    def _tensor_arg(self, arg: Expr, device: str, span: Span) -> str:
-        value = self._value(arg, span)
-        if isinstance(value, _Window):
-            return value.on(device)
-        if isinstance(value, _Local) and value.tensor:
-            return value.text
-        raise InternalError(f"{PHASE}: tensor argument of a dispatch is not a tensor")
-
     def _scalar_arg(self, arg: Expr, device: str, span: Span) -> str:
         if isinstance(arg, Call) and arg.op == GET_COMM_CTX:
             window = self._value(arg.args[0], span)
@@ -565,16 +669,38 @@ class _HostCodegen(StmtCodegen):
     ) -> None:
         task = f"task{self.tasks}_"
         self.tasks += 1
-        self.used_api.update({"TaskArgs", "TensorArgType"})
-        self.submitted.add(name)
         self.emit(f"{task} = TaskArgs()")
         for text, direction in tensors:
             self.emit(f"{task}.add_tensor({text}, TensorArgType.{_ARG_TYPE[direction].name})")
         for text in scalars:
             self.emit(f"{task}.add_scalar({text})")
-        self.emit(
-            f"orch.submit_next_level(callables[{_str(name)}], {task}, config, worker={device})"
-        )
+        self.emit(f"_keep.append({task})")
+        self.emit(f"_submit_chip(orch, callables[{_str(name)}], {task}, config, {device})")
+
+
+def _host_slice(source: _Local, starts: Sequence[str], shape: tuple[int, ...]) -> _Local:
+    """``source[a:a + n, ...]``: a region of a host tensor, a view of the same memory."""
+    index = ", ".join(
+        _index(start, extent, size)
+        for start, extent, size in zip(starts, shape, source.shape, strict=True)
+    )
+    contiguous = source.contiguous and _region_is_contiguous(source.shape, shape)
+    return _Local(f"{source.text}[{index}]", True, shape, contiguous)
+
+
+def _index(start: str, extent: int, size: int) -> str:
+    """The Python slice of ``extent`` elements from ``start`` of a dimension of ``size``."""
+    if start == "0":
+        return ":" if extent == size else f":{extent}"
+    return f"{start}:{start} + {extent}"
+
+
+def _offset_sum(base: str, term: str) -> str:
+    if base == "0":
+        return term
+    if term == "0":
+        return base
+    return f"{base} + {term}"
 
 
 def _directions(call: Call) -> tuple[str, ...]:
@@ -591,23 +717,15 @@ def _expr(value: object) -> Expr:
 
 
 def _window_dtype(dtype: DataType, span: Span) -> DataType:
-    _l3_dtype(dtype, "a window", span)
+    _runtime_dtype(dtype, "a window", span)
     return dtype
 
 
-def _l3_dtype(dtype: DataType, what: str, span: Span) -> l3_api.DataType:
-    """The host element type of ``dtype``; a diagnostic for one a host tensor cannot hold."""
+def _runtime_dtype(dtype: DataType, what: str, span: Span) -> runtime_types.DataType:
+    """The runtime element type of ``dtype``; a diagnostic for one a host tensor cannot hold."""
     if dtype not in RUNTIME_DTYPES:
         raise _unsupported(f"{what} of {dtype.value}", span)
     return RUNTIME_DTYPES[dtype]
-
-
-def _parameters_text(entries: Sequence[str]) -> list[str]:
-    """The ``PARAMETERS`` assignment, one entry per line."""
-    head = "PARAMETERS: tuple[Parameter, ...] = "
-    if not entries:
-        return [head + "()"]
-    return [head + "(", *(f"    {entry}," for entry in entries), ")"]
 
 
 def _buffer_sizes(scope: CommDomainScopeStmt) -> dict[str, int]:

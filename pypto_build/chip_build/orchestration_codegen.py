@@ -8,7 +8,7 @@ TensorMap). So the source is the orchestration body replayed in program order:
 * parameters are bound from ``orch_args``: tensor parameters, in order, to
   ``orch_args.tensor(i)``; every other parameter (scalars, and the CommCtx parameters that
   MaterializeDistTensorCtx added, which carry a ``CommContext`` device address), in order, to
-  ``orch_args.scalar<T>(j)``;
+  ``pypto_build::scalar_value<T>(orch_args.scalar(j))``;
 * each kernel call is one task: a ``CoreTaskArgs`` with one ``add_input`` / ``add_output`` /
   ``add_inout`` per tensor argument as the call's ``arg_directions`` say (tensors first, the
   kernel ABI's order), then ``add_scalar`` per scalar, the launch spec from the call attrs
@@ -18,7 +18,7 @@ TensorMap). So the source is the orchestration body replayed in program order:
   sub-build's kernel_config.py;
 * a kernel with ``require_contiguous_operands`` (the builtin collectives: a peer computes remote
   addresses from the packed shape) gets one ``is_contiguous`` check per tensor operand first; at
-  the first violation the entry latches ``SIMPLER_ERROR_INVALID_ARGS`` and returns, so nothing
+  the first violation the entry latches ``PTO2_ERROR_INVALID_ARGS`` and returns, so nothing
   further is submitted;
 * a kernel call's result is the argument the kernel returns (:func:`returned_params`), so
   ``data = self.k(a, b)`` binds ``data`` to ``b``'s descriptor. Tensor names are therefore
@@ -78,8 +78,13 @@ from pypto_build.lowering.passes.rewrite import walk_calls, walk_exprs, walk_stm
 
 PHASE = "orchestration codegen"
 
-#: Headers every generated orchestration includes (from ``pypto_build.builtins.include_dir()``).
-INCLUDES = ("pypto_build/orchestration_api.h", "pypto_build/orchestration_views.h")
+#: Headers every generated orchestration includes: PyPTO's orchestration API (the runtime's own
+#: header, or the simulator's implementation of it), then our helpers, which travel with the
+#: sub-build and are named relative to the source (PyPTO's runtime compiles an orchestration
+#: with no include directory of the tree).
+INCLUDES = ("pto_orchestration_api.h", "../include/pypto_build/orchestration.h")
+#: Marks the entry points exported from the orchestration's shared object.
+EXPORT = '__attribute__((visibility("default")))'
 
 _TASK_ID = "task_id"
 _DEPS = "deps"
@@ -111,8 +116,10 @@ _CPP_RESERVED_WORDS = """
     switch template this thread_local throw true try typedef typeid typename union unsigned
     using virtual void volatile wchar_t while xor xor_eq
     int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t std pypto_build
-    orch_args ChipTensor ChipTaskArgs CoreTaskArgs OrchestrationConfig DataType TensorArg
-    rt_submit_aiv_task rt_submit_aic_task rt_report_fatal rt_create_tensor rt_log_timing
+    orch_args ChipTensor ChipTaskArgs CoreTaskArgs PTO2OrchestrationConfig DataType TensorRef
+    TensorCreateInfo TaskOutputTensors MixedKernels PTO2LaunchSpec PTO2Runtime PTO2ScopeGuard
+    rt_submit_task rt_submit_aiv_task rt_submit_aic_task rt_report_fatal alloc_tensors
+    current_runtime framework_current_runtime framework_bind_runtime rt_scope_begin rt_scope_end
     aicpu_orchestration_config aicpu_orchestration_entry main
 """
 _CPP_RESERVED = frozenset(_CPP_RESERVED_WORDS.split())
@@ -276,14 +283,15 @@ class _Codegen(StmtCodegen):
             "",
             'extern "C" {',
             "",
-            "PYPTO_ORCH_EXPORT OrchestrationConfig aicpu_orchestration_config("
-            "const ChipTaskArgs& orch_args) {",
+            EXPORT,
+            "PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs& orch_args) {",
             "  (void)orch_args;",
             f"  // {tensors} tensor and {scalars} scalar arguments.",
-            f"  return OrchestrationConfig{{{tensors + scalars}}};",
+            f"  return PTO2OrchestrationConfig{{{tensors + scalars}}};",
             "}",
             "",
-            "PYPTO_ORCH_EXPORT void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {",
+            EXPORT,
+            "void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {",
             *prologue,
             *body,
             "}",
@@ -336,7 +344,9 @@ class _Codegen(StmtCodegen):
                 init = f"&orch_args.tensor({tensor_index}).ref()"
                 tensor_index += 1
             else:
-                init = f"orch_args.scalar<{local.c_type}>({scalar_index})"
+                init = f"orch_args.scalar({scalar_index})"
+                if local.c_type != "uint64_t":
+                    init = f"pypto_build::scalar_value<{local.c_type}>({init})"
                 scalar_index += 1
             self._declare(local, init, used=param.var.name in read)
         for name, local in self.locals.items():
@@ -550,7 +560,7 @@ class _Codegen(StmtCodegen):
         if op == "tensor.reshape" or get_attr(call.kwargs, "shape") is not None:
             return self._view(f"pypto_build::reshape({source.ref}, {_shape(call.type, span)})")
         # set_validshape, or a view of the same shape: the valid region and layout are not
-        # part of the runtime descriptor (orchestration_views.h), so it is the source itself.
+        # part of the runtime descriptor (orchestration.h), so it is the source itself.
         for extent in call.args[1:]:
             self._scalar(extent, span)
         return source
@@ -656,10 +666,10 @@ class _Codegen(StmtCodegen):
         )
 
     def _fail_if(self, condition: str, message: str) -> None:
-        """When ``condition`` holds at run time, latch ``SIMPLER_ERROR_INVALID_ARGS`` with
+        """When ``condition`` holds at run time, latch ``PTO2_ERROR_INVALID_ARGS`` with
         ``message`` and leave the entry, so nothing after it is submitted."""
         self.emit(f"if ({condition}) {{")
-        self.emit(f'  rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "{message}");')
+        self.emit(f'  rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "{message}");')
         self.emit("  return;")
         self.emit("}")
 

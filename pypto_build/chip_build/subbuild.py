@@ -7,15 +7,19 @@ loads upstream's build output:
 <out>/<chip>/next_levels/<chip orchestration>/orchestration/<orch>.cpp
                                              /kernels/{aiv,aic}/<kernel>.cpp
                                              /kernel_config.py
+                                             /include/pypto_build/*.h   (headers they include)
 <out>/<chip>/next_levels/builtin.tensor.<op>__<dtype>/...      (HOST-rail variants only)
-<out>/<chip>/orchestration/<host orchestrator>.py
+<out>/<chip>/orchestration/host_orch.py                        (the HOST orchestrator, if any)
+<out>/<chip>/distributed_meta.json                             (its parameters, for PyPTO)
 <out>/<chip>/manifest.json
 ```
 
 Each CHIP orchestration's sub-build holds the orchestration and every kernel it calls: builtin
 kernels rendered from their template package, hand-written kernels (``external_source``, relative
-to the program file) copied in, so a tree never refers to a path outside itself. A builtin
-variant appears under ``next_levels/`` only if a HOST orchestrator dispatches it.
+to the program file) copied in, and every header of ours they include, so a tree never refers to
+a path outside itself (DESIGN §8.2). A builtin variant appears under ``next_levels/`` only if a
+HOST orchestrator dispatches it. A tree holds at most one HOST orchestrator: PyPTO's L3 loader
+runs ``orchestration/host_orch.py`` of a tree.
 
 The tree is a pure function of the programs' text, the external sources and the templates: it
 is planned in memory first (:func:`plan_chip`), so a bad program raises before anything is
@@ -35,18 +39,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pypto_build.builtins import BuiltinPackage
+from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, header_closure
 from pypto_build.chip_build.builtin_variants import (
     KERNEL_TEMPLATE,
     PHASE,
     ChipBuiltinKernel,
     HostVariant,
     chip_builtin_kernel,
+    collective_ranks,
     host_variants,
     rail_renders,
 )
 from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
+from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
 from pypto_build.chip_build.fs import atomic_write_bytes
-from pypto_build.chip_build.host_orch_codegen import generate_host_orchestrator
+from pypto_build.chip_build.host_orch_codegen import MODULE_NAME, generate_host_orchestrator
 from pypto_build.chip_build.kernel_config import (
     ArgDirection,
     KernelEntry,
@@ -69,6 +76,8 @@ from pypto_build.lowering.passes.rewrite import walk_calls
 RUNTIME = "tensormap_and_ringbuffer"
 NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
+#: The tree's HOST orchestrator module, where PyPTO's L3 loader looks for it.
+HOST_MODULE = f"{ORCHESTRATION}/{MODULE_NAME}"
 #: The toolchain recorded in the manifest while sub-builds hold sources only.
 TOOLCHAIN = "none"
 #: The folder of an output directory where a build writes its compile logs
@@ -199,6 +208,8 @@ class _Plan:
         self.files: dict[str, bytes] = {}
         self.inputs: dict[str, str] = {}
         self._owners: dict[str, str] = {}
+        #: The program and name of the tree's HOST orchestrator, once one is planned.
+        self._host: tuple[str, str] | None = None
 
     def claim(self, name: str, program: Program, func: Function) -> None:
         """Reserve output ``name`` for ``program``; a second program is a diagnostic."""
@@ -211,6 +222,21 @@ class _Plan:
                 func.span,
                 PHASE,
             )
+
+    def claim_host(self, program: Program, func: Function) -> None:
+        """Reserve the tree's one HOST orchestrator for ``func`` of ``program``; a second is a
+        diagnostic: PyPTO's L3 loader runs one ``orchestration/host_orch.py`` per tree."""
+        if self._host is not None:
+            other_program, other = self._host
+            raise ProgramError(
+                f"HOST orchestrator '{func.name}' of program '{program.name}' and HOST "
+                f"orchestrator '{other}' of program '{other_program}' would share one chip tree: "
+                f"PyPTO's runtime loads one {HOST_MODULE} per tree, so a build holds at most one "
+                "HOST orchestrator (build the others as separate packages)",
+                func.span,
+                PHASE,
+            )
+        self._host = (program.name, func.name)
 
     def add(self, path: str, data: bytes) -> None:
         self.files[path] = data
@@ -252,9 +278,12 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
     _check_rail_identity(program, chip)
     names = [f.name for f in sub_builds]
     for host in (f for f in program.functions if f.is_host_orchestrator):
-        path = f"{ORCHESTRATION}/{host.name}.py"
-        plan.claim(path, program, host)
-        plan.add(path, generate_host_orchestrator(program, host, names).encode())
+        plan.claim_host(program, host)
+        generated = generate_host_orchestrator(program, host, names)
+        plan.add(HOST_MODULE, generated.source.encode())
+        ranks = collective_ranks(program)
+        meta = meta_for(chip, generated.parameters, generated.returns, max(ranks, default=1))
+        plan.add(META_NAME, meta.render().encode())
 
 
 def _check_rail_identity(program: Program, chip: Chip) -> None:
@@ -270,8 +299,10 @@ def _check_rail_identity(program: Program, chip: Chip) -> None:
 
 
 def _plan_variant(plan: _Plan, variant: HostVariant, chip: Chip) -> None:
-    for path, text in variant.render(chip, RUNTIME).items():
-        plan.add_shared(f"{NEXT_LEVELS}/{variant.name}/{path}", text.encode())
+    files = {path: text.encode() for path, text in variant.render(chip, RUNTIME).items()}
+    files.update(_travelling_headers(files))
+    for path, data in sorted(files.items()):
+        plan.add_shared(f"{NEXT_LEVELS}/{variant.name}/{path}", data)
     for spec in variant.package.templates:
         plan.add_template_input(
             variant.package.handle, spec.name, variant.package.template(spec.name)
@@ -287,22 +318,36 @@ def _chip_sub_build(
     for call in walk_calls(orch.body):
         first_calls.setdefault(call.callee_name, call.span)
     files: dict[str, bytes] = {}
-    entries: list[KernelEntry] = []
-    for func_id, kernel in enumerate(kernel_functions(program, orch)):
-        core_type = kernel_core_type(kernel)
-        path = f"kernels/{core_type.value}/{kernel.name}.cpp"
+    kernels: list[tuple[int, Function]] = list(enumerate(kernel_functions(program, orch)))
+    for _, kernel in kernels:
+        path = f"kernels/{kernel_core_type(kernel).value}/{kernel.name}.cpp"
         builtin = chip_builtin_kernel(kernel)
         if builtin is not None:
             files[path] = _builtin_kernel(plan, builtin, chip, first_calls[kernel.name])
         else:
             files[path] = _external_kernel(plan, source, kernel)
-        entries.append(KernelEntry(func_id, kernel.name, core_type, _signature(kernel)))
     files[f"{ORCHESTRATION}/{orch.name}.cpp"] = generate_orchestration(program, orch, chip).encode()
+    headers = _travelling_headers(files)
+    files.update(headers)
+    include_dirs = (SUBBUILD_INCLUDE_DIR,) if headers else ()
+    entries = [
+        KernelEntry(
+            func_id, kernel.name, kernel_core_type(kernel), _signature(kernel), None, include_dirs
+        )
+        for func_id, kernel in kernels
+    ]
     config = render_kernel_config(
         OrchestrationEntry(orch.name, _signature(orch)), entries, runtime=RUNTIME
     )
     files["kernel_config.py"] = config.encode()
     return dict(sorted(files.items()))
+
+
+def _travelling_headers(sources: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Our headers that ``sources`` (a sub-build's files by path) include, by their path inside
+    the sub-build (``include/pypto_build/<name>``)."""
+    closure = header_closure(sources.values())
+    return {f"{SUBBUILD_INCLUDE_DIR}/{name}": data for name, data in closure.items()}
 
 
 def _builtin_kernel(plan: _Plan, builtin: ChipBuiltinKernel, chip: Chip, call: Span) -> bytes:

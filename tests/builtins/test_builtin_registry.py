@@ -240,8 +240,7 @@ def test_include_dir_holds_the_headers() -> None:
     assert headers == [
         "all_to_all_v_protocol.h",
         "kernel_abi.h",
-        "orchestration_api.h",
-        "orchestration_views.h",
+        "orchestration.h",
         "portability.h",
     ]
 

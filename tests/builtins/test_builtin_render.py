@@ -214,6 +214,8 @@ def test_kernel_config_is_the_upstream_format(
             "name": kernel_name,
             "source": str(tmp_path / "kernels" / "aiv" / f"{kernel_name}.cpp"),
             "core_type": "aiv",
+            # The headers the kernel includes travel with the sub-build.
+            "extra_include_dirs": [str(tmp_path / "include")],
             "signature": directions,
         }
     ]

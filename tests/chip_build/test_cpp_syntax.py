@@ -1,5 +1,5 @@
-"""Every C++ file of a rendered tree compiles against our headers, and the orchestration views
-header computes what the codegen relies on."""
+"""Every C++ file of a rendered tree compiles against the headers it travels with, and the
+orchestration helper header computes what the codegen relies on."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ import pytest
 from chip_build.rendered import RENDERED_STEMS, Render
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
 
-FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-I", str(include_dir())]
+FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror"]
+#: How the simulator compiles an orchestration: against its implementation of PyPTO's API.
+ORCHESTRATION_FLAGS = ["-I", str(SIM_API_INCLUDE_DIR), "-I", str(include_dir())]
 
 
 def _unique_sources(tree: Path) -> list[Path]:
@@ -26,40 +29,51 @@ def _unique_sources(tree: Path) -> list[Path]:
 
 @pytest.mark.parametrize("stem", RENDERED_STEMS)
 def test_every_generated_cpp_file_compiles(rendered: Render, sim: SimToolchain, stem: str) -> None:
+    """Kernels compile with nothing but the headers that travel in their sub-build (as PyPTO's
+    runtime compiles them), orchestrations against the simulator's orchestration API."""
     sources = _unique_sources(rendered(stem))
     kinds = {path.parent.name for path in sources}
     assert {"orchestration", "aiv"} <= kinds
-    result = subprocess.run(
-        [str(sim.compiler), "-fsyntax-only", *FLAGS, *map(str, sources)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    for source in sources:
+        if source.parent.name == "orchestration":
+            extra = ORCHESTRATION_FLAGS
+        else:
+            extra = ["-I", str(source.parents[2] / "include")]
+        result = subprocess.run(
+            [str(sim.compiler), "-fsyntax-only", *FLAGS, *extra, str(source)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
 
 
 VIEWS_HARNESS = r"""
 #include <cstdio>
 #include <cstdlib>
 
-#include "pypto_build/orchestration_views.h"
+#include "pto_orchestration_api.h"
 
+#include "pypto_build/orchestration.h"
+
+// The simulator's runtime side, as far as the helpers use it.
 static int fatal_count = 0;
-extern "C" void rt_report_fatal(int32_t code, const char*, ...) {
-  if (code == SIMPLER_ERROR_INVALID_ARGS) ++fatal_count;
+extern "C" void pypto_sim_rt_report_fatal(int32_t code, const char*, const char*, ...) {
+  if (code == PTO2_ERROR_INVALID_ARGS) ++fatal_count;
 }
-extern "C" ChipTensor rt_create_tensor(DataType dtype, const uint32_t* shapes, uint32_t ndims) {
+extern "C" void pypto_sim_rt_alloc(const CoreTaskArgs* args, TaskOutputTensors* outputs) {
+  const auto& info = *static_cast<const TensorCreateInfo*>(args->tensors[0]);
   ChipTensor t{};
-  t.dtype = dtype;
-  t.ndims = ndims;
+  t.dtype = info.dtype;
+  t.ndims = info.ndims;
   uint32_t stride = 1;
-  for (uint32_t d = ndims; d-- > 0;) {
-    t.shapes[d] = shapes[d];
+  for (uint32_t d = info.ndims; d-- > 0;) {
+    t.shapes[d] = info.shapes[d];
     t.strides[d] = stride;
-    stride *= shapes[d];
+    stride *= info.shapes[d];
   }
   t.is_contiguous = true;
-  return t;
+  outputs->append(t);
 }
 
 #define CHECK(cond)                          \
@@ -101,6 +115,9 @@ int main() {
   CHECK(pypto_build::scalar_bits<int32_t>(-1) == UINT64_MAX);
   CHECK(pypto_build::scalar_bits<float>(1.0f) == 0x3f800000u);
   CHECK(pypto_build::scalar_bits<bool>(true) == 1);
+  CHECK(pypto_build::scalar_value<int32_t>(UINT64_MAX) == -1);
+  CHECK(pypto_build::scalar_value<float>(0x3f800000u) == 1.0f);
+  CHECK(pypto_build::scalar_value<int64_t>(pypto_build::scalar_bits<int64_t>(-5)) == -5);
   std::printf("ok\n");
   return 0;
 }
@@ -112,7 +129,7 @@ def test_views_header_semantics(sim: SimToolchain, tmp_path: Path) -> None:
     source.write_text(VIEWS_HARNESS)
     binary = tmp_path / "views"
     build = subprocess.run(
-        [str(sim.compiler), *FLAGS, str(source), "-o", str(binary)],
+        [str(sim.compiler), *FLAGS, *ORCHESTRATION_FLAGS, str(source), "-o", str(binary)],
         capture_output=True,
         text=True,
         check=False,

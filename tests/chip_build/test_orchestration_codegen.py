@@ -78,11 +78,15 @@ def test_arguments_follow_the_call_directions(rendered: Render) -> None:
 
 def test_parameters_are_bound_tensors_first(rendered: Render) -> None:
     source = _orchestration(rendered, "chip_pipeline", "a2", "chip_pipeline")
-    assert "return OrchestrationConfig{12};" in source
+    assert (
+        '#include "pto_orchestration_api.h"\n#include "../include/pypto_build/orchestration.h"'
+        in (source)
+    )
+    assert "return PTO2OrchestrationConfig{12};" in source
     assert "const ChipTensor* inp = &orch_args.tensor(0).ref();" in source
     assert "const ChipTensor* recv = &orch_args.tensor(6).ref();" in source
-    assert "uint64_t stage__ctx = orch_args.scalar<uint64_t>(0);" in source
-    assert "uint64_t recv__ctx = orch_args.scalar<uint64_t>(4);" in source
+    assert "uint64_t stage__ctx = orch_args.scalar(0);" in source
+    assert "uint64_t recv__ctx = orch_args.scalar(4);" in source
 
 
 def test_contiguity_checks_only_for_the_builtin(rendered: Render) -> None:
@@ -92,7 +96,7 @@ def test_contiguity_checks_only_for_the_builtin(rendered: Render) -> None:
     builtin = blocks[1]
     for role in ("input", "target", "signal", "send_counts", "recv_counts"):
         assert (
-            "rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "
+            "rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "
             f'"__builtin_all_to_all_v__fp32: operand {role} is not contiguous");\n'
             "      return;"
         ) in builtin
@@ -170,7 +174,7 @@ def test_scalars_aic_kernels_and_unread_locals(features: str) -> None:
     assert "task0_.add_scalar(pypto_build::scalar_bits<float>(factor));" in features
     assert "task2_.add_scalar(pypto_build::scalar_bits<float>(factor * 2.0f));" in features
     assert "rt_submit_aic_task(1, task1_);" in features
-    assert "float factor = orch_args.scalar<float>(1);" in features
+    assert "float factor = pypto_build::scalar_value<float>(orch_args.scalar(1));" in features
     assert "[[maybe_unused]] int64_t _task = {};" in features
     assert "const ChipTensor* flat = nullptr;" in features
     assert "const ChipTensor* rows = nullptr;" in features

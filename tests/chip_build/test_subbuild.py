@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, sub_builds
+from pypto_build.builtins import include_dir
 from pypto_build.chip_build import builtin_variants
 from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
@@ -36,7 +37,12 @@ def _files(root: Path) -> list[str]:
 def test_chip_rail_program_layout(rendered: Render, chip: str) -> None:
     root = rendered("chip_pipeline") / chip
     assert _files(root) == [
+        "distributed_meta.json",
         "manifest.json",
+        "next_levels/chip_pipeline/include/pypto_build/all_to_all_v_protocol.h",
+        "next_levels/chip_pipeline/include/pypto_build/kernel_abi.h",
+        "next_levels/chip_pipeline/include/pypto_build/orchestration.h",
+        "next_levels/chip_pipeline/include/pypto_build/portability.h",
         "next_levels/chip_pipeline/kernel_config.py",
         "next_levels/chip_pipeline/kernels/aiv/__builtin_all_to_all_v__fp32.cpp",
         "next_levels/chip_pipeline/kernels/aiv/consume_step.cpp",
@@ -44,6 +50,10 @@ def test_chip_rail_program_layout(rendered: Render, chip: str) -> None:
         "next_levels/chip_pipeline/orchestration/chip_pipeline.cpp",
         "orchestration/host_orch.py",
     ]
+    # The headers are copies of the package's own: the tree needs nothing outside itself.
+    for header in ("kernel_abi.h", "orchestration.h", "portability.h"):
+        copied = root / "next_levels/chip_pipeline/include/pypto_build" / header
+        assert copied.read_bytes() == (include_dir() / "pypto_build" / header).read_bytes()
     # A CHIP-only program has no HOST-rail variant sub-build.
     assert not list((root / "next_levels").glob("builtin.tensor.*"))
 
@@ -51,6 +61,10 @@ def test_chip_rail_program_layout(rendered: Render, chip: str) -> None:
 def test_host_rail_program_layout(rendered: Render) -> None:
     root = rendered("host_rail_int8") / "a3"
     assert _files(root / VARIANT) == [
+        "include/pypto_build/all_to_all_v_protocol.h",
+        "include/pypto_build/kernel_abi.h",
+        "include/pypto_build/orchestration.h",
+        "include/pypto_build/portability.h",
         "kernel_config.py",
         "kernels/aiv/builtin_tensor_all_to_all_v__int8_kernel.cpp",
         "orchestration/builtin_tensor_all_to_all_v__int8.cpp",
@@ -61,6 +75,21 @@ def test_host_rail_program_layout(rendered: Render) -> None:
         "stage_orch",
     ]
     assert (root / "orchestration" / "host_orch.py").is_file()
+
+
+def test_a_build_holds_one_host_orchestrator(tmp_path: Path) -> None:
+    """PyPTO's L3 loader runs one orchestration/host_orch.py per tree: a second HOST
+    orchestrator, in the same program or another, is refused with both names."""
+    programs = [
+        source
+        for stem in ("host_rail_int8", "chip_pipeline")
+        for source in lower_file(PROGRAMS_DIR / f"{stem}.py", ("a3",))
+    ]
+    with pytest.raises(ProgramError, match="would share one chip tree") as caught:
+        render_subbuilds(programs, ["a3"], tmp_path / "out", source_root=PROGRAMS_DIR)
+    assert "HOST orchestrator 'host_orch' of program 'ChipPipeline'" in str(caught.value)
+    assert "HOST orchestrator 'host_orch' of program 'HostRailInt8'" in str(caught.value)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(

@@ -281,6 +281,7 @@ def test_exact_kernel_and_orchestration_command_lines(
             *_AFTER_ARCH,
             *_CHIP_EXTRA[chip],
             *includes,
+            "-I../../include",
             f"-fdebug-prefix-map={tree}=.",
             "-MD", "-MF", f"{stage}/{name}.d", "-MT", f"{name}.o",
             "-o", f"{stage}/{name}.unlinked.o",
@@ -363,7 +364,11 @@ def test_extra_and_runtime_include_directories(
     kernel = fake_cann.calls("ccec")[0]
     includes = [arg for arg in kernel if arg.startswith("-I")]
     assert includes == [
-        f"-I{pto}/include", f"-I{pto}/include/pto", f"-I{include_dir()}", f"-I{tmp_path}/extra"
+        f"-I{pto}/include",
+        f"-I{pto}/include/pto",
+        f"-I{include_dir()}",
+        f"-I{tmp_path}/extra",
+        "-I../../include",
     ]  # fmt: skip
     orchestration = fake_cann.calls("aarch64-target-linux-gnu-g++")[0]
     position = orchestration.index(f"-I{include_dir()}")

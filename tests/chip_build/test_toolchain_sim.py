@@ -24,11 +24,13 @@ from pypto_build.chip_build.toolchains import (
     find_host_compiler,
     select_toolchain,
 )
+from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
 
 
 def _job(tree: Path, source: str, core_type: CoreType | None) -> CompileJob:
     kind = UnitKind.ORCHESTRATION if core_type is None else UnitKind.KERNEL
-    return CompileJob(tree, PurePosixPath(source), kind, get_chip("a5"), core_type)
+    include_dirs = () if core_type is None else (PurePosixPath("sub/include"),)
+    return CompileJob(tree, PurePosixPath(source), kind, get_chip("a5"), core_type, include_dirs)
 
 
 def _is_shared_object(path: Path) -> bool:
@@ -41,20 +43,22 @@ def test_kernel_and_orchestration_command_lines(tmp_path: Path) -> None:
     stage = tmp_path / "stage"
     flags = ["/opt/bin/g++", "-c", "-fPIC", "-O2", "-std=c++17"]
     for core_type, define in [(CoreType.AIV, "-D__DAV_VEC__"), (CoreType.AIC, "-D__DAV_CUBE__")]:
-        plan = sim.plan(_job(tmp_path, f"kernels/{core_type}/k.cpp", core_type), stage)
+        plan = sim.plan(_job(tmp_path, f"sub/kernels/{core_type}/k.cpp", core_type), stage)
+        # A kernel sees its tree's headers only, named relative to its folder.
         assert plan.key_argv() == (
             (
-                *flags, "-D__CPU_SIM", define, "-DNDEBUG", f"-I{include_dir()}",
+                *flags, "-D__CPU_SIM", define, "-DNDEBUG", "-I../../include",
                 "-MD", "-MF", f"{stage}/k.d", "-MT", "k.so", "-o", f"{stage}/k.o", "k.cpp",
             ),
             ("/opt/bin/g++", "-shared", "-o", f"{stage}/k.so", f"{stage}/k.o"),
         )  # fmt: skip
         assert [step.compiles for step in plan.steps] == [True, False]
         assert (plan.output, plan.depfile) == (stage / "k.so", stage / "k.d")
-    plan = sim.plan(_job(tmp_path, "orchestration/orch.cpp", None), stage)
+    plan = sim.plan(_job(tmp_path, "sub/orchestration/orch.cpp", None), stage)
+    # An orchestration compiles against the simulator's implementation of PyPTO's API.
     assert plan.key_argv() == (
         (
-            *flags, f"-I{include_dir()}",
+            *flags, f"-I{SIM_API_INCLUDE_DIR}", f"-I{include_dir()}",
             "-MD", "-MF", f"{stage}/orch.d", "-MT", "orch.so", "-o", f"{stage}/orch.o", "orch.cpp",
         ),
         ("/opt/bin/g++", "-shared", "-o", f"{stage}/orch.so", f"{stage}/orch.o"),
@@ -92,7 +96,7 @@ def test_real_compile_of_a_tree_loads_and_runs(sim: SimToolchain, tmp_path: Path
     orchestration = root / "sim" / "orchestration" / "pipe.so"
     assert _is_shared_object(orchestration)
     # Runtime symbols stay undefined in the orchestration; the runtime supplies them.
-    assert b"rt_submit_aiv_task" in orchestration.read_bytes()
+    assert b"pypto_sim_rt_submit" in orchestration.read_bytes()
     # The kernel ABI: kernel_entry(int64_t* args), args[0] points at the output.
     library = ctypes.CDLL(str(root / "sim/kernels/aic/gamma.so"))
     result = ctypes.c_int64(0)

@@ -2,8 +2,8 @@
 
 A tree has the layout the sub-build writer produces (``<out>/<chip>/next_levels/<name>/...``
 with ``kernel_config.py`` and a ``manifest.json``), with small sources that compile with the
-host compiler and include our ABI headers (so the compile cache sees real header
-dependencies).
+host compiler and include our ABI headers, which travel in the sub-build as in a rendered one (so
+the compile cache sees real header dependencies).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, header_closure
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.fs import atomic_write_text
 from pypto_build.chip_build.kernel_config import (
@@ -37,11 +38,11 @@ def kernel_source(value: int) -> str:
 
 
 ORCHESTRATION_SOURCE = (
-    '#include "pypto_build/orchestration_api.h"\n'
-    'extern "C" PYPTO_ORCH_EXPORT void aicpu_orchestration_entry(const ChipTaskArgs& args) {\n'
+    '#include "pto_orchestration_api.h"\n'
+    'extern "C" void aicpu_orchestration_entry(const ChipTaskArgs& args) {\n'
     "  CoreTaskArgs task;\n"
-    "  task.add_scalar(args.scalar<uint64_t>(0));\n"
-    "  rt_submit_aiv_task(0, task);  // left undefined: the runtime provides it at load time\n"
+    "  task.add_scalar(args.scalar(0));\n"
+    "  rt_submit_aiv_task(0, task);  // the runtime's side is left undefined until it loads this\n"
     "}\n"
 )
 
@@ -54,11 +55,16 @@ def write_subbuild(
     orchestration: str | None = ORCHESTRATION_SOURCE,
 ) -> Path:
     """Write sub-build ``next_levels/<name>`` of the chip tree ``tree``: ``kernels`` maps a
-    kernel name to its core type and source. Returns the sub-build root."""
+    kernel name to its core type and source (func_ids in that order). Returns the sub-build
+    root."""
     root = tree / "next_levels" / name
+    headers = header_closure(source.encode() for _, source in kernels.values())
+    for header, data in headers.items():
+        atomic_write_text(root / SUBBUILD_INCLUDE_DIR / header, data.decode())
+    include_dirs = (SUBBUILD_INCLUDE_DIR,) if headers else ()
     entries = []
-    for func_id, (kernel, (core_type, source)) in enumerate(sorted(kernels.items())):
-        entry = KernelEntry(func_id, kernel, core_type)
+    for func_id, (kernel, (core_type, source)) in enumerate(kernels.items()):
+        entry = KernelEntry(func_id, kernel, core_type, include_dirs=include_dirs)
         atomic_write_text(root / entry.source, source)
         entries.append(entry)
     orch = None

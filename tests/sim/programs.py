@@ -285,16 +285,16 @@ class ChipRail:
 
 @dataclass(frozen=True)
 class NonContiguous(ProgramSpec):
-    """A chip orchestration whose collective input is a runtime tensor: ranks below
-    ``contiguous`` get their rows of ``tall``, the others the left half of their rows of the
-    twice-as-wide ``wide``, a view that is not row-major."""
+    """A chip orchestration whose collective input is its parameter ``inp``, which only the run
+    time shows to be dense: its HOST orchestrator passes whole rows (all that PyPTO's runtime
+    passes to a chip), and :func:`dispatch_exchange` dispatches ``chip_exchange`` directly with
+    any view, strided ones included, to exercise the orchestration's ``is_contiguous`` check."""
 
     nr: int
-    contiguous: int = 0
 
     @property
     def slug(self) -> str:
-        return f"noncontiguous-p{self.nr}-c{self.contiguous}"
+        return f"noncontiguous-p{self.nr}"
 
     def kernels(self) -> tuple[Path, ...]:
         return ()
@@ -318,19 +318,11 @@ class NonContiguous:
         return pld.tensor.all_to_all_v(inp, data, signal, counts, recv)
 
     @pl.function(type=pl.FunctionType.Orchestration, level=pl.Level.HOST)
-    def host_orch(
-        self,
-        wide: pl.Tensor[[NR * TOTAL, 2 * SIZE], DT],
-        tall: pl.Tensor[[NR * TOTAL, SIZE], DT],
-    ):
+    def host_orch(self, tall: pl.Tensor[[NR * TOTAL, SIZE], DT]):
 {_WINDOWS.format(elem=4)}\
         for r in pl.range(pld.world_size()):
-            if r < {self.contiguous}:
-                rows = pl.slice(tall, [TOTAL, SIZE], [r * TOTAL, 0])
-                self.chip_exchange(rows, data, signal, counts, recv, device=r)
-            else:
-                half = pl.slice(wide, [TOTAL, SIZE], [r * TOTAL, 0])
-                self.chip_exchange(half, data, signal, counts, recv, device=r)
+            rows = pl.slice(tall, [TOTAL, SIZE], [r * TOTAL, 0])
+            self.chip_exchange(rows, data, signal, counts, recv, device=r)
 """
         )
 

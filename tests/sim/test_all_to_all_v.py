@@ -12,7 +12,18 @@ import numpy.typing as npt
 import pytest
 
 from pypto_build import sim
-from pypto_build.chip_build.l3_api import DataType
+from pypto_build.chip_build.runtime_types import DataType, TensorArgType
+from pypto_build.chip_build.sim.l3 import (
+    CallConfig,
+    CommBufferSpec,
+    SimNextLevel,
+    SimOrchestrator,
+    TaskArgs,
+)
+from pypto_build.chip_build.sim.program import open_chip_build
+from pypto_build.chip_build.sim.runtime import load_runtime
+from pypto_build.chip_build.sim.tensors import SimTensor
+from pypto_build.chip_build.sim.world import Timeouts, World
 from sim.goldens import (
     SKEW_CASES,
     Exchange,
@@ -211,12 +222,66 @@ def test_a_sync_start_launch_wider_than_the_chip_is_refused(build_program: Build
     assert "SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID" in str(error)
 
 
-def exchange_operands(nr: int) -> dict[str, npt.ArrayLike]:
-    rows = nr * nr * MAX_RECV
-    return {
-        "wide": np.ones((rows, 2 * SIZE), dtype=np.float32),
-        "tall": np.ones((rows, SIZE), dtype=np.float32),
-    }
+def dispatch_exchange(
+    build_dir: Path, inputs: Sequence[npt.NDArray[np.float32]], timeout: float
+) -> sim.SimulationError:
+    """Dispatch ``chip_exchange`` of a :class:`NonContiguous` build on every rank, rank r's
+    input ``inputs[r]`` as given (a strided view reaches the orchestration as such), with the
+    windows its HOST orchestrator allocates; return the error the run must end with."""
+    build = open_chip_build(build_dir)
+    nr = len(inputs)
+    total = nr * MAX_RECV
+    sizes = {"stage_buf": total * SIZE * 4, "data_buf": total * SIZE * 4}
+    sizes.update(signal_buf=nr * 4, counts_buf=nr * 4, recv_buf=nr * 4)
+    specs = [
+        CommBufferSpec(name, "opaque", size, -(-size // 64) * 64) for name, size in sizes.items()
+    ]
+    runtime = load_runtime()
+    world = World(runtime, build.chip, nr, Timeouts(timeout))
+    sub_build = build.sub_build("chip_exchange")
+    native = runtime.load_callable(sub_build.orchestration, sub_build.entry, sub_build.kernels)
+    exchange = SimNextLevel("chip_exchange", native)
+    orch = SimOrchestrator(world)
+    window_size = sum(spec.nbytes for spec in specs)
+    try:
+        with orch.allocate_domain(
+            name="d0", workers=range(nr), window_size=window_size, buffers=specs
+        ) as domain:
+            for rank, array in enumerate(inputs):
+                handle = domain[rank]
+                args = TaskArgs()
+                args.add_tensor(SimTensor.of_view(array), TensorArgType.INPUT)
+                for name, shape, dtype in (
+                    ("data_buf", (total, SIZE), DataType.FLOAT32),
+                    ("signal_buf", (nr, 1), DataType.INT32),
+                    ("counts_buf", (nr,), DataType.INT32),
+                    ("recv_buf", (nr, 1), DataType.INT32),
+                ):
+                    args.add_tensor(handle.buffers[name].tensor(shape, dtype), TensorArgType.INOUT)
+                for _ in range(4):
+                    args.add_scalar(handle.device_ctx)
+                orch.submit_next_level(exchange, args, CallConfig(), worker=rank)
+    except sim.SimulationError as error:
+        return error
+    finally:
+        world.close([native])
+    raise AssertionError("the run did not fail")
+
+
+def exchange_inputs(nr: int, strided: Sequence[int]) -> list[npt.NDArray[np.float32]]:
+    """Rank r's rows: dense, or the left half of rows twice as wide (strided) for r in
+    ``strided``."""
+    total = nr * MAX_RECV
+    wide = np.ones((nr * total, 2 * SIZE), dtype=np.float32)
+    tall = np.ones((nr * total, SIZE), dtype=np.float32)
+    return [
+        (
+            wide[r * total : (r + 1) * total, :SIZE]
+            if r in strided
+            else tall[r * total : (r + 1) * total]
+        )
+        for r in range(nr)
+    ]
 
 
 NOT_CONTIGUOUS = "__builtin_all_to_all_v__fp32: operand input is not contiguous"
@@ -226,10 +291,9 @@ def test_a_non_contiguous_operand_submits_nothing_on_any_rank(
     build_program: BuildProgram,
 ) -> None:
     nr = 2
-    program = sim.SimProgram.open(build_program(NonContiguous(nr)))
-    with pytest.raises(sim.SimulationError) as caught:
-        program.run(exchange_operands(nr), ranks=nr)
-    error = caught.value
+    error = dispatch_exchange(
+        build_program(NonContiguous(nr)), exchange_inputs(nr, strided=(0, 1)), timeout=10
+    )
     assert error.codes == {0: 5, 1: 5}
     assert [e.message for e in error.ranks] == [NOT_CONTIGUOUS] * nr
     assert [(d.rank, d.next_level, d.tasks) for d in error.dispatches] == [
@@ -242,10 +306,10 @@ def test_a_rank_left_alone_in_a_collective_times_out_instead_of_hanging(
     build_program: BuildProgram,
 ) -> None:
     nr = 2
-    program = sim.SimProgram.open(build_program(NonContiguous(nr, contiguous=1)))
-    with pytest.raises(sim.SimulationError) as caught:
-        program.run(exchange_operands(nr), ranks=nr, timeout=0.3)
-    first, second = caught.value.ranks
+    error = dispatch_exchange(
+        build_program(NonContiguous(nr)), exchange_inputs(nr, strided=(1,)), timeout=0.3
+    )
+    first, second = error.ranks
     assert (first.code, second.code, second.message) == (100, 5, NOT_CONTIGUOUS)
     assert first.message == (
         "kernel '__builtin_all_to_all_v__fp32' (func_id 0) block 0/1: signal wait timed out "

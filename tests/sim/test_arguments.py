@@ -1,9 +1,10 @@
-"""A run's inputs against a HOST orchestrator's PARAMETERS table: outputs allocated, inputs
-checked by name, shape and element type before anything runs; and the table read from a module
-without running it."""
+"""A run's inputs against a HOST orchestrator's parameters: outputs allocated, inputs checked by
+name, shape and element type before anything runs; and the parameters read from
+``distributed_meta.json``, strictly."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,9 +12,14 @@ import numpy as np
 import pytest
 
 from pypto_build import sim
-from pypto_build.chip_build.l3_api import DataType, Parameter
+from pypto_build.chip_build.distributed_meta import (
+    DistributedMeta,
+    MetaError,
+    Parameter,
+    read_meta,
+)
+from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.chip_build.sim.arguments import InputError, bind_arguments
-from pypto_build.chip_build.sim.program import BuildTreeError, read_host_parameters
 
 PARAMETERS = (
     Parameter("inp", "tensor", (4, 2), DataType.FLOAT32, "In"),
@@ -39,8 +45,10 @@ def test_outputs_not_given_start_zero_filled_and_tensors_keep_table_order() -> N
     assert list(bound.tensors) == ["inp", "out", "acc"]
     out = bound.tensors["out"]
     assert (out.shape, out.dtype, out.tolist()) == ((3,), np.dtype(np.int32), [0, 0, 0])
-    assert bound.scalars == (2, 0.5)
-    assert [type(value) for value in bound.scalars] == [int, float]
+    assert bound.scalars == {"core_num": 2, "gain": 0.5}
+    assert [type(value) for value in bound.scalars.values()] == [int, float]
+    # The orchestrator finds every parameter by name, in declaration order.
+    assert list(bound.values()) == ["inp", "out", "acc", "core_num", "gain"]
     # Given arrays are copied: the run never writes into the caller's arrays.
     assert bound.tensors["inp"] is not inputs["inp"]
 
@@ -111,7 +119,7 @@ def test_inputs_must_match_the_declared_shape_and_type(
 
 def test_an_integer_scalar_must_fit_its_type() -> None:
     parameters = (Parameter("count", "scalar", (), DataType.INT32, "In"),)
-    assert bind_arguments("host", parameters, {"count": 2**31 - 1}).scalars == (2**31 - 1,)
+    assert bind_arguments("host", parameters, {"count": 2**31 - 1}).scalars == {"count": 2**31 - 1}
     with pytest.raises(InputError, match=r"got 2147483648, outside \[-2147483648, 2147483647\]"):
         bind_arguments("host", parameters, {"count": 2**31})
 
@@ -121,51 +129,56 @@ def test_the_public_api_exports_the_table_types() -> None:
     assert sim.InputError is InputError
 
 
-MODULE = """\
-from pypto_build.chip_build.l3_api import DataType, Parameter
-
-PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("inp", "tensor", (4, 2), DataType.FLOAT32, "In"),
-    {entry}
-)
-
-raise SystemExit("the module must not run")
-"""
-
-
-def write_module(tmp_path: Path, entry: str) -> Path:
-    path = tmp_path / "host.py"
-    path.write_text(MODULE.format(entry=entry), encoding="utf-8")
+def write_meta(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "distributed_meta.json"
+    path.write_text(text, encoding="utf-8")
     return path
 
 
-def test_the_table_is_read_without_running_the_module(tmp_path: Path) -> None:
-    path = write_module(tmp_path, 'Parameter("n", "scalar", (), DataType.INT64, "In"),')
-    assert read_host_parameters(path) == (
-        Parameter("inp", "tensor", (4, 2), DataType.FLOAT32, "In"),
-        Parameter("n", "scalar", (), DataType.INT64, "In"),
-    )
+def test_the_parameters_round_trip_through_distributed_meta(tmp_path: Path) -> None:
+    meta = DistributedMeta(PARAMETERS, 0, "Ascend910B", 4, "a2a3sim")
+    assert read_meta(write_meta(tmp_path, meta.render())) == meta
+
+
+VALID = {
+    "schema": 2,
+    "params": [{"name": "inp", "direction": "In", "shape": [4, 2], "dtype": "fp32"}],
+    "num_return_types": 0,
+    "backend_type": "Ascend910B",
+    "distributed_config": {"device_ids": [0, 1], "num_sub_workers": 0},
+}
 
 
 @pytest.mark.parametrize(
-    ("entry", "message"),
+    ("change", "message"),
     [
-        ('Parameter("n", "scalar", (), DataType.INT64),', "must be Parameter(<5 literals>)"),
-        ('Parameter("n", "tensor", (N,), DataType.INT64, "In"),', "holds a non-literal field"),
-        ('Parameter("n", "tensor", (-1,), DataType.INT64, "In"),', "is not a tuple of sizes"),
-        ('Parameter("n", "tensor", (1,), DataType.COMPLEX, "In"),', "is not DataType.<member>"),
-        ('Parameter("n", "scalar", (), DataType.INT64, "Out"),', "shape () and direction In"),
-        ('Parameter("n", "vector", (1,), DataType.INT64, "In"),', "unknown kind 'vector'"),
-        ('Parameter("inp", "tensor", (1,), DataType.INT64, "In"),', "names a parameter twice"),
+        ({"schema": 1}, "not a schema 2 distributed_meta.json"),
+        ({"params": {}}, "'params' must be a list"),
+        ({"distributed_config": {"device_ids": []}}, "device_ids must be a non-empty int list"),
+        ({"num_return_types": -1}, "num_return_types must be a count"),
+        ({"backend_type": "Ascend310"}, "backend_type must be one of"),
+        ({"params": [{"name": "x y", "shape": None, "dtype": "fp32"}]}, "is not an identifier"),
+        ({"params": [{"name": "x", "shape": None, "dtype": "f32"}]}, "element type 'f32'"),
+        ({"params": [{"name": "x", "shape": [-1], "dtype": "fp32"}]}, "is not a list of sizes"),
+        (
+            {"params": [{"name": "x", "direction": "Out", "shape": None, "dtype": "fp32"}]},
+            "shape () and direction In",
+        ),
+        (
+            {"params": [VALID["params"][0], VALID["params"][0]]},  # type: ignore[index]
+            "a parameter is named twice",
+        ),
     ],
 )
-def test_a_malformed_table_is_a_build_tree_error(tmp_path: Path, entry: str, message: str) -> None:
-    with pytest.raises(BuildTreeError, match=re.escape(message)):
-        read_host_parameters(write_module(tmp_path, entry))
+def test_a_malformed_meta_is_an_error(
+    tmp_path: Path, change: dict[str, object], message: str
+) -> None:
+    with pytest.raises(MetaError, match=re.escape(message)):
+        read_meta(write_meta(tmp_path, json.dumps({**VALID, **change})))
 
 
-def test_a_module_without_a_table_must_be_built_again(tmp_path: Path) -> None:
-    path = tmp_path / "host.py"
-    path.write_text("def build(callables): ...\n", encoding="utf-8")
-    with pytest.raises(BuildTreeError, match="no PARAMETERS table"):
-        read_host_parameters(path)
+def test_an_unreadable_meta_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(MetaError, match="not JSON"):
+        read_meta(write_meta(tmp_path, "{"))
+    with pytest.raises(MetaError, match="unreadable"):
+        read_meta(tmp_path / "missing.json")

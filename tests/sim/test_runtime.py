@@ -5,26 +5,28 @@ the ABI structures it fills."""
 from __future__ import annotations
 
 import ctypes
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+from chip_build.trees import write_subbuild
 
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import compile_tree
-from pypto_build.chip_build.kernel_config import (
-    KernelEntry,
-    OrchestrationEntry,
-    render_kernel_config,
-)
-from pypto_build.chip_build.l3_api import CallConfig, DataType, TaskArgs, TensorArgType
+from pypto_build.chip_build.kernel_config import KernelEntry
 from pypto_build.chip_build.manifest import write_manifest
+from pypto_build.chip_build.runtime_types import DataType, TensorArgType
 from pypto_build.chip_build.sim.errors import DispatchRecord, SimulationError
-from pypto_build.chip_build.sim.l3 import SimNextLevel, SimOrchestrator, scalar_bits
+from pypto_build.chip_build.sim.l3 import (
+    CallConfig,
+    SimNextLevel,
+    SimOrchestrator,
+    TaskArgs,
+    scalar_bits,
+)
 from pypto_build.chip_build.sim.library import RUNTIME_DIR, runtime_library
 from pypto_build.chip_build.sim.program import BuildTreeError, ChipBuild, open_chip_build
 from pypto_build.chip_build.sim.runtime import RUN_REFUSED, NativeRuntime
@@ -48,14 +50,12 @@ FAST = Timeouts(wait=0.1)
 
 def write_probe_tree(tree: Path) -> None:
     """``tree`` (a3) with sub-build ``next_levels/probe``: probe.cpp and its four kernels."""
-    root = tree / "next_levels" / "probe"
-    for kernel in KERNELS:
-        (root / kernel.source).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PROBE / f"{kernel.name}.cpp", root / kernel.source)
-    (root / "orchestration").mkdir()
-    shutil.copyfile(PROBE / "probe.cpp", root / "orchestration" / "probe.cpp")
-    config = render_kernel_config(OrchestrationEntry("probe"), KERNELS)
-    (root / "kernel_config.py").write_text(config, encoding="utf-8")
+    kernels = {
+        kernel.name: (kernel.core_type, (PROBE / f"{kernel.name}.cpp").read_text())
+        for kernel in KERNELS
+    }
+    orchestration = (PROBE / "probe.cpp").read_text()
+    write_subbuild(tree, "probe", kernels, orchestration=orchestration)
     write_manifest(tree, chip="a3", toolchain="none", toolchain_version="", inputs={})
 
 

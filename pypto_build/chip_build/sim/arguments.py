@@ -1,4 +1,4 @@
-"""Binding a run's inputs to a HOST orchestrator's parameters (its ``PARAMETERS`` table).
+"""Binding a run's inputs to a HOST orchestrator's parameters (``distributed_meta.json``).
 
 Everything is checked before anything runs, so a wrong input is an error that names the
 parameter instead of a kernel reading past a buffer: every ``In`` and ``InOut`` parameter must be
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.chip_build.l3_api import DataType, Parameter, ScalarValue, scalar_type
+from pypto_build.chip_build.distributed_meta import Parameter
+from pypto_build.chip_build.runtime_types import DataType, ScalarValue, scalar_type
 from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES
 
 #: NumPy kinds a scalar of each Python type accepts: bool, signed, unsigned, floating.
@@ -30,12 +31,16 @@ class InputError(ValueError):
 
 @dataclass(frozen=True)
 class BoundArguments:
-    """A run's arguments in the order the orchestrator reads them."""
+    """A run's arguments by parameter name, in declaration order."""
 
-    #: Every tensor parameter by name, in table order (``args[0]``, ``args[1]``, ...).
+    #: Every tensor parameter.
     tensors: dict[str, npt.NDArray[np.generic]]
-    #: The scalars in table order (``args.scalar(0)``, ...).
-    scalars: tuple[ScalarValue, ...]
+    #: Every scalar parameter.
+    scalars: dict[str, ScalarValue]
+
+    def values(self) -> dict[str, object]:
+        """Every parameter by name, in declaration order: the orchestrator's ``tensors``."""
+        return {**self.tensors, **self.scalars}
 
 
 def bind_arguments(
@@ -61,13 +66,13 @@ def bind_arguments(
             f"(parameters: {_signature(parameters) or 'none'})"
         )
     tensors: dict[str, npt.NDArray[np.generic]] = {}
-    scalars: list[ScalarValue] = []
+    scalars: dict[str, ScalarValue] = {}
     for parameter in parameters:
         if parameter.is_tensor:
             tensors[parameter.name] = _tensor(program, parameter, inputs.get(parameter.name))
         else:
-            scalars.append(_scalar(program, parameter, inputs[parameter.name]))
-    return BoundArguments(tensors, tuple(scalars))
+            scalars[parameter.name] = _scalar(program, parameter, inputs[parameter.name])
+    return BoundArguments(tensors, scalars)
 
 
 def _signature(parameters: Sequence[Parameter]) -> str:

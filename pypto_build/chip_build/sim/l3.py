@@ -1,13 +1,20 @@
-"""The L3 orchestration API (:mod:`pypto_build.chip_build.l3_api`) on the simulated world, so a
-generated HOST orchestrator module runs unchanged on P simulated ranks.
+"""PyPTO's L3 orchestration API on the simulated world, so a HOST orchestrator module written for
+PyPTO's runtime (:mod:`pypto_build.chip_build.host_orch_codegen`) runs unchanged on P simulated
+ranks. :mod:`.host_env` hands the module these objects under the names it imports.
 
-* ``allocate_domain`` creates the domain's windows (one per member rank, zeroed, every buffer
-  at the same offset in every window) and each member's ``CommContext``; a member's rank in the
-  domain is its position in ``devices``. When the ``with`` block ends, the domain's dispatches
-  are waited for (a fence), the windows are snapshotted for the result and then freed.
-* ``submit_next_level`` describes the arguments at once (so a bad argument fails in the
-  orchestrator, where it was written) and queues the dispatch on the worker's rank thread.
-* Host tensors are :class:`~pypto_build.chip_build.sim.tensors.SimTensor` views; scalars are
+* ``orch.allocate_domain(name=, workers=, window_size=, buffers=[CommBufferSpec, ...])`` creates
+  the domain's windows (one per member, zeroed) and each member's ``CommContext``; the buffers are
+  carved from every window in declaration order, as simpler carves them, and a member's rank in
+  the domain is its position in ``workers``. The handle is indexed by worker (device) id; each
+  member's handle has simpler's fields (``domain_rank``, ``domain_size``, ``device_ctx``,
+  ``buffers``), and ``buffers[name].tensor(shapes, dtype, strides=None, byte_offset=0)`` views a
+  window slot. When the ``with`` block ends, the domain's dispatches are waited for (a fence), the
+  windows are snapshotted for the result and then freed.
+* ``orch.submit_next_level(callable, args, config, worker=)`` (and pypto's ``_submit_chip``
+  around it) describes the arguments at once, so a bad argument fails in the orchestrator, where
+  it was written, and queues the dispatch on the worker's rank thread.
+* Host tensors are the caller's NumPy arrays and views of them; ``make_tensor_arg`` describes one
+  in place (PyPTO's runtime takes contiguous host tensors only, and so does this). Scalars are
   passed as 64-bit patterns: integers two's complement, floats as their FP32 bits (the only
   floating-point scalar a chip orchestration takes), booleans as 0 or 1.
 * ``CallConfig.aicpu_thread_num`` has no meaning here: the simulation schedules no AICPU
@@ -19,80 +26,116 @@ from __future__ import annotations
 import contextlib
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.chip_build.l3_api import (
-    BufferSpec,
-    CallConfig,
-    DataType,
-    NextLevel,
-    ScalarValue,
-    TaskArgs,
-)
+from pypto_build.chip_build.runtime_types import DataType, ScalarValue, TensorArgType
 from pypto_build.chip_build.sim.runtime import NativeCallable
 from pypto_build.chip_build.sim.tensors import SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import Dispatch, World
 
-#: Every window buffer starts on a cache line (signals are atomics; payloads move in lines).
-BUFFER_ALIGNMENT = 64
 _UINT64_MASK = (1 << 64) - 1
 
 
 def scalar_bits(value: ScalarValue) -> int:
     """The 64-bit pattern a scalar argument is passed as (see the module)."""
-    if isinstance(value, bool):
+    if isinstance(value, bool | np.bool_):
         return int(value)
-    if isinstance(value, int):
+    if isinstance(value, int | np.integer):
+        value = int(value)
         if not -(1 << 63) <= value <= _UINT64_MASK:
             raise OverflowError(f"scalar {value} does not fit in 64 bits")
         return value & _UINT64_MASK
     return int.from_bytes(struct.pack("<f", value), "little")
 
 
+@dataclass
+class CallConfig:
+    """Per-run settings forwarded with each dispatch (simpler's ``CallConfig``)."""
+
+    #: AICPU scheduler threads; 0 selects the runtime's architecture default.
+    aicpu_thread_num: int = 0
+
+
+@dataclass(frozen=True)
+class CommBufferSpec:
+    """One window buffer of a comm domain: ``nbytes`` bytes of every member's window."""
+
+    name: str
+    dtype: str
+    count: int
+    nbytes: int
+    load_from_host: bool = False
+    store_to_host: bool = False
+
+
+@dataclass
+class TaskArgs:
+    """The arguments of one dispatch: tensors first, then scalars (the chip ABI's order)."""
+
+    tensors: list[tuple[SimTensor, TensorArgType]] = field(default_factory=list)
+    scalars: list[ScalarValue] = field(default_factory=list)
+
+    def add_tensor(self, tensor: SimTensor, tag: TensorArgType = TensorArgType.INPUT) -> None:
+        if self.scalars:
+            raise ValueError("TaskArgs: cannot add tensor after scalar")
+        if not isinstance(tensor, SimTensor):
+            raise TypeError(f"{tensor!r} is not a tensor of this simulation (use make_tensor_arg)")
+        self.tensors.append((tensor, tag))
+
+    def add_scalar(self, value: ScalarValue) -> None:
+        self.scalars.append(value)
+
+
+def make_tensor_arg(worker: object, tensor: object) -> SimTensor:
+    """A host array (or a view of one) as a tensor argument, described in place."""
+    if isinstance(tensor, SimTensor):
+        return tensor
+    if not isinstance(tensor, np.ndarray):
+        raise TypeError(f"a host tensor argument must be a NumPy array, got {type(tensor)}")
+    if not tensor.flags.c_contiguous:
+        raise ValueError(
+            f"a host tensor argument must be contiguous (row-major); got a view of shape "
+            f"{tensor.shape} with byte strides {tensor.strides}"
+        )
+    return SimTensor.of_view(tensor)
+
+
 @dataclass(frozen=True)
 class SimNextLevel:
-    """A chip sub-build loaded into the runtime (an l3_api ``NextLevel``)."""
+    """A chip sub-build loaded into the runtime: what ``callables[name]`` holds."""
 
     name: str
     native: NativeCallable
 
 
 @dataclass(frozen=True)
-class SimHostArgs:
-    """The orchestrator's own arguments (l3_api ``HostArgs``)."""
-
-    tensors: tuple[SimTensor, ...]
-    scalars: tuple[ScalarValue, ...]
-
-    def __getitem__(self, index: int) -> SimTensor:
-        return self.tensors[index]
-
-    def scalar(self, index: int) -> ScalarValue:
-        return self.scalars[index]
-
-
-@dataclass(frozen=True)
 class SimDomainBuffer:
-    """One rank's slot of a window buffer (l3_api ``DomainBuffer``)."""
+    """One member's slot of a window buffer."""
 
     slot: npt.NDArray[np.uint8]
 
-    def tensor(self, shape: Sequence[int], dtype: DataType) -> SimTensor:
-        return window_tensor(self.slot, shape, dtype)
+    def tensor(
+        self,
+        shapes: Sequence[int],
+        dtype: DataType | int,
+        strides: Sequence[int] | None = None,
+        byte_offset: int = 0,
+    ) -> SimTensor:
+        return window_tensor(self.slot, shapes, DataType(dtype), strides, byte_offset)
 
 
 @dataclass(frozen=True)
 class SimDomainHandle:
-    """One member's view of a comm domain (l3_api ``DomainHandle``)."""
+    """One member's view of a comm domain (simpler's ``ChipDomainContext``)."""
 
+    name: str
     domain_rank: int
     domain_size: int
     device_ctx: int
     buffers: Mapping[str, SimDomainBuffer]
-    ordering_token: SimTensor
 
 
 @dataclass(frozen=True)
@@ -104,8 +147,9 @@ class BufferLayout:
     nbytes: int
 
 
-def layout_buffers(buffers: Sequence[BufferSpec]) -> tuple[tuple[BufferLayout, ...], int]:
-    """Each buffer's offset (in order, cache-line aligned) and the window size they need."""
+def layout_buffers(buffers: Sequence[CommBufferSpec], window_size: int) -> tuple[BufferLayout, ...]:
+    """Each buffer's offset: carved in declaration order, as simpler carves them; they must fit
+    in ``window_size`` bytes."""
     layouts: list[BufferLayout] = []
     offset = 0
     for spec in buffers:
@@ -114,8 +158,10 @@ def layout_buffers(buffers: Sequence[BufferSpec]) -> tuple[tuple[BufferLayout, .
         if any(layout.name == spec.name for layout in layouts):
             raise ValueError(f"window buffer '{spec.name}' is declared twice")
         layouts.append(BufferLayout(spec.name, offset, spec.nbytes))
-        offset += -(-spec.nbytes // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT
-    return tuple(layouts), offset
+        offset += spec.nbytes
+    if offset > window_size:
+        raise ValueError(f"the window buffers need {offset} bytes; the window has {window_size}")
+    return tuple(layouts)
 
 
 @dataclass(frozen=True)
@@ -151,53 +197,60 @@ class DomainSnapshot:
 
 
 class SimDomain:
-    """A live comm domain (l3_api ``Domain``): the handle of each member device."""
+    """A live comm domain: the handle of each member, indexed by worker id."""
 
     def __init__(self, handles: Mapping[int, SimDomainHandle], name: str) -> None:
         self._handles = handles
         self.name = name
 
-    def __getitem__(self, device: int) -> SimDomainHandle:
+    def __getitem__(self, worker: int) -> SimDomainHandle:
         try:
-            return self._handles[device]
+            return self._handles[worker]
         except KeyError:
             members = ", ".join(str(d) for d in self._handles)
             raise KeyError(
-                f"device {device} is not a member of comm domain {self.name} ({members})"
+                f"worker {worker} is not a member of comm domain {self.name} ({members})"
             ) from None
 
 
 class SimOrchestrator:
-    """What a HOST orchestrator sees (l3_api ``Orchestrator``), running on ``world``."""
+    """What a HOST orchestrator's entry receives as ``orch``, running on ``world``."""
 
     def __init__(self, world: World) -> None:
         self.world = world
         #: The domains whose ``with`` blocks have ended, in that order.
         self.snapshots: list[DomainSnapshot] = []
 
-    def world_size(self) -> int:
-        return self.world.nranks
+    @property
+    def _worker(self) -> SimOrchestrator:
+        """What pypto's ``make_tensor_arg(orch._worker, ...)`` is handed (here: nothing needed)."""
+        return self
 
     @contextlib.contextmanager
     def allocate_domain(
-        self, name: str, devices: Sequence[int], buffers: Sequence[BufferSpec]
+        self,
+        *,
+        name: str,
+        workers: Sequence[int],
+        window_size: int,
+        buffers: Sequence[CommBufferSpec] = (),
     ) -> Iterator[SimDomain]:
-        members = tuple(devices)
+        members = tuple(workers)
         if not members or len(set(members)) != len(members):
-            raise ValueError(f"comm domain {name} needs distinct devices, got {list(members)}")
-        for device in members:
-            if not 0 <= device < self.world.nranks:
+            raise ValueError(f"comm domain {name} needs distinct workers, got {list(members)}")
+        for worker in members:
+            if not 0 <= worker < self.world.nranks:
                 raise ValueError(
-                    f"comm domain {name}: device {device} is not a rank of this run "
+                    f"comm domain {name}: worker {worker} is not a rank of this run "
                     f"(0..{self.world.nranks - 1})"
                 )
-        layouts, window_bytes = layout_buffers(buffers)
-        native = self.world.create_domain(len(members), window_bytes)
-        tokens = np.zeros((len(members), 1), dtype=np.int32)
+        layouts = layout_buffers(buffers, window_size)
+        native = self.world.create_domain(len(members), window_size)
         handles: dict[int, SimDomainHandle] = {}
-        for rank, device in enumerate(members):
+        for rank, worker in enumerate(members):
             window = native.window(rank)
-            handles[device] = SimDomainHandle(
+            handles[worker] = SimDomainHandle(
+                name=name,
                 domain_rank=rank,
                 domain_size=len(members),
                 device_ctx=native.contexts[rank],
@@ -207,7 +260,6 @@ class SimOrchestrator:
                     )
                     for layout in layouts
                 },
-                ordering_token=SimTensor(tokens, tokens[rank : rank + 1], DataType.INT32),
             )
         try:
             yield SimDomain(handles, name)
@@ -219,15 +271,11 @@ class SimOrchestrator:
             self.world.release_domain(native)
 
     def submit_next_level(
-        self, next_level: NextLevel, args: TaskArgs, config: CallConfig, *, worker: int
+        self, next_level: SimNextLevel, args: TaskArgs, config: CallConfig, *, worker: int
     ) -> None:
         if not isinstance(next_level, SimNextLevel):
             raise TypeError(f"{next_level!r} is not a chip callable of this simulation")
-        tensors = []
-        for tensor, _ in args.tensors:
-            if not isinstance(tensor, SimTensor):
-                raise TypeError(f"{tensor!r} is not a tensor of this simulation")
-            tensors.append(tensor)
+        tensors = [tensor for tensor, _ in args.tensors]
         dispatch = Dispatch(
             next_level.name,
             next_level.native,
@@ -236,3 +284,17 @@ class SimOrchestrator:
             memory=tuple(tensors),
         )
         self.world.submit(worker, dispatch)
+
+
+def submit_chip(
+    orch: SimOrchestrator,
+    next_level: SimNextLevel,
+    args: TaskArgs,
+    config: CallConfig,
+    worker: int | None,
+) -> None:
+    """pypto's ``_submit_chip``: a chip dispatch to ``worker`` (every dispatch a generated
+    orchestrator makes names its worker)."""
+    if worker is None:
+        raise ValueError(f"a dispatch of {next_level.name} names no worker")
+    orch.submit_next_level(next_level, args, config, worker=worker)

@@ -20,6 +20,7 @@ from pypto_build.builtins import include_dir
 from pypto_build.chip_build.cache import Built, CompileCache, compile_key
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER, run_tool
+from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
 
 #: The runtime's C++ sources and private headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
@@ -38,10 +39,12 @@ def runtime_sources() -> tuple[Path, ...]:
 
 
 def runtime_inputs() -> tuple[Path, ...]:
-    """Every file the library is built from: its sources, its headers and the ABI headers."""
+    """Every file the library is built from: its sources, its headers, the ABI headers and the
+    orchestration API it implements."""
     own = sorted(path for path in RUNTIME_DIR.iterdir() if path.suffix in (".cpp", ".h"))
     abi = sorted((include_dir() / "pypto_build").glob("*.h"))
-    return (*own, *abi)
+    api = sorted(SIM_API_INCLUDE_DIR.glob("*.h"))
+    return (*own, *abi, *api)
 
 
 def _command(toolchain: SimToolchain, output: Path) -> tuple[str, ...]:
@@ -50,6 +53,7 @@ def _command(toolchain: SimToolchain, output: Path) -> tuple[str, ...]:
         str(toolchain.compiler),
         *_FLAGS,
         f"-I{include_dir()}",
+        f"-I{SIM_API_INCLUDE_DIR}",
         f"-I{RUNTIME_DIR}",
         "-o",
         str(output),

@@ -1,21 +1,18 @@
-"""Opening a built chip tree for the simulator: its sub-builds and its HOST orchestrators.
+"""Opening a built chip tree for the simulator: its sub-builds and its HOST orchestrator.
 
 A compiled tree (``<out>/<chip>``, DESIGN §7) describes itself: ``manifest.json`` names the chip
 and the toolchain, each ``next_levels/<name>/kernel_config.py`` lists the orchestration and the
-kernels with their binaries beside their sources, and ``orchestration/<host>.py`` is a HOST
-orchestrator module written against the L3 API. Only binaries of the ``sim`` toolchain run
-here; anything else is an error that says how to build them.
+kernels with their binaries, ``orchestration/host_orch.py`` is the HOST orchestrator, written
+for PyPTO's runtime, and ``distributed_meta.json`` lists its parameters. Only binaries of the
+``sim`` toolchain run here; anything else is an error that says how to build them.
 
-A HOST orchestrator's parameters come from its module's ``PARAMETERS`` table, read from the
-syntax tree as our tools read every generated file: opening a tree lists the parameters of each
-of its orchestrators, so inputs are checked and outputs allocated before anything runs, and the
-module itself is executed only for the one program that is run.
+The parameters are read from ``distributed_meta.json``, so inputs are checked and outputs
+allocated before anything runs; the module itself is executed only when the program is run.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,16 +20,16 @@ from pathlib import Path
 from types import ModuleType
 
 from pypto_build.chip_build.chips import Chip, get_chip
+from pypto_build.chip_build.distributed_meta import META_NAME, MetaError, Parameter, read_meta
+from pypto_build.chip_build.host_orch_codegen import ENTRY_MARKER, MODULE_NAME
 from pypto_build.chip_build.kernel_config import KernelConfigError, read_kernel_config
-from pypto_build.chip_build.l3_api import DataType, Parameter
 from pypto_build.chip_build.manifest import MANIFEST_NAME
+from pypto_build.chip_build.sim.host_env import HostModuleError, load_host_module
 from pypto_build.chip_build.sim.runtime import KernelBinary
 
 NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
 KERNEL_CONFIG = "kernel_config.py"
-#: The table of a HOST orchestrator module that lists its parameters.
-PARAMETERS = "PARAMETERS"
 #: The toolchain whose binaries the simulator loads, and their suffix.
 SIM_TOOLCHAIN = "sim"
 BINARY_SUFFIX = ".so"
@@ -56,23 +53,20 @@ class SubBuild:
 
 @dataclass(frozen=True)
 class HostOrchestrator:
-    """A HOST orchestrator module of the tree."""
+    """The HOST orchestrator of a tree: its module and its parameters."""
 
     name: str
     path: Path
     parameters: tuple[Parameter, ...]
+    #: The ranks the program was written for (distributed_meta.json's devices).
+    world_size: int
 
     def load(self) -> ModuleType:
-        """Execute the module (it only defines ``NEXT_LEVELS``, ``PARAMETERS`` and ``build``)."""
-        spec = importlib.util.spec_from_file_location(f"pypto_build_host_{self.name}", self.path)
-        if spec is None or spec.loader is None:
-            raise BuildTreeError(f"{self.path}: not a loadable Python module")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for attribute in ("NEXT_LEVELS", "build"):
-            if not hasattr(module, attribute):
-                raise BuildTreeError(f"{self.path}: not a HOST orchestrator (no {attribute})")
-        return module
+        """Execute the module with the simulator's runtime names (:mod:`.host_env`)."""
+        try:
+            return load_host_module(self.path)
+        except HostModuleError as exc:
+            raise BuildTreeError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -91,7 +85,7 @@ class ChipBuild:
                 return next(iter(self.hosts.values()))
             if not self.hosts:
                 raise BuildTreeError(
-                    f"{self.root} has no HOST orchestrator ({ORCHESTRATION}/<name>.py); the "
+                    f"{self.root} has no HOST orchestrator ({ORCHESTRATION}/{MODULE_NAME}); the "
                     "simulator runs a program through its HOST orchestrator"
                 )
             raise BuildTreeError(
@@ -139,10 +133,10 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
         path.parent.name: _sub_build(path.parent)
         for path in sorted(next_levels.glob(f"*/{KERNEL_CONFIG}"))
     }
-    hosts = {
-        path.stem: HostOrchestrator(path.stem, path, read_host_parameters(path))
-        for path in sorted((root / ORCHESTRATION).glob("*.py"))
-    }
+    hosts = {}
+    if (root / ORCHESTRATION / MODULE_NAME).is_file():
+        host = _host(root)
+        hosts[host.name] = host
     return ChipBuild(root, get_chip(chip_name), sub_builds, hosts)
 
 
@@ -201,74 +195,34 @@ def _require_binary(path: Path, root: Path) -> None:
         raise BuildTreeError(f"{root}: {path.relative_to(root)} is missing (not compiled)")
 
 
-def read_host_parameters(path: Path) -> tuple[Parameter, ...]:
-    """The ``PARAMETERS`` table of the HOST orchestrator module at ``path``, without running the
-    module; anything but the literal table the code generator writes is an error."""
+def _host(root: Path) -> HostOrchestrator:
+    """The tree's HOST orchestrator, named by its entry as ``distributed_meta.json`` places it."""
+    path = root / ORCHESTRATION / MODULE_NAME
+    try:
+        meta = read_meta(root / META_NAME)
+    except MetaError as exc:
+        raise BuildTreeError(
+            f"{exc} (the tree's HOST orchestrator needs it; build again)"
+        ) from None
+    return HostOrchestrator(_entry_name(path), path, meta.parameters, meta.world_size)
+
+
+def _entry_name(path: Path) -> str:
+    """The name of the module's entry function, read from its syntax tree (the statement
+    ``<name>._pypto_distributed_entry = True``), without running the module."""
     try:
         module = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError) as exc:
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
         raise BuildTreeError(f"{path}: unreadable HOST orchestrator: {exc}") from None
-    table = _assigned_value(module, PARAMETERS)
-    if table is None:
-        raise BuildTreeError(
-            f"{path}: not a HOST orchestrator of this pypto-build (no {PARAMETERS} table); "
-            "build it again"
-        )
-    if not isinstance(table, ast.Tuple):
-        raise BuildTreeError(f"{path}:{table.lineno}: {PARAMETERS} must be a tuple literal")
-    parameters = tuple(_parameter(path, entry) for entry in table.elts)
-    names = [parameter.name for parameter in parameters]
-    if len(set(names)) != len(names):
-        raise BuildTreeError(f"{path}:{table.lineno}: {PARAMETERS} names a parameter twice")
-    return parameters
-
-
-def _assigned_value(module: ast.Module, name: str) -> ast.expr | None:
-    """The value a top-level statement assigns to ``name`` (plain or annotated)."""
-    for statement in module.body:
-        if isinstance(statement, ast.Assign) and any(
-            isinstance(target, ast.Name) and target.id == name for target in statement.targets
-        ):
-            return statement.value
-        if (
-            isinstance(statement, ast.AnnAssign)
-            and isinstance(statement.target, ast.Name)
-            and statement.target.id == name
-        ):
-            return statement.value
-    return None
-
-
-def _parameter(path: Path, node: ast.expr) -> Parameter:
-    """``Parameter("name", "kind", (dims...), DataType.MEMBER, "direction")``."""
-    where = f"{path}:{node.lineno}"
-    if not (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "Parameter"
-        and len(node.args) == 5
-        and not node.keywords
-    ):
-        raise BuildTreeError(f"{where}: a {PARAMETERS} entry must be Parameter(<5 literals>)")
-    name_node, kind_node, shape_node, dtype_node, direction_node = node.args
-    try:
-        name, kind, shape, direction = (
-            ast.literal_eval(field) for field in (name_node, kind_node, shape_node, direction_node)
-        )
-    except (ValueError, TypeError):
-        raise BuildTreeError(f"{where}: a {PARAMETERS} entry holds a non-literal field") from None
-    if not (isinstance(name, str) and name.isidentifier()):
-        raise BuildTreeError(f"{where}: parameter name {name!r} is not an identifier")
-    if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
-        raise BuildTreeError(f"{where}: shape {shape!r} of {name} is not a tuple of sizes")
-    if not (
-        isinstance(dtype_node, ast.Attribute)
-        and isinstance(dtype_node.value, ast.Name)
-        and dtype_node.value.id == "DataType"
-        and dtype_node.attr in DataType.__members__
-    ):
-        raise BuildTreeError(f"{where}: the element type of {name} is not DataType.<member>")
-    try:
-        return Parameter(name, kind, shape, DataType[dtype_node.attr], direction)
-    except ValueError as exc:
-        raise BuildTreeError(f"{where}: {exc}") from None
+    names = [
+        target.value.id
+        for statement in module.body
+        if isinstance(statement, ast.Assign)
+        for target in statement.targets
+        if isinstance(target, ast.Attribute)
+        and target.attr == ENTRY_MARKER
+        and isinstance(target.value, ast.Name)
+    ]
+    if len(names) != 1:
+        raise BuildTreeError(f"{path}: expected one function marked {ENTRY_MARKER}")
+    return names[0]

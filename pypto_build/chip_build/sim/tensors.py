@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.chip_build.l3_api import DataType
+from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.chip_build.sim.runtime import Descriptor, NativeRuntime
 
 #: Dimensions a tensor descriptor holds (RUNTIME_MAX_TENSOR_DIMS).
@@ -68,6 +68,15 @@ class SimTensor:
     def of(cls, array: npt.NDArray[np.generic]) -> SimTensor:
         """A tensor over the whole of ``array`` (its own allocation)."""
         return cls(array, array, data_type_of(array.dtype))
+
+    @classmethod
+    def of_view(cls, view: npt.NDArray[np.generic]) -> SimTensor:
+        """A tensor over ``view``, a view of some NumPy allocation: the descriptor's buffer is
+        the allocation the view was taken from, the view its offset and strides."""
+        base = view
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        return cls(base, view, data_type_of(view.dtype))
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -129,15 +138,44 @@ class SimTensor:
         )
 
 
-def window_tensor(slot: npt.NDArray[np.uint8], shape: Sequence[int], dtype: DataType) -> SimTensor:
-    """A packed tensor over the leading bytes of a window buffer ``slot``."""
+def window_tensor(
+    slot: npt.NDArray[np.uint8],
+    shape: Sequence[int],
+    dtype: DataType,
+    strides: Sequence[int] | None = None,
+    byte_offset: int = 0,
+) -> SimTensor:
+    """A tensor over a window buffer ``slot``: packed at its start, or with element ``strides``
+    from ``byte_offset`` (simpler's ``Buffer.tensor``); it must lie inside the slot."""
     element = NUMPY_DTYPES[dtype]
-    count = int(np.prod(shape, dtype=np.int64))
-    nbytes = count * element.itemsize
+    shape = tuple(int(d) for d in shape)
+    strides = _row_major(shape) if strides is None else tuple(int(s) for s in strides)
+    if len(strides) != len(shape) or byte_offset < 0 or byte_offset % element.itemsize:
+        raise ValueError(
+            f"a window view needs one stride per dimension and a byte offset that is a whole "
+            f"number of {dtype.name} elements; got strides {strides}, byte offset {byte_offset}"
+        )
+    extent = 0 if 0 in shape else 1 + sum((d - 1) * s for d, s in zip(shape, strides, strict=True))
+    nbytes = byte_offset + extent * element.itemsize
     if nbytes > slot.nbytes:
         raise ValueError(
-            f"a {tuple(shape)} {dtype.name} view needs {nbytes} bytes; the window buffer has "
-            f"{slot.nbytes}"
+            f"a {shape} {dtype.name} view at byte {byte_offset} needs {nbytes} bytes; the window "
+            f"buffer has {slot.nbytes}"
         )
-    view = slot[:nbytes].view(element).reshape(tuple(shape))
+    elements = slot[: slot.nbytes - slot.nbytes % element.itemsize].view(element)
+    view = np.lib.stride_tricks.as_strided(
+        elements[byte_offset // element.itemsize :],
+        shape=shape,
+        strides=tuple(s * element.itemsize for s in strides),
+        writeable=True,
+    )
     return SimTensor(slot, view, dtype)
+
+
+def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))

@@ -151,6 +151,11 @@ class Toolchain(Protocol):
         neither load nor delete)."""
         ...
 
+    def platform(self, chip: Chip) -> str:
+        """The PyPTO platform a tree built by this toolchain for ``chip`` runs on (``a2a3``,
+        ``a5``, or their host simulations ``a2a3sim``, ``a5sim``)."""
+        ...
+
     def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
         """The ``cache/binary_context.json`` PyPTO's runtime checks before it reuses the binaries
         beside a sub-build's sources (the platform, runtime and PTO-ISA revisions they were built

@@ -108,6 +108,9 @@ class CannToolchain:
     def binary_dir(self) -> str:
         return ""
 
+    def platform(self, chip: Chip) -> str:
+        return chip.platform
+
     def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
         return None
 

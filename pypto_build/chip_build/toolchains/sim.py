@@ -39,6 +39,9 @@ from pypto_build.chip_build.toolchains.base import (
 #: interface is its own, so they stay out of the places where PyPTO's runtime looks for (and, when
 #: they were not built for it, deletes) the binaries of its platforms.
 SIM_BINARY_DIR = "sim"
+#: The simulator's implementation of PyPTO's orchestration API (``pto_orchestration_api.h``),
+#: which orchestration sources are compiled against here.
+SIM_API_INCLUDE_DIR = Path(__file__).resolve().parents[1] / "sim" / "include"
 
 _COMPILE_FLAGS = ("-c", "-fPIC", "-O2", "-std=c++17")
 _KERNEL_DEFINES = {CoreType.AIV: "-D__DAV_VEC__", CoreType.AIC: "-D__DAV_CUBE__"}
@@ -92,6 +95,9 @@ class SimToolchain:
     def binary_dir(self) -> str:
         return SIM_BINARY_DIR
 
+    def platform(self, chip: Chip) -> str:
+        return chip.sim_platform
+
     def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
         return None
 
@@ -100,15 +106,20 @@ class SimToolchain:
         output = stage / artifact
         depfile = stage / f"{job.source.stem}.d"
         obj = stage / f"{job.source.stem}.o"
-        defines: tuple[str, ...] = ()
         if job.core_type is not None:
-            defines = ("-D__CPU_SIM", _KERNEL_DEFINES[job.core_type], "-DNDEBUG")
+            # A kernel sees the headers of its tree only, as PyPTO's runtime compiles it.
+            flags = (
+                "-D__CPU_SIM",
+                _KERNEL_DEFINES[job.core_type],
+                "-DNDEBUG",
+                *job.include_flags(),
+            )
+        else:
+            flags = (f"-I{SIM_API_INCLUDE_DIR}", f"-I{include_dir()}")
         compile_argv = (
             str(self.compiler),
             *_COMPILE_FLAGS,
-            *defines,
-            *job.include_flags(),
-            f"-I{include_dir()}",
+            *flags,
             *dependency_flags(depfile, artifact),
             "-o",
             str(obj),

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "pypto_build/orchestration_api.h"
+#include "pto_orchestration_api.h"
 
 namespace {
 
@@ -43,22 +43,22 @@ void spin(int64_t milliseconds) {
 
 extern "C" {
 
-PYPTO_ORCH_EXPORT OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs& orch_args) {
+PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs& orch_args) {
   (void)orch_args;
-  return OrchestrationConfig{4};  // one tensor, three scalars
+  return PTO2OrchestrationConfig{4};  // one tensor, three scalars
 }
 
-PYPTO_ORCH_EXPORT void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
+void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
   const ChipTensor& out = orch_args.tensor(0).ref();
-  const int64_t operand = orch_args.scalar<int64_t>(1);
+  const int64_t operand = static_cast<int64_t>(orch_args.scalar(1));
   const uint64_t flag = orch_args.scalar(2);
-  switch (orch_args.scalar<int64_t>(0)) {
+  switch (static_cast<int64_t>(orch_args.scalar(0))) {
     case kRecord:
       record(out, static_cast<int32_t>(operand), flag, false);
       break;
     case kTwoFatals:
       rt_report_fatal(9, "first fatal, code %d", 9);
-      rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "second fatal");
+      rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "second fatal");
       record(out, 1, 0, false);
       break;
     case kTensorAfterScalar: {
@@ -98,23 +98,25 @@ PYPTO_ORCH_EXPORT void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) 
       break;
     case kCreateTensor: {
       const uint32_t shape[2] = {static_cast<uint32_t>(operand), 2};
-      const ChipTensor made = rt_create_tensor(DataType::INT32, shape, 2);
+      const TensorCreateInfo info(shape, 2, DataType::INT32);
+      const TaskOutputTensors outputs = alloc_tensors(info);
+      const ChipTensor& made = outputs.get_ref(0);
       record(made, static_cast<int32_t>(operand), 0, false);
       const int32_t* values = reinterpret_cast<const int32_t*>(made.buffer.addr);
       for (uint32_t row = 0; row < shape[0]; ++row) {
-        rt_log_timing("row %u: %d %d", row, values[2 * row], values[2 * row + 1]);
+        LOG_TIMING("row %u: %d %d", row, values[2 * row], values[2 * row + 1]);
       }
       break;
     }
     case kCube: {
       CoreTaskArgs task;
-      task.launch_spec.set_block_num(static_cast<int32_t>(operand));
+      task.launch_spec.set_block_num(static_cast<int16_t>(operand));
       task.launch_spec.set_require_sync_start(true);
       rt_submit_aic_task(3, task);
       break;
     }
     default:
-      rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "unknown probe mode");
+      rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "unknown probe mode");
   }
 }
 

@@ -6,8 +6,9 @@
 //              -- TPUT through a UB staging tile, TNOTIFY(AtomicAdd), TWAIT(GE), ld_dev for
 //              remote scalars, dcci/dsb/pipe_barrier for visibility. Needs PTO-ISA's include
 //              root on the include path.
-//   SIM side   (any host compiler): every rank is a set of threads of one process and every
-//              window is host memory, so a remote address is an ordinary pointer; signals are
+//   SIM side   (any host compiler): every window is host memory that every rank maps (threads of
+//              one process in pypto-build's simulator, processes sharing one mapping in PyPTO's
+//              a2a3sim / a5sim), so a remote address is an ordinary pointer; signals are
 //              GCC/Clang __atomic operations on the int32 slots, payload moves with memmove.
 //
 // The primitives (namespace pypto_build):
@@ -24,8 +25,9 @@
 //   publish_fence()                   make every earlier put/store visible before a signal
 //   report_error(code, message)       fail the task with a runtime error code
 //
-// Simulation hooks. The simulation runtime defines these C symbols; a kernel shared object
-// leaves them undefined and they bind when the runtime loads it:
+// Simulation hooks. pypto-build's simulation runtime defines these C symbols; a kernel refers to
+// them weakly, so a kernel shared object loads in any host runtime -- PyPTO's own simulation
+// platforms define neither, and there a kernel prints its error and waits with a fixed budget:
 //   void     pypto_sim_report_error(int32_t code, const char* message);
 //       latches `code` as the task's error (first code wins, as the device runtime does) and
 //       records the message; the kernel returns afterwards.
@@ -56,8 +58,8 @@
 #define PYPTO_KERNEL_EXPORT __attribute__((visibility("default")))
 
 extern "C" {
-void pypto_sim_report_error(int32_t code, const char* message);
-uint64_t pypto_sim_wait_timeout_ns(void);
+__attribute__((weak)) void pypto_sim_report_error(int32_t code, const char* message);
+__attribute__((weak)) uint64_t pypto_sim_wait_timeout_ns(void);
 }
 #endif
 
@@ -198,15 +200,23 @@ PYPTO_DEVICE void signal_add(__gm__ int32_t* slot, int32_t delta) {
   __atomic_fetch_add(slot, delta, __ATOMIC_SEQ_CST);
 }
 
+// Without pypto-build's simulation runtime (another host runtime loaded the kernel).
+constexpr uint64_t kDefaultWaitTimeoutNs = uint64_t{60} * 1000 * 1000 * 1000;
+
 PYPTO_DEVICE void report_error(int32_t code, const char* message) {
-  pypto_sim_report_error(code, message);
+  if (pypto_sim_report_error != nullptr) {
+    pypto_sim_report_error(code, message);
+  } else {
+    std::fprintf(stderr, "pypto_build kernel error %d: %s\n", static_cast<int>(code), message);
+  }
 }
 
 PYPTO_DEVICE bool signal_wait_ge(__gm__ int32_t* slot, int32_t threshold) {
   if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) >= threshold) {
     return true;
   }
-  const uint64_t budget_ns = pypto_sim_wait_timeout_ns();
+  const uint64_t budget_ns =
+      pypto_sim_wait_timeout_ns != nullptr ? pypto_sim_wait_timeout_ns() : kDefaultWaitTimeoutNs;
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     std::this_thread::yield();

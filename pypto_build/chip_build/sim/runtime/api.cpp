@@ -226,13 +226,13 @@ int32_t pypto_sim_run_execute(void* run_handle, const void* callable_handle,
   }
   ChipTaskArgs args{};
   for (int32_t i = 0; i < tensor_count; ++i) {
-    args.tensors[i] = static_cast<ChipTensor*>(tensors[i]);
+    args.tensors[i] = TensorRef(static_cast<const ChipTensor*>(tensors[i]));
   }
   for (int32_t i = 0; i < scalar_count; ++i) {
     args.scalars[i] = scalars[i];
   }
-  args.tensor_count = tensor_count;
-  args.scalar_count = scalar_count;
+  args.tensor_count_ = tensor_count;
+  args.scalar_count_ = scalar_count;
 
   pypto_sim::ThreadContext& context = pypto_sim::thread_context();
   context = pypto_sim::ThreadContext{};

@@ -4,8 +4,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "pypto_build/orchestration_views.h"
 #include "sim_internal.h"
+// After the API it is written against.
+#include "pypto_build/orchestration.h"
 #include "sim_runtime.h"
 
 namespace pypto_sim {
@@ -70,7 +71,7 @@ ChipTensor RankRun::create_tensor(DataType dtype, const uint32_t* shapes, uint32
   const uint64_t size = element_size(dtype);
   if (size == 0 || ndims == 0 || ndims > RUNTIME_MAX_TENSOR_DIMS) {
     report(SIMPLER_ERROR_INVALID_ARGS,
-           format("rt_create_tensor: unsupported DataType %d or dimension count %u",
+           format("alloc_tensors: unsupported DataType %d or dimension count %u",
                   static_cast<int>(dtype), static_cast<unsigned>(ndims)));
     return tensor;
   }

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "pypto_build/orchestration_api.h"
+#include "pto_orchestration_api.h"
 
 namespace pypto_sim {
 
@@ -21,7 +21,7 @@ const char* core_type_name(CoreType core_type);
 
 using KernelEntry = void (*)(int64_t*);
 using OrchestrationEntry = void (*)(const ChipTaskArgs&);
-using OrchestrationConfigFn = OrchestrationConfig (*)(const ChipTaskArgs&);
+using OrchestrationConfigFn = PTO2OrchestrationConfig (*)(const ChipTaskArgs&);
 
 struct Kernel {
   int32_t func_id;
@@ -76,7 +76,7 @@ class RankRun {
   // The line at `index`; the pointer stays valid while the run lives (lines are only added).
   const char* log_line(int32_t index) const;
 
-  // A zeroed, packed row-major buffer owned by the run (rt_create_tensor).
+  // A zeroed, packed row-major buffer owned by the run (alloc_tensors, TensorCreateInfo).
   ChipTensor create_tensor(DataType dtype, const uint32_t* shapes, uint32_t ndims);
 
   void count_task() { tasks_.fetch_add(1, std::memory_order_relaxed); }
@@ -132,8 +132,12 @@ void set_timeouts(uint64_t wait_ns, uint64_t task_ns);
 // Kernel block starts and returns so far (pypto_sim_progress).
 uint64_t progress();
 
-// Run one submitted task to completion on the current rank (tasks.cpp).
-void submit_task(CoreType core_type, int32_t func_id, const CoreTaskArgs& args);
+// Run one submitted task to completion on the current rank; its runtime-allocated outputs are
+// appended to `outputs` (tasks.cpp).
+void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,
+                 TaskOutputTensors* outputs);
+// Allocate the TensorCreateInfo outputs of `args` without running a task (alloc_tensors).
+void alloc_tensors(const CoreTaskArgs& args, TaskOutputTensors* outputs);
 
 }  // namespace pypto_sim
 

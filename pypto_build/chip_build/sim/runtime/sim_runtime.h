@@ -1,11 +1,11 @@
 // sim_runtime.h -- the C interface of the host simulation runtime (DESIGN 8), as the Python
 // binding (pypto_build/chip_build/sim/runtime.py) calls it through ctypes.
 //
-// The runtime also defines the functions rendered kernels and generated orchestrations leave
-// undefined (pypto_build/portability.h: pypto_sim_report_error, pypto_sim_wait_timeout_ns;
-// pypto_build/orchestration_api.h: rt_submit_aiv_task, rt_submit_aic_task, rt_create_tensor,
-// rt_report_fatal, rt_log_timing). They bind when a kernel or orchestration shared object is
-// loaded, so this library must be loaded with RTLD_GLOBAL before any of them.
+// The runtime also defines the functions rendered kernels and orchestrations call
+// (pypto_build/portability.h: pypto_sim_report_error, pypto_sim_wait_timeout_ns, weak in the
+// kernels; the simulator's pto_orchestration_api.h: pypto_sim_rt_submit, pypto_sim_rt_alloc,
+// pypto_sim_rt_report_fatal, pypto_sim_rt_log, ...). They bind when a kernel or orchestration
+// shared object is loaded, so this library must be loaded with RTLD_GLOBAL before any of them.
 //
 // Objects:
 //   domain    one comm domain: a zeroed window per rank and each rank's CommContext, whose

@@ -1,5 +1,6 @@
 // tasks.cpp -- the functions generated orchestrations and rendered kernels call into: task
-// submission and execution, error reporting, runtime allocation, timing logs, wait timeouts.
+// submission and execution, error reporting, runtime allocation, logs, wait timeouts (the
+// pypto_sim_rt_* side of the simulator's pto_orchestration_api.h, and the kernels' hooks).
 //
 // A submitted task runs to completion before rt_submit_*_task returns. That is the rank's
 // submission order, which is the order the device runtime's TensorMap imposes on tasks that
@@ -16,7 +17,6 @@
 #include <system_error>
 #include <thread>
 
-#include "pypto_build/portability.h"
 #include "sim_internal.h"
 
 namespace pypto_sim {
@@ -41,19 +41,18 @@ struct GlobalContext {
 // task keep it alive after the submitting thread has given up on them.
 class TaskLaunch {
  public:
-  TaskLaunch(RankRun* run, const Kernel& kernel, const CoreTaskArgs& args)
+  // `tensors` are the task's descriptors in argument order (runtime-allocated outputs included).
+  TaskLaunch(RankRun* run, const Kernel& kernel, const CoreTaskArgs& args,
+             const std::vector<ChipTensor>& tensors)
       : run_(run),
         kernel_name_(kernel.name),
         func_id_(kernel.func_id),
         entry_(kernel.entry),
-        tensors_(static_cast<size_t>(args.tensor_count)),
-        blocks_(static_cast<size_t>(args.launch_spec.block_num)),
+        tensors_(tensors),  // the runtime's copy, as the device payload holds one
+        blocks_(static_cast<size_t>(args.launch_spec.block_num())),
         args_(blocks_.size()),
-        remaining_(args.launch_spec.block_num) {
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-      tensors_[i] = *args.tensors[i];  // the runtime's copy, as the device payload holds one
-    }
-    const int32_t block_num = args.launch_spec.block_num;
+        remaining_(args.launch_spec.block_num()) {
+    const int32_t block_num = args.launch_spec.block_num();
     for (int32_t block = 0; block < block_num; ++block) {
       blocks_[static_cast<size_t>(block)] = LocalContext{block, block_num};
       std::array<int64_t, KERNEL_MAX_ARGS>& slots = args_[static_cast<size_t>(block)];
@@ -61,7 +60,7 @@ class TaskLaunch {
       for (size_t i = 0; i < tensors_.size(); ++i) {
         slots[i] = reinterpret_cast<int64_t>(&tensors_[i]);
       }
-      for (int32_t i = 0; i < args.scalar_count; ++i) {
+      for (int32_t i = 0; i < args.scalar_count(); ++i) {
         slots[tensors_.size() + static_cast<size_t>(i)] = static_cast<int64_t>(args.scalars[i]);
       }
       slots[SPMD_LOCAL_CONTEXT_INDEX] =
@@ -115,9 +114,10 @@ class TaskLaunch {
   int32_t remaining_;
 };
 
-void run_task(RankRun& run, const Kernel& kernel, const CoreTaskArgs& args) {
-  auto launch = std::make_shared<TaskLaunch>(&run, kernel, args);
-  const int32_t block_num = args.launch_spec.block_num;
+void run_task(RankRun& run, const Kernel& kernel, const CoreTaskArgs& args,
+              const std::vector<ChipTensor>& tensors) {
+  auto launch = std::make_shared<TaskLaunch>(&run, kernel, args, tensors);
+  const int32_t block_num = args.launch_spec.block_num();
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(block_num));
   for (int32_t block = 0; block < block_num; ++block) {
@@ -170,67 +170,133 @@ void set_timeouts(uint64_t wait_ns, uint64_t task_ns) {
 
 uint64_t progress() { return g_progress.load(std::memory_order_relaxed); }
 
-void submit_task(CoreType core_type, int32_t func_id, const CoreTaskArgs& args) {
-  RankRun* run = current_run(core_type == CoreType::AIV ? "rt_submit_aiv_task"
-                                                        : "rt_submit_aic_task");
+namespace {
+
+// The task's descriptors in argument order: existing tensors as given, and a fresh runtime
+// allocation for each TensorCreateInfo output, which is also appended to `outputs`.
+bool materialize(RankRun& run, const CoreTaskArgs& args, std::vector<ChipTensor>* tensors,
+                 TaskOutputTensors* outputs) {
+  tensors->clear();
+  for (int32_t i = 0; i < args.tensor_count(); ++i) {
+    if (args.tags[i] != TensorArgType::OUTPUT) {
+      tensors->push_back(*static_cast<const ChipTensor*>(args.tensors[i]));
+      continue;
+    }
+    const auto& info = *static_cast<const TensorCreateInfo*>(args.tensors[i]);
+    tensors->push_back(run.create_tensor(info.dtype, info.shapes, info.ndims));
+    if (run.failed()) {
+      return false;
+    }
+    outputs->append(tensors->back());
+  }
+  return true;
+}
+
+// The kernel a task runs and its core type; a MIX task (AIC and AIV kernels together) is
+// refused, the simulator runs AIV-only and AIC-only tasks.
+const Kernel* task_kernel(RankRun& run, const MixedKernels& kernels, CoreType* core_type) {
+  const bool aic = kernels.aic_kernel_id != INVALID_KERNEL_ID;
+  const bool aiv0 = kernels.aiv0_kernel_id != INVALID_KERNEL_ID;
+  const bool aiv1 = kernels.aiv1_kernel_id != INVALID_KERNEL_ID;
+  if (aic == (aiv0 || aiv1) || (aiv0 && aiv1)) {
+    run.report(SIMPLER_ERROR_INVALID_ARGS,
+               format("task kernels aic=%d aiv0=%d aiv1=%d: the simulator runs one AIV or one "
+                      "AIC kernel per task",
+                      kernels.aic_kernel_id, kernels.aiv0_kernel_id, kernels.aiv1_kernel_id));
+    return nullptr;
+  }
+  *core_type = aic ? CoreType::AIC : CoreType::AIV;
+  const int32_t func_id =
+      aic ? kernels.aic_kernel_id : (aiv0 ? kernels.aiv0_kernel_id : kernels.aiv1_kernel_id);
+  const Kernel* kernel = run.callable->kernel(func_id);
+  if (kernel == nullptr) {
+    run.report(SIMPLER_ERROR_INVALID_ARGS,
+               format("no kernel with func_id %d in this callable's kernel_config.py", func_id));
+    return nullptr;
+  }
+  if (kernel->core_type != *core_type) {
+    run.report(SIMPLER_ERROR_INVALID_ARGS,
+               format("kernel '%s' (func_id %d) is an %s kernel, submitted as %s",
+                      kernel->name.c_str(), func_id, core_type_name(kernel->core_type),
+                      core_type_name(*core_type)));
+    return nullptr;
+  }
+  return kernel;
+}
+
+}  // namespace
+
+void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,
+                 TaskOutputTensors* outputs) {
+  RankRun* run = current_run("rt_submit_task");
   if (run == nullptr || run->failed()) {
     return;  // after a fatal error the rank's later submissions are dropped
   }
   if (args.has_error) {
+    const int32_t func_id = kernels.aic_kernel_id != INVALID_KERNEL_ID ? kernels.aic_kernel_id
+                                                                       : kernels.aiv0_kernel_id;
     run->report(SIMPLER_ERROR_INVALID_ARGS,
                 format("invalid task arguments for func_id %d: %s", func_id,
                        args.error_msg != nullptr ? args.error_msg : "(no message)"));
     return;
   }
-  const Kernel* kernel = run->callable->kernel(func_id);
+  CoreType core_type = CoreType::AIV;
+  const Kernel* kernel = task_kernel(*run, kernels, &core_type);
   if (kernel == nullptr) {
-    run->report(SIMPLER_ERROR_INVALID_ARGS,
-                format("no kernel with func_id %d in this callable's kernel_config.py", func_id));
     return;
   }
-  if (kernel->core_type != core_type) {
-    run->report(SIMPLER_ERROR_INVALID_ARGS,
-                format("kernel '%s' (func_id %d) is an %s kernel, submitted as %s",
-                       kernel->name.c_str(), func_id, core_type_name(kernel->core_type),
-                       core_type_name(core_type)));
-    return;
-  }
-  const LaunchSpec& spec = args.launch_spec;
-  if (spec.block_num < 1) {
+  const int32_t block_num = args.launch_spec.block_num();
+  if (block_num < 1) {
     run->report(SIMPLER_ERROR_INVALID_ARGS,
                 format("kernel '%s' (func_id %d): block_num must be >= 1, got %d",
-                       kernel->name.c_str(), func_id, spec.block_num));
+                       kernel->name.c_str(), kernel->func_id, block_num));
     return;
   }
   const int32_t limit = run->sync_start_limit(core_type);
-  if (spec.require_sync_start && spec.block_num > 1 && spec.block_num > limit) {
+  if (args.launch_spec.require_sync_start() && block_num > 1 && block_num > limit) {
     // Its blocks could never all be resident at once: a guaranteed deadlock.
     run->report(SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
-                format("require_sync_start block_num=%d > limit=%d", spec.block_num, limit));
+                format("require_sync_start block_num=%d > limit=%d", block_num, limit));
+    return;
+  }
+  std::vector<ChipTensor> tensors;
+  if (!materialize(*run, args, &tensors, outputs)) {
     return;
   }
   run->count_task();
-  run_task(*run, *kernel, args);
+  run_task(*run, *kernel, args, tensors);
+}
+
+void alloc_tensors(const CoreTaskArgs& args, TaskOutputTensors* outputs) {
+  RankRun* run = current_run("alloc_tensors");
+  if (run == nullptr || run->failed()) {
+    return;
+  }
+  std::vector<ChipTensor> tensors;
+  materialize(*run, args, &tensors, outputs);
 }
 
 }  // namespace pypto_sim
 
 extern "C" {
 
-void rt_submit_aiv_task(int32_t func_id, const CoreTaskArgs& args) {
-  pypto_sim::submit_task(pypto_sim::CoreType::AIV, func_id, args);
+void pypto_sim_rt_submit(const MixedKernels* kernels, const CoreTaskArgs* args,
+                         TaskOutputTensors* outputs) {
+  pypto_sim::submit_task(*kernels, *args, outputs);
 }
 
-void rt_submit_aic_task(int32_t func_id, const CoreTaskArgs& args) {
-  pypto_sim::submit_task(pypto_sim::CoreType::AIC, func_id, args);
+void pypto_sim_rt_alloc(const CoreTaskArgs* args, TaskOutputTensors* outputs) {
+  pypto_sim::alloc_tensors(*args, outputs);
 }
 
-ChipTensor rt_create_tensor(DataType dtype, const uint32_t* shapes, uint32_t ndims) {
-  pypto_sim::RankRun* run = pypto_sim::current_run("rt_create_tensor");
-  return run == nullptr ? ChipTensor{} : run->create_tensor(dtype, shapes, ndims);
+bool pypto_sim_rt_is_fatal(void) {
+  const pypto_sim::RankRun* run = pypto_sim::thread_context().run;
+  return run != nullptr && run->failed();
 }
 
-void rt_report_fatal(int32_t code, const char* format_text, ...) {
+void pypto_sim_rt_report_fatal(int32_t code, const char* function, const char* format_text,
+                               ...) {
+  (void)function;
   va_list values;
   va_start(values, format_text);
   const std::string message = pypto_sim::vformat(format_text, values);
@@ -241,15 +307,27 @@ void rt_report_fatal(int32_t code, const char* format_text, ...) {
   }
 }
 
-void rt_log_timing(const char* format_text, ...) {
+void pypto_sim_rt_log(int32_t level, const char* function, const char* format_text, ...) {
+  (void)function;
+  static const char* const kLevels[] = {"ERROR: ", "WARN: ", "", "INFO: ", "DEBUG: "};
   va_list values;
   va_start(values, format_text);
   const std::string line = pypto_sim::vformat(format_text, values);
   va_end(values);
-  pypto_sim::RankRun* run = pypto_sim::current_run("rt_log_timing");
+  pypto_sim::RankRun* run = pypto_sim::current_run("LOG_*");
   if (run != nullptr) {
-    run->log(line);
+    run->log((level >= 0 && level <= 4 ? kLevels[level] : "") + line);
   }
+}
+
+int32_t pypto_sim_rt_available_cluster_count(void) {
+  const pypto_sim::RankRun* run = pypto_sim::thread_context().run;
+  return run == nullptr ? 0 : run->sync_start_limit(pypto_sim::CoreType::AIC);
+}
+
+int32_t pypto_sim_rt_available_aiv_count(void) {
+  const pypto_sim::RankRun* run = pypto_sim::thread_context().run;
+  return run == nullptr ? 0 : run->sync_start_limit(pypto_sim::CoreType::AIV);
 }
 
 void pypto_sim_report_error(int32_t code, const char* message) {

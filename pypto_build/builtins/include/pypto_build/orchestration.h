@@ -1,30 +1,33 @@
-// pypto_build/orchestration_views.h -- what a generated CHIP orchestration computes on the AICPU
-// besides submitting tasks (pypto_build/chip_build/orchestration_codegen.py writes the callers).
+// pypto_build/orchestration.h -- what a generated CHIP orchestration (and a builtin's HOST-rail
+// entry) computes on the AICPU besides submitting tasks. It travels with every sub-build
+// (``include/pypto_build/``) and is included by a path relative to the orchestration source,
+// after "pto_orchestration_api.h": it is written against PyPTO's orchestration API (ChipTensor's
+// fields, TensorCreateInfo, alloc_tensors, rt_report_fatal, PTO2_ERROR_INVALID_ARGS), which
+// PyPTO's runtime and our simulator both provide, and includes nothing of pypto-build's.
 //
 // * Tensor views. pl.slice / pl.reshape / pl.view in an orchestration body derive a new
 //   descriptor from an existing one; no data moves, the view shares its source's buffer. The
 //   runtime descriptor has no valid-shape or layout field, so pl.set_validshape and a view that
 //   only changes those leave the descriptor as it is (the orchestration codegen reuses the source).
-// * Runtime allocation. pl.create_tensor asks the runtime for a fresh buffer (rt_create_tensor).
+// * Runtime allocation. pl.create_tensor asks the runtime for a fresh buffer (alloc_tensors).
 // * The contiguity test behind require_contiguous_operands.
 // * Python's scalar semantics where C++ differs: floor division and modulo round towards
 //   negative infinity, and a scalar task argument is passed as its raw 64-bit pattern.
+// * Launch-count scalars of a builtin entry, validated on their raw 64-bit value.
 //
 // A request the descriptor cannot satisfy (a slice outside its source, a reshape of a strided
-// view, a division by zero) latches SIMPLER_ERROR_INVALID_ARGS through rt_report_fatal, exactly
+// view, a division by zero) latches PTO2_ERROR_INVALID_ARGS through rt_report_fatal, exactly
 // as a bad task argument does, and yields the source unchanged: the runtime drops every later
 // submission of the run, so nothing computes on the wrong view.
 
-#ifndef PYPTO_BUILD_ORCHESTRATION_VIEWS_H_
-#define PYPTO_BUILD_ORCHESTRATION_VIEWS_H_
+#ifndef PYPTO_BUILD_ORCHESTRATION_H_
+#define PYPTO_BUILD_ORCHESTRATION_H_
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <type_traits>
-
-#include "pypto_build/orchestration_api.h"
 
 namespace pypto_build {
 
@@ -70,7 +73,7 @@ inline void pack_strides(ChipTensor* tensor) {
 
 inline bool rank_matches(const char* op, const ChipTensor& source, size_t ndims) {
   if (source.ndims != ndims) {
-    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "%s: the tensor has %u dimensions, expected %u", op,
+    rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "%s: the tensor has %u dimensions, expected %u", op,
                     static_cast<unsigned>(source.ndims), static_cast<unsigned>(ndims));
     return false;
   }
@@ -91,7 +94,7 @@ inline ChipTensor slice(const ChipTensor& source, std::initializer_list<uint32_t
   const int64_t* offset = offsets.begin();
   for (uint32_t dim = 0; dim < source.ndims; ++dim) {
     if (offset[dim] < 0 || offset[dim] + extent[dim] > source.shapes[dim]) {
-      rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS,
+      rt_report_fatal(PTO2_ERROR_INVALID_ARGS,
                       "tensor.slice: offset %lld + extent %u exceeds dimension %u of size %u",
                       static_cast<long long>(offset[dim]), static_cast<unsigned>(extent[dim]),
                       static_cast<unsigned>(dim), static_cast<unsigned>(source.shapes[dim]));
@@ -107,13 +110,13 @@ inline ChipTensor slice(const ChipTensor& source, std::initializer_list<uint32_t
 // pl.reshape(source, shape) (and pl.view with a shape): the same elements under a new packed
 // shape. Only a contiguous source has one.
 inline ChipTensor reshape(const ChipTensor& source, std::initializer_list<uint32_t> shape) {
-  if (shape.size() == 0 || shape.size() > RUNTIME_MAX_TENSOR_DIMS) {
-    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "tensor.reshape: %u dimensions are not supported",
+  if (shape.size() == 0 || shape.size() > MAX_TENSOR_DIMS) {
+    rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "tensor.reshape: %u dimensions are not supported",
                     static_cast<unsigned>(shape.size()));
     return source;
   }
   if (!is_contiguous(source)) {
-    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "tensor.reshape: the source is not contiguous");
+    rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "tensor.reshape: the source is not contiguous");
     return source;
   }
   ChipTensor view = source;
@@ -122,7 +125,7 @@ inline ChipTensor reshape(const ChipTensor& source, std::initializer_list<uint32
   for (uint32_t extent : shape) {
     view.shapes[dim++] = extent;
   }
-  for (; dim < RUNTIME_MAX_TENSOR_DIMS; ++dim) {
+  for (; dim < MAX_TENSOR_DIMS; ++dim) {
     view.shapes[dim] = 0;
     view.strides[dim] = 0;
   }
@@ -131,16 +134,22 @@ inline ChipTensor reshape(const ChipTensor& source, std::initializer_list<uint32
   return view;
 }
 
-// pl.create_tensor(shape, dtype): a fresh runtime allocation, packed row-major.
+// pl.create_tensor(shape, dtype): a fresh runtime allocation, packed row-major. After a fatal
+// error the runtime allocates nothing and the result is an empty descriptor nothing reads.
 inline ChipTensor create_tensor(DataType dtype, std::initializer_list<uint32_t> shape) {
-  return rt_create_tensor(dtype, shape.begin(), static_cast<uint32_t>(shape.size()));
+  const TensorCreateInfo info(shape.begin(), static_cast<uint32_t>(shape.size()), dtype);
+  const TaskOutputTensors outputs = alloc_tensors(info);
+  if (outputs.empty()) {
+    return ChipTensor{};
+  }
+  return outputs.get_ref(0);
 }
 
 // Python's a // b for the scalar type T.
 template <typename T>
 inline T floordiv(T a, T b) {
   if (b == 0) {
-    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "integer division or modulo by zero");
+    rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "integer division or modulo by zero");
     return 0;
   }
   if constexpr (std::is_floating_point<T>::value) {
@@ -155,7 +164,7 @@ inline T floordiv(T a, T b) {
 template <typename T>
 inline T floormod(T a, T b) {
   if (b == 0) {
-    rt_report_fatal(SIMPLER_ERROR_INVALID_ARGS, "integer division or modulo by zero");
+    rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "integer division or modulo by zero");
     return 0;
   }
   if constexpr (std::is_floating_point<T>::value) {
@@ -180,6 +189,47 @@ inline uint64_t scalar_bits(T value) {
   }
 }
 
+// A scalar argument of the entry as type T: the inverse of scalar_bits (integers narrowed from
+// their sign-extended pattern, floating-point values bit-cast back).
+template <typename T>
+inline T scalar_value(uint64_t bits) {
+  static_assert(std::is_arithmetic<T>::value, "a scalar argument is a number or a bool");
+  if constexpr (std::is_floating_point<T>::value) {
+    T value;
+    std::memcpy(&value, &bits, sizeof(T));
+    return value;
+  } else {
+    return static_cast<T>(static_cast<int64_t>(bits));
+  }
+}
+
+// A launch-count scalar of a builtin entry (nranks, core_num), validated on its raw 64-bit value
+// so that 2^32 + 2 cannot pass as 2. Outside [1, INT32_MAX] it reports
+// "<what> must be in [1, 2147483647], got <value>" and returns false.
+inline bool read_positive_int32(uint64_t bits, const char* what, int32_t* value) {
+  const int64_t raw = static_cast<int64_t>(bits);
+  if (raw < 1 || raw > INT32_MAX) {
+    rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "%s must be in [1, %d], got %lld", what, INT32_MAX,
+                    static_cast<long long>(raw));
+    return false;
+  }
+  *value = static_cast<int32_t>(raw);
+  return true;
+}
+
+// Credit lanes of a signal descriptor: S of [NR, S]; 1 for a rank-1 signal.
+inline int64_t signal_lanes(const ChipTensor& signal) {
+  return signal.ndims == 1 ? 1 : static_cast<int64_t>(signal.shapes[1]);
+}
+
+// The descriptor DataType of a builtin payload element type.
+template <typename T>
+constexpr DataType payload_data_type() {
+  static_assert(std::is_same<T, float>::value || std::is_same<T, int8_t>::value,
+                "builtin payloads are FP32 or INT8");
+  return std::is_same<T, float>::value ? DataType::FLOAT32 : DataType::INT8;
+}
+
 }  // namespace pypto_build
 
-#endif  // PYPTO_BUILD_ORCHESTRATION_VIEWS_H_
+#endif  // PYPTO_BUILD_ORCHESTRATION_H_
