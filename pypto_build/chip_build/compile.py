@@ -193,7 +193,11 @@ class _Compiler:
             plan = self.toolchain.plan(job, stage)
             launcher = () if self.launcher is None else self.launcher.argv
             outputs.append(run_plan(plan, job, launcher))
-            return Built(plan.output, read_depfile(plan.depfile, job.source_path.parent))
+            # A plan that compiles several sources in one command (a CANN orchestration with the
+            # runtime's sources) names them, and what they include, itself: the depfile lists
+            # the headers of the last source only.
+            headers = read_depfile(plan.depfile, job.source_path.parent)
+            return Built(plan.output, (*headers, *plan.inputs))
 
         if self.cache is None:
             with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:

@@ -5,7 +5,7 @@ hook builds, so both make the same kernels from the same settings), the compile 
 toolchain discovery: they read the settings, map failures onto the documented exit codes
 and print either a short human summary or, with ``--json``, a document for machines.
 :func:`register` adds them to the main parser. The engine (and with it the program model) is
-imported only when ``build`` runs, so ``--help`` and ``--version`` stay fast.
+imported only when ``build`` or ``doctor`` runs, so ``--help`` and ``--version`` stay fast.
 """
 
 from __future__ import annotations
@@ -13,14 +13,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir, parse_size
+from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.toolchains import (
     TOOLCHAIN_NAMES,
+    Revision,
+    RuntimeTree,
     SimToolchain,
+    TargetSettings,
     Toolchain,
     ToolchainError,
     find_launchers,
@@ -28,6 +33,13 @@ from pypto_build.chip_build.toolchains import (
     resolve_pto_isa_root,
 )
 from pypto_build.chip_build.toolchains.base import first_output_line
+from pypto_build.chip_build.toolchains.revisions import settled_revision
+from pypto_build.chip_build.toolchains.target import (
+    PTO_ISA_REVISION_KEY,
+    RUNTIME_REVISION_KEY,
+    RUNTIME_ROOT_KEY,
+    unknown_revisions,
+)
 from pypto_build.plugin.cli_common import (
     ExitCode,
     UsageError,
@@ -38,6 +50,7 @@ from pypto_build.plugin.cli_common import (
     whole_number,
 )
 from pypto_build.plugin.settings import (
+    TABLE,
     PyptoSettings,
     SettingsError,
     apply_environment,
@@ -111,6 +124,7 @@ def _add_build(commands: Subparsers) -> None:
         metavar="CMD",
         help="compiler launcher, e.g. ccache or sccache ('' for none)",
     )
+    _add_runtime_root_option(parser)
     parser.add_argument("--no-cache", action="store_true", help="do not use the compile cache")
     parser.add_argument(
         "--stamp",
@@ -124,6 +138,25 @@ def _add_build(commands: Subparsers) -> None:
     )
     add_json_option(parser)
     parser.set_defaults(command=_build)
+
+
+def _add_runtime_root_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runtime-root",
+        metavar="DIR",
+        help=(
+            "PyPTO's runtime the CANN binaries are built for (a simpler checkout or an installed "
+            "simpler's simpler_setup/_assets folder); overrides tool.pypto.runtime_root"
+        ),
+    )
+
+
+def _with_runtime_root(settings: PyptoSettings, option: str | None) -> PyptoSettings:
+    """``settings`` with ``--runtime-root`` applied: a command-line path is relative to the
+    current folder, so it is made absolute before it meets the project-relative setting."""
+    if option is None:
+        return settings
+    return override(settings, "--runtime-root", "runtime_root", str(Path(option).absolute()))
 
 
 def _add_cache(commands: Subparsers) -> None:
@@ -149,13 +182,20 @@ def _add_cache(commands: Subparsers) -> None:
 def _add_doctor(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "doctor",
-        help="show the toolchains, launchers and cache this machine has",
+        help="show the toolchains, runtime, launchers and cache this machine has",
         description=(
-            "Report the CANN toolkit (or every place searched for one), the PTO-ISA root, the "
-            "host compiler of the sim toolchain, ccache/sccache and the compile cache. Exit 0 "
-            "when some toolchain is usable, 1 otherwise."
+            "Report the CANN toolkit (or every place searched for one), PyPTO's runtime and the "
+            "PTO-ISA root CANN builds are made for (with the folders derived for each platform "
+            "and the revisions), the host compiler of the sim toolchain, ccache/sccache and the "
+            "compile cache. The runtime settings come from PROJECT's [tool.pypto] (default: the "
+            "current folder, when it has one) and the PYPTO_* variables. Exit 0 when some "
+            "toolchain is usable, 1 otherwise."
         ),
     )
+    parser.add_argument(
+        "project", nargs="?", metavar="PROJECT", help="a project folder whose settings to read"
+    )
+    _add_runtime_root_option(parser)
     add_json_option(parser, "print JSON on stdout")
     parser.set_defaults(command=_doctor)
 
@@ -228,7 +268,7 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
         settings = override(
             settings, "--launcher", "compiler_launcher", args.launcher.strip() or None
         )
-    return project, settings
+    return project, _with_runtime_root(settings, args.runtime_root)
 
 
 def _program_settings(
@@ -356,7 +396,14 @@ def _cache_prune(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    report = _doctor_report()
+    from pypto_build.plugin.project_build import target_settings
+
+    try:
+        project, settings = _doctor_settings(args.project)
+    except SettingsError as err:
+        raise UsageError(str(err)) from None
+    settings = _with_runtime_root(settings, args.runtime_root)
+    report = _doctor_report(target_settings(project, settings), settings.chips)
     if args.json:
         print_json(report)
     else:
@@ -364,20 +411,51 @@ def _doctor(args: argparse.Namespace) -> int:
     return ExitCode.OK if report["auto_toolchain"] is not None else ExitCode.PROGRAM_ERROR
 
 
-def _doctor_report() -> dict[str, Any]:
+def _doctor_settings(project: str | None) -> tuple[Path, PyptoSettings]:
+    """The settings of ``project`` (a folder that must have them), else of the current folder
+    when its ``pyproject.toml`` has a ``[tool.pypto]`` table, else the defaults; the
+    environment applied in every case."""
+    folder = Path(project or ".")
+    if project is None and not _has_settings(folder / "pyproject.toml"):
+        return folder, apply_environment(PyptoSettings())
+    if not (folder / "pyproject.toml").is_file():
+        raise SettingsError(f"{folder}: no pyproject.toml; give a project folder")
+    return folder, load_settings(folder)
+
+
+def _has_settings(pyproject: Path) -> bool:
+    """Whether ``pyproject`` exists with a ``[tool.pypto]`` table (or is broken, for
+    :func:`load_settings` to report)."""
+    if not pyproject.is_file():
+        return False
+    try:
+        with pyproject.open("rb") as stream:
+            document = tomllib.load(stream)
+    except tomllib.TOMLDecodeError:
+        return True
+    return isinstance(document.get("tool", {}).get("pypto"), dict)
+
+
+def _doctor_report(target: TargetSettings, chips: Sequence[str]) -> dict[str, Any]:
     """What ``doctor`` reports, as its ``--json`` document."""
     cann = _cann_report()
-    pto_isa = _pto_isa_report()
+    runtime, runtime_revision = _runtime_report(target, chips)
+    pto_isa, pto_isa_revision = _pto_isa_report(target)
     sim = _sim_report()
     launchers = _launchers_report()
     stats = CompileCache(default_cache_dir()).stats()
     auto = "cann" if cann["found"] else ("sim" if "error" not in sim else None)
+    warning = None
+    if runtime_revision is not None and pto_isa_revision is not None:
+        warning = unknown_revisions(runtime_revision, pto_isa_revision)
     return {
         "auto_toolchain": auto,
+        "binary_context_warning": warning,
         "cache": {"root": str(stats.root), "entries": stats.entries, "bytes": stats.size},
         "cann": cann,
         "launchers": launchers,
         "pto_isa": pto_isa,
+        "runtime": runtime,
         "sim": sim,
     }
 
@@ -411,12 +489,53 @@ def _cann_report() -> dict[str, Any]:
     return cann
 
 
-def _pto_isa_report() -> dict[str, Any]:
+def _runtime_report(
+    target: TargetSettings, chips: Sequence[str]
+) -> tuple[dict[str, Any], Revision | None]:
+    """The runtime root, the folders and sources derived for the chips' platforms (each with
+    whether it exists) and its revision; the revision too, None without a usable root."""
+    if target.runtime_root is None:
+        return {"root": None, "error": "not configured"}, None
     try:
-        pto = resolve_pto_isa_root(None)
+        tree = RuntimeTree(target.runtime_root, RUNTIME_ROOT_KEY)
     except ToolchainError as exc:
-        return {"root": None, "error": str(exc)}
-    return {"root": None if pto is None else str(pto)}
+        return {"root": str(target.runtime_root), "error": str(exc)}, None
+    revision = settled_revision(target.runtime_revision, RUNTIME_REVISION_KEY, tree.root)
+    platforms: dict[str, Any] = {}
+    for platform in dict.fromkeys(get_chip(chip).platform for chip in chips):
+        try:
+            dirs = tree.platform_dirs(platform)
+        except ToolchainError as exc:
+            platforms[platform] = {"error": str(exc)}
+            continue
+        platforms[platform] = {
+            kind: [{"path": str(path), "exists": path.exists()} for path in paths]
+            for kind, paths in (
+                ("orchestration_include_dirs", dirs.orchestration_include_dirs),
+                ("orchestration_sources", dirs.orchestration_sources),
+                ("kernel_include_dirs", dirs.kernel_include_dirs),
+            )
+        }
+    report = {
+        "root": str(tree.root),
+        "platforms": platforms,
+        "revision": dataclasses.asdict(revision),
+    }
+    return report, revision
+
+
+def _pto_isa_report(target: TargetSettings) -> tuple[dict[str, Any], Revision | None]:
+    """The PTO-ISA root, which setting named it and its revision (or why there is none); the
+    revision too, None without a usable root."""
+    try:
+        pto = resolve_pto_isa_root(target)
+    except ToolchainError as exc:
+        return {"root": None, "error": str(exc)}, None
+    if pto is None:
+        return {"root": None, "error": "not configured"}, None
+    revision = settled_revision(target.pto_isa_revision, PTO_ISA_REVISION_KEY, pto.path)
+    report = {"root": str(pto.path), "origin": pto.origin, "revision": dataclasses.asdict(revision)}
+    return report, revision
 
 
 def _sim_report() -> dict[str, Any]:
@@ -459,12 +578,15 @@ def _doctor_lines(report: dict[str, Any]) -> list[str]:
     else:
         lines = ["cann: not found; searched:"]
         lines += [f"  {place['description']}" for place in cann["searched"]]
+    lines += _runtime_lines(report["runtime"])
     pto = report["pto_isa"]
-    lines.append(
-        f"pto-isa: {pto['error']}"
-        if "error" in pto
-        else f"pto-isa: {pto['root'] or 'not configured (set PTO_ISA_ROOT)'}"
-    )
+    if pto["root"] is None:
+        lines.append(_root_problem("pto-isa", pto["error"]))
+    else:
+        revision = Revision(**pto["revision"]).describe()
+        lines.append(f"pto-isa: {pto['root']} ({pto['origin']}), revision {revision}")
+    if report["binary_context_warning"] is not None:
+        lines.append(f"warning: {report['binary_context_warning']}")
     sim = report["sim"]
     lines.append(
         f"sim: {sim['error']}"
@@ -479,4 +601,47 @@ def _doctor_lines(report: dict[str, Any]) -> list[str]:
         f"cache: {cache['root']}, {cache['entries']} entries, {_human_size(cache['bytes'])}"
     )
     lines.append(f"toolchain 'auto' selects: {report['auto_toolchain'] or 'nothing usable'}")
+    return lines
+
+
+#: What to set when a root is not configured, as doctor says it.
+_UNCONFIGURED = {
+    "runtime": f"set {TABLE}.runtime_root or PYPTO_RUNTIME_ROOT; toolchain 'cann' needs it",
+    "pto-isa": (
+        f"set {TABLE}.pto_isa_root or PTO_ISA_ROOT, or {TABLE}.runtime_root for its managed "
+        "clone; toolchain 'cann' needs it"
+    ),
+}
+
+
+def _root_problem(what: str, error: str) -> str:
+    """``<what>: <error>``, the error of a root, or for one not configured what to set."""
+    if error == "not configured":
+        error = f"not configured ({_UNCONFIGURED[what]})"
+    return f"{what}: {error}"
+
+
+def _runtime_lines(runtime: dict[str, Any]) -> list[str]:
+    """The runtime root with its revision, then per platform how many derived folders and
+    sources there are, and each one missing."""
+    if "error" in runtime:
+        return [_root_problem("runtime", runtime["error"])]
+    revision = Revision(**runtime["revision"]).describe()
+    lines = [f"runtime: {runtime['root']}, revision {revision}"]
+    for platform, derived in runtime["platforms"].items():
+        if "error" in derived:
+            lines.append(f"  {platform}: {derived['error']}")
+            continue
+        counts = ", ".join(
+            f"{len(entries)} {kind.replace('_', ' ')}" for kind, entries in derived.items()
+        )
+        missing = [
+            entry["path"]
+            for entries in derived.values()
+            for entry in entries
+            if not entry["exists"]
+        ]
+        state = f"{len(missing)} missing:" if missing else "all present"
+        lines.append(f"  {platform}: {counts}; {state}")
+        lines += [f"    {path}" for path in missing]
     return lines

@@ -17,7 +17,13 @@ from typing import TextIO
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import BuildResult, build
 from pypto_build.chip_build.jobs import default_jobs
-from pypto_build.chip_build.toolchains import Toolchain, resolve_launcher, select_toolchain
+from pypto_build.chip_build.toolchains import (
+    CannToolchain,
+    TargetSettings,
+    Toolchain,
+    resolve_launcher,
+    select_toolchain,
+)
 from pypto_build.plugin.settings import TABLE, PyptoSettings, SettingsError
 
 
@@ -35,15 +41,25 @@ def program_paths(project: Path, settings: PyptoSettings) -> list[Path]:
     return paths
 
 
-def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
-    """The toolchain the ``toolchain`` setting selects, path settings resolved against
-    ``project`` (raises :class:`~pypto_build.chip_build.toolchains.ToolchainError`)."""
-    pto_isa_root = None if settings.pto_isa_root is None else project / settings.pto_isa_root
-    return select_toolchain(
-        settings.toolchain,
-        pto_isa_root=pto_isa_root,
-        orchestration_include_dirs=[project / d for d in settings.runtime_include_dirs],
+def target_settings(project: Path, settings: PyptoSettings) -> TargetSettings:
+    """What the settings say a CANN build is built for, paths resolved against ``project``
+    (an absolute setting stays as it is)."""
+    return TargetSettings(
+        runtime_root=_project_path(project, settings.runtime_root),
+        pto_isa_root=_project_path(project, settings.pto_isa_root),
+        runtime_revision=settings.runtime_revision,
+        pto_isa_revision=settings.pto_isa_revision,
     )
+
+
+def _project_path(project: Path, setting: str | None) -> Path | None:
+    return None if setting is None else project / setting
+
+
+def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
+    """The toolchain the ``toolchain`` setting selects, for the target the settings name
+    (raises :class:`~pypto_build.chip_build.toolchains.ToolchainError`)."""
+    return select_toolchain(settings.toolchain, target=target_settings(project, settings))
 
 
 def build_project(
@@ -56,14 +72,21 @@ def build_project(
     progress: TextIO | None = sys.stderr,
 ) -> BuildResult:
     """Lower, render and compile the programs of ``project`` into ``out_dir/<chip>`` as
-    ``settings`` say, with ``toolchain`` (from :func:`project_toolchain`).
+    ``settings`` say, with ``toolchain`` (from :func:`project_toolchain`). ``progress`` gets
+    the compile progress and, for a CANN build whose runtime or PTO-ISA revision is unknown,
+    one warning line: PyPTO's runtime will not reuse binaries without them.
 
     Raises what the engine raises: :class:`SettingsError` for a missing program file,
     ``ProgramError`` for a mistake in a program, ``RenderError``, ``ToolchainError`` and
     ``BuildFailed``.
     """
+    paths = program_paths(project, settings)
+    if isinstance(toolchain, CannToolchain) and progress is not None:
+        unknown = toolchain.target.unknown_revisions()
+        if unknown is not None:
+            print(f"pypto-build: warning: {unknown}", file=progress)
     return build(
-        program_paths(project, settings),
+        paths,
         chips=settings.chips,
         out_dir=out_dir,
         source_root=project,

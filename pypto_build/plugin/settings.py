@@ -7,9 +7,10 @@ checked against the model by a test) and error messages all derive from it, so t
 drift apart. Every error names the key path and what is allowed
 (``tool.pypto.chips[1]: unknown chip 'a9'; valid chips: a2, a3, a5``).
 
-Environment variables override the file (hatchling hands hooks no ``config_settings``), with
-errors naming the variable: ``PYPTO_CHIPS`` (comma- or space-separated), ``PYPTO_TOOLCHAIN``,
-``PYPTO_JOBS``, ``PYPTO_COMPILER_LAUNCHER`` (empty: no launcher).
+Environment variables override the file (hatchling hands hooks no ``config_settings``), one
+``PYPTO_<KEY>`` per key, derived from the model as the schema is (``PYPTO_CHIPS`` with comma-
+or space-separated chips, ``PYPTO_RUNTIME_ROOT``, an empty ``PYPTO_COMPILER_LAUNCHER`` for no
+launcher), with errors naming the variable.
 
 Regenerate the schema file with ``python -m pypto_build.plugin.settings``.
 """
@@ -29,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pypto_build.chip_build.chips import CHIPS
-from pypto_build.chip_build.jobs import parse_jobs
+from pypto_build.chip_build.toolchains.revisions import is_commit
 
 TABLE = "tool.pypto"
 SCHEMA_PATH = Path(__file__).with_name("settings.schema.json")
@@ -55,6 +56,18 @@ def _chip(value: str, where: str) -> None:
         raise SettingsError(
             f"{where}: unknown chip '{value}'; valid chips: {', '.join(_CHIP_NAMES)}"
         )
+
+
+def _commit(value: str, where: str) -> None:
+    if not is_commit(value):
+        raise SettingsError(
+            f"{where}: '{value}' is not a commit id; 40 lowercase hex digits are needed (what "
+            "git rev-parse HEAD prints)"
+        )
+
+
+#: The JSON schema's spelling of :func:`_commit`.
+_COMMIT_SCHEMA = {"pattern": "^[0-9a-f]{40}$"}
 
 
 def _positive(value: int, where: str) -> None:
@@ -134,18 +147,42 @@ class PyptoSettings:
             check=_positive,
         ),
     )
+    runtime_root: str | None = field(
+        default=None,
+        metadata=_meta(
+            "PyPTO's runtime that CANN binaries are built for: a simpler checkout, or an "
+            "installed simpler's simpler_setup/_assets folder. Per chip platform (a2a3, a5), "
+            "orchestrations link its sources and include its headers, and kernels include its "
+            "headers, as its own compile path does; required by toolchain 'cann'. Relative to "
+            "the project root unless absolute.",
+        ),
+    )
+    runtime_revision: str | None = field(
+        default=None,
+        metadata=_meta(
+            "The runtime's commit (40 hex digits) recorded in each sub-build's "
+            "cache/binary_context.json, which PyPTO's runtime checks before reusing the "
+            "binaries; default: the clean git HEAD of runtime_root (set it for an installed "
+            "simpler: its _task_interface.__build_commit__).",
+            check=_commit,
+            schema=_COMMIT_SCHEMA,
+        ),
+    )
     pto_isa_root: str | None = field(
         default=None,
         metadata=_meta(
-            "PTO-ISA checkout whose headers CANN kernel compiles include (default: $PTO_ISA_ROOT); "
-            "relative to the project root unless absolute.",
+            "PTO-ISA checkout whose headers CANN kernel compiles include; default: $PTO_ISA_ROOT, "
+            "else the runtime's managed clone <runtime_root>/build/pto-isa. Relative to the "
+            "project root unless absolute.",
         ),
     )
-    runtime_include_dirs: tuple[str, ...] = field(
-        default=(),
+    pto_isa_revision: str | None = field(
+        default=None,
         metadata=_meta(
-            "Include directories of the PyPTO runtime's orchestration API for CANN orchestration "
-            "compiles; relative to the project root unless absolute.",
+            "PTO-ISA's commit (40 hex digits) recorded in cache/binary_context.json; default: "
+            "the clean git HEAD of the PTO-ISA root.",
+            check=_commit,
+            schema=_COMMIT_SCHEMA,
         ),
     )
 
@@ -223,26 +260,43 @@ def settings_from_table(table: Mapping[str, object], *, where: str = TABLE) -> P
     return PyptoSettings(**values)
 
 
+def environment_variable(name: str) -> str:
+    """The environment variable that overrides setting ``name``: ``PYPTO_<NAME>``."""
+    return f"PYPTO_{name.upper()}"
+
+
 def apply_environment(
     settings: PyptoSettings, environ: Mapping[str, str] | None = None
 ) -> PyptoSettings:
-    """``settings`` with the ``PYPTO_*`` overrides of ``environ`` applied (set and non-empty
-    ones only; ``PYPTO_COMPILER_LAUNCHER`` may be set empty to turn a launcher off)."""
+    """``settings`` with the ``PYPTO_<KEY>`` variables of ``environ`` applied, one per key of
+    the model. A list takes comma- or space-separated entries. A variable set empty turns an
+    optional setting off (``PYPTO_COMPILER_LAUNCHER=`` builds without a launcher) and leaves
+    any other unchanged."""
     environ = os.environ if environ is None else environ
     changes: dict[str, Any] = {}
-    if environ.get("PYPTO_CHIPS", "").strip():
-        chips = environ["PYPTO_CHIPS"].replace(",", " ").split()
-        changes["chips"] = _convert("chips", chips, "PYPTO_CHIPS")
-    if environ.get("PYPTO_TOOLCHAIN"):
-        changes["toolchain"] = _convert("toolchain", environ["PYPTO_TOOLCHAIN"], "PYPTO_TOOLCHAIN")
-    if environ.get("PYPTO_JOBS"):
-        try:
-            changes["jobs"] = parse_jobs(environ["PYPTO_JOBS"], "PYPTO_JOBS")
-        except ValueError as exc:
-            raise SettingsError(str(exc)) from None
-    if "PYPTO_COMPILER_LAUNCHER" in environ:
-        changes["compiler_launcher"] = environ["PYPTO_COMPILER_LAUNCHER"].strip() or None
+    for name in _FIELDS:
+        variable = environment_variable(name)
+        if variable not in environ:
+            continue
+        text = environ[variable].strip()
+        if text:
+            changes[name] = _convert(name, _from_text(name, text, variable), variable)
+        elif _optional_inner(_TYPES[name]) is not None:
+            changes[name] = None
     return dataclasses.replace(settings, **changes)
+
+
+def _from_text(name: str, text: str, variable: str) -> object:
+    """An environment variable's text as the value a TOML table would hold for ``name``."""
+    annotation = _optional_inner(_TYPES[name]) or _TYPES[name]
+    if typing.get_origin(annotation) is tuple:
+        return text.replace(",", " ").split()
+    if annotation is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise SettingsError(f"{variable}: '{text}' is not a whole number") from None
+    return text
 
 
 def load_settings(project: Path, environ: Mapping[str, str] | None = None) -> PyptoSettings:

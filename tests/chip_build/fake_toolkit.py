@@ -1,4 +1,5 @@
-"""The cann toolchain over a fake toolkit, as the cann and launcher tests select it."""
+"""The cann toolchain over a fake toolkit and a fake runtime, as the cann and launcher tests
+select it."""
 
 from __future__ import annotations
 
@@ -7,18 +8,17 @@ from typing import Any
 
 from fakes.fake_cann import FakeCann
 
-from pypto_build.chip_build.toolchains import CannToolchain, select_toolchain
+from pypto_build.chip_build.toolchains import CannToolchain, TargetSettings, select_toolchain
 
 
-def cann_toolchain(fake: FakeCann, home: Path, pto_isa_root: Path, **options: Any) -> CannToolchain:
-    """``select_toolchain("cann")`` finding ``fake`` through ``ASCEND_HOME_PATH``; ``options``
-    are passed on (include directories)."""
+def cann_toolchain(fake: FakeCann, home: Path, runtime_root: Path, **target: Any) -> CannToolchain:
+    """``select_toolchain("cann")`` finding ``fake`` through ``ASCEND_HOME_PATH``, building for
+    the runtime at ``runtime_root``; ``target`` sets the other :class:`TargetSettings`."""
     chosen = select_toolchain(
         "cann",
         environ={"ASCEND_HOME_PATH": str(fake.root)},
         home=home,
-        pto_isa_root=pto_isa_root,
-        **options,
+        target=TargetSettings(runtime_root=runtime_root, **target),
     )
     assert isinstance(chosen, CannToolchain)
     return chosen

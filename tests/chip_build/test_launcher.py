@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
+from fakes.fake_cann import FakeCann, make_fake_cann
+from fakes.fake_simpler import make_fake_runtime
 
 from chip_build.fake_toolkit import cann_toolchain
 from chip_build.trees import make_tree
@@ -73,7 +74,7 @@ def test_find_launchers_reports_each_known_one(tmp_path: Path) -> None:
 
 def test_launcher_prefixes_compiles_but_not_links(tmp_path: Path) -> None:
     fake: FakeCann = make_fake_cann(tmp_path / "toolkit")
-    toolchain = cann_toolchain(fake, tmp_path, make_fake_pto_isa(tmp_path))
+    toolchain = cann_toolchain(fake, tmp_path, make_fake_runtime(tmp_path))
     script, record = _recording_launcher(tmp_path / "bin")
     tree = make_tree(tmp_path / "out")
     compile_tree(tree, "a3", toolchain, launcher=Launcher((str(script),)), progress=None)

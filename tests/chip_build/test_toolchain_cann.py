@@ -1,27 +1,32 @@
-"""The cann toolchain against a FAKE toolkit tree: discovery order, versions, exact command
-lines per chip and core type, the orchestration compile, failures and the missing-toolkit error."""
+"""The cann toolchain against a FAKE toolkit tree and a FAKE runtime: discovery order, versions,
+the missing-toolkit and missing-runtime errors, exact command lines per chip and core type
+(upstream's, pinned below), the orchestration compile and failures."""
 
 from __future__ import annotations
 
 import itertools
 import platform
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
-from fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann, make_fake_pto_isa
+from fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann
+from fakes.fake_simpler import make_fake_runtime
 
 from chip_build.fake_toolkit import cann_toolchain
 from chip_build.trees import kernel_source, make_tree, write_subbuild
-from pypto_build.builtins import include_dir
 from pypto_build.chip_build.cache import CompileCache
-from pypto_build.chip_build.chips import CoreType
+from pypto_build.chip_build.chips import CoreType, get_chip
 from pypto_build.chip_build.compile import BuildFailed, compile_tree
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.toolchains import (
     CannToolchain,
+    CompileJob,
     SimToolchain,
+    TargetSettings,
     ToolchainError,
+    ToolchainName,
     ToolkitNotFoundError,
+    UnitKind,
     Version,
     discovery,
     find_toolkit,
@@ -45,8 +50,14 @@ def fake_cann(tmp_path: Path) -> FakeCann:
 
 
 @pytest.fixture
-def toolchain(fake_cann: FakeCann, tmp_path: Path, home: Path) -> CannToolchain:
-    return cann_toolchain(fake_cann, home, make_fake_pto_isa(tmp_path))
+def runtime(tmp_path: Path) -> Path:
+    """A fake simpler checkout with its managed PTO-ISA clone."""
+    return make_fake_runtime(tmp_path)
+
+
+@pytest.fixture
+def toolchain(fake_cann: FakeCann, runtime: Path, home: Path) -> CannToolchain:
+    return cann_toolchain(fake_cann, home, runtime)
 
 
 # --- discovery -------------------------------------------------------------------------------
@@ -135,11 +146,13 @@ def test_missing_toolkit_lists_every_place_searched(tmp_path: Path, home: Path) 
 
 
 def test_auto_picks_cann_when_found_and_sim_otherwise(
-    fake_cann: FakeCann, tmp_path: Path, home: Path
+    fake_cann: FakeCann, runtime: Path, home: Path
 ) -> None:
-    pto = make_fake_pto_isa(tmp_path)
     found = select_toolchain(
-        "auto", environ={"ASCEND_HOME_PATH": str(fake_cann.root)}, home=home, pto_isa_root=pto
+        "auto",
+        environ={"ASCEND_HOME_PATH": str(fake_cann.root)},
+        home=home,
+        target=TargetSettings(runtime_root=runtime),
     )
     assert isinstance(found, CannToolchain)
     assert found.version == "8.3.RC1"
@@ -147,16 +160,22 @@ def test_auto_picks_cann_when_found_and_sim_otherwise(
     assert isinstance(fallback, SimToolchain)
 
 
-def test_cann_needs_a_pto_isa_root(fake_cann: FakeCann, tmp_path: Path, home: Path) -> None:
-    environ = {"ASCEND_HOME_PATH": str(fake_cann.root)}
-    with pytest.raises(ToolchainError, match=r"set tool\.pypto\.pto_isa_root or PTO_ISA_ROOT"):
-        select_toolchain("cann", environ=environ, home=home)
-    pto = make_fake_pto_isa(tmp_path)
-    chosen = select_toolchain("cann", environ={**environ, "PTO_ISA_ROOT": str(pto)}, home=home)
-    assert isinstance(chosen, CannToolchain)
-    assert chosen.pto_isa_root == pto
-    with pytest.raises(ToolchainError, match="no include/ directory"):
-        select_toolchain("cann", environ=environ, home=home, pto_isa_root=tmp_path)
+@pytest.mark.parametrize("name", ["cann", "auto"])
+def test_cann_needs_a_runtime_root(
+    name: ToolchainName, fake_cann: FakeCann, runtime: Path, home: Path
+) -> None:
+    """Without a runtime there is nothing to build orchestrations against: an error naming the
+    setting and what the runtime is for, even with a PTO-ISA root."""
+    environ = {"ASCEND_HOME_PATH": str(fake_cann.root), "PTO_ISA_ROOT": str(runtime)}
+    with pytest.raises(ToolchainError) as caught:
+        select_toolchain(name, environ=environ, home=home)
+    assert str(caught.value) == (
+        f"toolchain '{name}' (the CANN toolkit at {fake_cann.root}) builds for PyPTO's runtime, "
+        "and none is configured: set tool.pypto.runtime_root (or PYPTO_RUNTIME_ROOT) to a "
+        "simpler checkout or an installed simpler's simpler_setup/_assets folder; "
+        "orchestrations link its sources, and kernels and orchestrations include its headers "
+        "for the chip's platform. Or build with toolchain 'sim'."
+    )
 
 
 # --- versions --------------------------------------------------------------------------------
@@ -230,76 +249,267 @@ def test_a_toolkit_without_a_version_is_passed_over(tmp_path: Path, home: Path) 
 
 # --- command lines ---------------------------------------------------------------------------
 
-_COMMON = [
-    "-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only",
-]  # fmt: skip
-_AFTER_ARCH = [
-    "-mllvm", "-cce-aicore-stack-size=0x8000",
-    "-mllvm", "-cce-aicore-function-stack-size=0x8000",
-    "-mllvm", "-cce-aicore-record-overflow=false",
-    "-mllvm", "-cce-aicore-addr-transform",
-    "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false",
-    "-DMEMORY_BASE",
-]  # fmt: skip
-_ARCH = {
-    ("a2", CoreType.AIV): "dav-c220-vec",
-    ("a2", CoreType.AIC): "dav-c220-cube",
-    ("a3", CoreType.AIV): "dav-c220-vec",
-    ("a3", CoreType.AIC): "dav-c220-cube",
-    ("a5", CoreType.AIV): "dav-c310-vec",
-    ("a5", CoreType.AIC): "dav-c310-cube",
-}
-_CHIP_EXTRA = {"a2": [], "a3": [], "a5": ["-mllvm", "-cce-vf-aa-between-iters=true"]}
+#: Upstream's command lines up to the output (``-o``), at the reference revision: simpler
+#: 6ebaf77's ``KernelCompiler.compile_incore`` with pypto e2d0f78's runtime include directories
+#: (``get_kernel_include_dirs("tensormap_and_ringbuffer")``) for kernels, and
+#: ``compile_orchestration("tensormap_and_ringbuffer", ...)`` for orchestrations. They were
+#: recorded by running upstream's compilers against this fake toolkit and this fake runtime,
+#: with ``{runtime}`` the runtime root and ``{pto}`` its managed PTO-ISA clone; upstream runs in
+#: its project root and spells the paths inside it relative to it, we run in the source's folder
+#: and spell them absolute.
+UPSTREAM_KERNEL = {
+    ("a2a3", CoreType.AIV): [
+        "-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only",
+        "--cce-aicore-arch=dav-c220-vec",
+        "-mllvm", "-cce-aicore-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-function-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-record-overflow=false",
+        "-mllvm", "-cce-aicore-addr-transform",
+        "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false",
+        "-DMEMORY_BASE",
+        "-I{pto}/include",
+        "-I{pto}/include/pto",
+        "-I{runtime}/simpler_setup/incore",
+        "-I{runtime}/src/common/platform/include",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/a2a3/runtime",
+        "-I{runtime}/src/common",
+        "-I{runtime}/src/common/task_interface",
+    ],
+    ("a2a3", CoreType.AIC): [
+        "-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only",
+        "--cce-aicore-arch=dav-c220-cube",
+        "-mllvm", "-cce-aicore-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-function-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-record-overflow=false",
+        "-mllvm", "-cce-aicore-addr-transform",
+        "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false",
+        "-DMEMORY_BASE",
+        "-I{pto}/include",
+        "-I{pto}/include/pto",
+        "-I{runtime}/simpler_setup/incore",
+        "-I{runtime}/src/common/platform/include",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/a2a3/runtime",
+        "-I{runtime}/src/common",
+        "-I{runtime}/src/common/task_interface",
+    ],
+    ("a5", CoreType.AIV): [
+        "-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only",
+        "--cce-aicore-arch=dav-c310-vec",
+        "-mllvm", "-cce-aicore-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-function-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-record-overflow=false",
+        "-mllvm", "-cce-aicore-addr-transform",
+        "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false",
+        "-DMEMORY_BASE",
+        "-mllvm", "-cce-vf-aa-between-iters=true",
+        "-I{pto}/include",
+        "-I{pto}/include/pto",
+        "-I{runtime}/simpler_setup/incore",
+        "-I{runtime}/src/common/platform/include",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/a5/runtime",
+        "-I{runtime}/src/common",
+        "-I{runtime}/src/common/task_interface",
+    ],
+    ("a5", CoreType.AIC): [
+        "-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only",
+        "--cce-aicore-arch=dav-c310-cube",
+        "-mllvm", "-cce-aicore-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-function-stack-size=0x8000",
+        "-mllvm", "-cce-aicore-record-overflow=false",
+        "-mllvm", "-cce-aicore-addr-transform",
+        "-mllvm", "-cce-aicore-dcci-insert-for-scalar=false",
+        "-DMEMORY_BASE",
+        "-mllvm", "-cce-vf-aa-between-iters=true",
+        "-I{pto}/include",
+        "-I{pto}/include/pto",
+        "-I{runtime}/simpler_setup/incore",
+        "-I{runtime}/src/common/platform/include",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/a5/runtime",
+        "-I{runtime}/src/common",
+        "-I{runtime}/src/common/task_interface",
+    ],
+}  # fmt: skip
+UPSTREAM_ORCHESTRATION = {
+    "a2a3": [
+        "-shared", "-fPIC", "-O3", "-g", "-std=c++17", "-fno-gnu-unique",
+        "-Wl,--build-id=sha1",
+        "{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/orchestration/common.cpp",
+        "{runtime}/src/common/platform/onboard/aicpu/cache_ops.cpp",
+        "{runtime}/src/common/platform/onboard/aicpu/device_time.cpp",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/common/task_interface",
+        "-I{runtime}/src/common",
+        "-I{runtime}/src/a2a3/platform/include",
+        "-I{runtime}/src/common/platform/include",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/orchestration",
+        "-I{runtime}/src/a2a3/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/a2a3/runtime",
+    ],
+    "a5": [
+        "-shared", "-fPIC", "-O3", "-g", "-std=c++17", "-fno-gnu-unique",
+        "-Wl,--build-id=sha1",
+        "{runtime}/src/a5/runtime/tensormap_and_ringbuffer/orchestration/common.cpp",
+        "{runtime}/src/common/platform/onboard/aicpu/cache_ops.cpp",
+        "{runtime}/src/common/platform/onboard/aicpu/device_time.cpp",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/common/task_interface",
+        "-I{runtime}/src/common",
+        "-I{runtime}/src/a5/platform/include",
+        "-I{runtime}/src/common/platform/include",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/runtime",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/orchestration",
+        "-I{runtime}/src/a5/runtime/tensormap_and_ringbuffer/common",
+        "-I{runtime}/src/a5/runtime",
+    ],
+}  # fmt: skip
+#: upstream's link step (``KernelCompiler._link_incore``), before its output and input.
+UPSTREAM_LINK = ["-e", "kernel_entry"]
+
+STAGE = Path("/stage")
+KERNELS = {CoreType.AIV: "alpha", CoreType.AIC: "gamma"}
 
 
-def _stage_of(argv: list[str]) -> Path:
-    return Path(argv[argv.index("-o") + 1]).parent
+def _upstream(argv: list[str], runtime: Path) -> list[str]:
+    return [arg.format(runtime=runtime, pto=runtime / "build" / "pto-isa") for arg in argv]
+
+
+def _kernel_job(tree: Path, chip: str, core_type: CoreType, *includes: str) -> CompileJob:
+    source = PurePosixPath(f"next_levels/pipe/kernels/{core_type}/{KERNELS[core_type]}.cpp")
+    dirs = tuple(PurePosixPath(directory) for directory in includes)
+    return CompileJob(tree, source, UnitKind.KERNEL, get_chip(chip), core_type, dirs)
 
 
 @pytest.mark.parametrize("chip", ["a2", "a3", "a5"])
-def test_exact_kernel_and_orchestration_command_lines(
-    chip: str, toolchain: CannToolchain, fake_cann: FakeCann, tmp_path: Path
+@pytest.mark.parametrize("core_type", [CoreType.AIV, CoreType.AIC])
+def test_kernel_command_lines_are_upstreams(
+    chip: str, core_type: CoreType, toolchain: CannToolchain, runtime: Path, tmp_path: Path
+) -> None:
+    """The expected lists are upstream's at simpler 6ebaf77 (:data:`UPSTREAM_KERNEL`,
+    :data:`UPSTREAM_LINK`) for the chip's platform and the core type, followed by the tree's own
+    include directories (relative to the source's folder, last as upstream passes a kernel's
+    ``extra_include_dirs``), then our debug map and dependency file."""
+    tree = tmp_path / "out" / chip
+    job = _kernel_job(tree, chip, core_type, "next_levels/pipe/include")
+    name = KERNELS[core_type]
+    chip_platform = get_chip(chip).platform
+    plan = toolchain.plan(job, STAGE)
+    assert plan.key_argv() == (
+        (
+            str(toolchain.toolkit.ccec),
+            *_upstream(UPSTREAM_KERNEL[chip_platform, core_type], runtime),
+            "-I../../include",
+            f"-fdebug-prefix-map={tree}=.",
+            "-MD", "-MF", f"/stage/{name}.d", "-MT", f"{name}.o",
+            "-o", f"/stage/{name}.unlinked.o", f"{name}.cpp",
+        ),
+        (
+            str(toolchain.toolkit.ld_lld),
+            *UPSTREAM_LINK, "-o", f"/stage/{name}.o", f"/stage/{name}.unlinked.o",
+        ),
+    )  # fmt: skip
+    assert (plan.output, plan.depfile, plan.inputs) == (
+        STAGE / f"{name}.o",
+        STAGE / f"{name}.d",
+        (),
+    )
+
+
+@pytest.mark.parametrize("chip", ["a2", "a3", "a5"])
+def test_orchestration_command_line_is_upstreams(
+    chip: str, toolchain: CannToolchain, runtime: Path, tmp_path: Path
+) -> None:
+    """The expected list is upstream's at simpler 6ebaf77 (:data:`UPSTREAM_ORCHESTRATION`) for
+    the chip's platform: its flags, the runtime's sources and include directories, no folder
+    of the tree; then our debug map and dependency file."""
+    tree = tmp_path / "out" / chip
+    source = PurePosixPath("next_levels/pipe/orchestration/pipe.cpp")
+    job = CompileJob(tree, source, UnitKind.ORCHESTRATION, get_chip(chip))
+    plan = toolchain.plan(job, STAGE)
+    assert plan.key_argv() == (
+        (
+            str(toolchain.toolkit.host_cxx),
+            *_upstream(UPSTREAM_ORCHESTRATION[get_chip(chip).platform], runtime),
+            f"-fdebug-prefix-map={tree}=.",
+            "-MD", "-MF", "/stage/pipe.d", "-MT", "pipe.so",
+            "-o", "/stage/pipe.so", "pipe.cpp",
+        ),
+    )  # fmt: skip
+
+
+def test_a_clang_host_compiler_gets_no_gnu_unique_flag(
+    tmp_path: Path, home: Path, runtime: Path
+) -> None:
+    fake = make_fake_cann(tmp_path / "toolkit", host_compiler="clang")
+    chosen = cann_toolchain(fake, home, runtime)
+    job = CompileJob(
+        tmp_path / "a3", PurePosixPath("o/pipe.cpp"), UnitKind.ORCHESTRATION, get_chip("a3")
+    )
+    [step] = chosen.plan(job, STAGE).steps
+    assert step.argv[1:7] == ("-shared", "-fPIC", "-O3", "-g", "-std=c++17", "-Wl,--build-id=sha1")
+
+
+def test_orchestration_plan_names_the_runtime_sources_and_their_headers(
+    toolchain: CannToolchain, runtime: Path, tmp_path: Path
+) -> None:
+    """The dependency file lists what the orchestration's own source read; the runtime's
+    sources compiled beside it, and the headers they include, are further inputs."""
+    job = CompileJob(
+        tmp_path / "a5", PurePosixPath("o/pipe.cpp"), UnitKind.ORCHESTRATION, get_chip("a5")
+    )
+    rt = runtime / "src" / "a5" / "runtime" / "tensormap_and_ringbuffer"
+    aicpu = runtime / "src" / "common" / "platform"
+    assert toolchain.plan(job, STAGE).inputs == (
+        rt / "orchestration" / "common.cpp",
+        aicpu / "onboard" / "aicpu" / "cache_ops.cpp",
+        aicpu / "onboard" / "aicpu" / "device_time.cpp",
+        rt / "runtime" / "common.h",
+        aicpu / "include" / "aicpu" / "cache_maintenance.h",
+        aicpu / "include" / "aicpu" / "device_time.h",
+    )
+
+
+@pytest.mark.parametrize("chip", ["a3", "a5"])
+def test_compiles_run_what_was_planned_in_the_source_folder(
+    chip: str, toolchain: CannToolchain, fake_cann: FakeCann, runtime: Path, tmp_path: Path
 ) -> None:
     tree = make_tree(tmp_path / "out", chip)
-    report = compile_tree(tree, chip, toolchain, jobs=1, progress=None)
+    report = compile_tree(tree, chip, toolchain, jobs=2, progress=None)
     assert report.compiled == 4
-    pto = toolchain.pto_isa_root
-    includes = [f"-I{pto}/include", f"-I{pto}/include/pto", f"-I{include_dir()}"]
-    ccec_calls = {argv[-1]: argv for argv in fake_cann.calls("ccec")}
-    link_calls = {argv[-1]: argv for argv in fake_cann.calls("ld.lld")}
-    assert len(ccec_calls) == len(link_calls) == 3
-    for name, core_type in [
-        ("alpha", CoreType.AIV),
-        ("beta", CoreType.AIV),
-        ("gamma", CoreType.AIC),
+    chip_platform = get_chip(chip).platform
+    ccec = {entry["argv"][-1]: entry for entry in fake_cann.entries("ccec")}
+    for core_type, name in [
+        (CoreType.AIV, "alpha"),
+        (CoreType.AIV, "beta"),
+        (CoreType.AIC, "gamma"),
     ]:
-        ccec = ccec_calls[f"{name}.cpp"]
-        stage = _stage_of(ccec)
-        assert ccec == [
-            *_COMMON,
-            f"--cce-aicore-arch={_ARCH[chip, core_type]}",
-            *_AFTER_ARCH,
-            *_CHIP_EXTRA[chip],
-            *includes,
+        argv = ccec[f"{name}.cpp"]["argv"]
+        stage = Path(argv[argv.index("-o") + 1]).parent
+        # Upstream's, then the sub-build's own headers (extra_include_dirs), as upstream adds
+        # a kernel's extra include directories last.
+        assert argv == [
+            *_upstream(UPSTREAM_KERNEL[chip_platform, core_type], runtime),
             "-I../../include",
             f"-fdebug-prefix-map={tree}=.",
             "-MD", "-MF", f"{stage}/{name}.d", "-MT", f"{name}.o",
-            "-o", f"{stage}/{name}.unlinked.o",
-            f"{name}.cpp",
+            "-o", f"{stage}/{name}.unlinked.o", f"{name}.cpp",
         ]  # fmt: skip
-        assert link_calls[f"{stage}/{name}.unlinked.o"] == [
-            "-e", "kernel_entry", "-o", f"{stage}/{name}.o", f"{stage}/{name}.unlinked.o",
-        ]  # fmt: skip
-    [orchestration] = fake_cann.calls("aarch64-target-linux-gnu-g++")
-    stage = _stage_of(orchestration)
-    assert orchestration == [
-        "-shared", "-fPIC", "-O3", "-g", "-std=c++17",
-        f"-I{include_dir()}",
-        f"-fdebug-prefix-map={tree}=.",
-        "-MD", "-MF", f"{stage}/pipe.d", "-MT", "pipe.so",
-        "-o", f"{stage}/pipe.so",
-        "pipe.cpp",
-    ]  # fmt: skip
+        assert ccec[f"{name}.cpp"]["cwd"] == str(tree / f"next_levels/pipe/kernels/{core_type}")
+    assert len(fake_cann.calls("ld.lld")) == 3
+    [orchestration] = fake_cann.entries("aarch64-target-linux-gnu-g++")
+    assert orchestration["cwd"] == str(tree / "next_levels/pipe/orchestration")
+    upstream = _upstream(UPSTREAM_ORCHESTRATION[chip_platform], runtime)
+    assert orchestration["argv"][: len(upstream)] == upstream
     # Binaries beside their sources, recorded in kernel_config.py; the manifest names CANN.
     root = tree / "next_levels" / "pipe"
     assert (root / "kernels/aiv/alpha.o").read_bytes().startswith(b"FAKE-LINKED FAKE-ccec ")
@@ -338,50 +548,12 @@ def test_debug_paths_are_mapped_out_yet_the_cache_hits_at_another_path(
     assert f"-fdebug-prefix-map={tmp_path / 'second' / 'a3'}=." in relinked
 
 
-def test_compiles_run_in_the_source_directory(
-    toolchain: CannToolchain, fake_cann: FakeCann, tmp_path: Path
-) -> None:
-    tree = make_tree(tmp_path / "out")
-    compile_tree(tree, "a3", toolchain, progress=None)
-    entries = fake_cann.record.read_text(encoding="utf-8")
-    assert f'"cwd": "{tree}/next_levels/pipe/kernels/aiv"' in entries
-    assert f'"cwd": "{tree}/next_levels/pipe/orchestration"' in entries
-
-
-def test_extra_and_runtime_include_directories(
-    fake_cann: FakeCann, tmp_path: Path, home: Path
-) -> None:
-    pto = make_fake_pto_isa(tmp_path)
-    chosen = cann_toolchain(
-        fake_cann,
-        home,
-        pto,
-        extra_include_dirs=[tmp_path / "extra"],
-        orchestration_include_dirs=[tmp_path / "rt1", tmp_path / "rt2"],
+def test_identity_names_the_toolkit_version_and_its_compilers(toolchain: CannToolchain) -> None:
+    assert toolchain.identity() == (
+        "cann 8.3.RC1; ccec: fake ccec 0.0 (pypto-build test double); "
+        "aarch64-target-linux-gnu-g++: aarch64-target-linux-gnu-g++ fake gcc (GCC) 7.3.0 "
+        "(pypto-build test double)"
     )
-    tree = make_tree(tmp_path / "out")
-    compile_tree(tree, "a3", chosen, progress=None)
-    kernel = fake_cann.calls("ccec")[0]
-    includes = [arg for arg in kernel if arg.startswith("-I")]
-    assert includes == [
-        f"-I{pto}/include",
-        f"-I{pto}/include/pto",
-        f"-I{include_dir()}",
-        f"-I{tmp_path}/extra",
-        "-I../../include",
-    ]  # fmt: skip
-    orchestration = fake_cann.calls("aarch64-target-linux-gnu-g++")[0]
-    position = orchestration.index(f"-I{include_dir()}")
-    assert orchestration[position : position + 4] == [
-        f"-I{include_dir()}",
-        "-DPYPTO_BUILD_RUNTIME_ORCHESTRATION_API",
-        f"-I{tmp_path}/rt1",
-        f"-I{tmp_path}/rt2",
-    ]
-
-
-def test_identity_names_the_toolkit_version_and_ccec(toolchain: CannToolchain) -> None:
-    assert toolchain.identity() == "cann 8.3.RC1; ccec: fake ccec 0.0 (pypto-build test double)"
 
 
 # --- failures --------------------------------------------------------------------------------
@@ -421,9 +593,11 @@ def test_compiler_failure_shows_command_kernel_and_output(
     assert not list(tree.rglob("*.log"))
 
 
-def test_missing_host_compiler_fails_only_the_orchestration(tmp_path: Path, home: Path) -> None:
-    fake = make_fake_cann(tmp_path / "toolkit", host_cxx=False)
-    chosen = cann_toolchain(fake, home, make_fake_pto_isa(tmp_path))
+def test_missing_host_compiler_fails_only_the_orchestration(
+    tmp_path: Path, home: Path, runtime: Path
+) -> None:
+    fake = make_fake_cann(tmp_path / "toolkit", host_compiler=None)
+    chosen = cann_toolchain(fake, home, runtime)
     tree = make_tree(tmp_path / "out")
     with pytest.raises(BuildFailed) as caught:
         compile_tree(tree, "a3", chosen, progress=None)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import pytest
-from fakes.fake_cann import make_fake_cann, make_fake_pto_isa
+from fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
+from fakes.fake_simpler import commit_all, make_fake_runtime
 
 from plugin.console import run_cli
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.plugin.cli import ExitCode
+from pypto_build.plugin.settings import PyptoSettings, environment_variable
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
@@ -23,15 +26,13 @@ def environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
+    settings = [environment_variable(field.name) for field in dataclasses.fields(PyptoSettings)]
     for name in (
         "ASCEND_HOME_PATH",
         "ASCEND_TOOLKIT_HOME",
         "ASCEND_OPP_PATH",
         "PTO_ISA_ROOT",
-        "PYPTO_CHIPS",
-        "PYPTO_TOOLCHAIN",
-        "PYPTO_JOBS",
-        "PYPTO_COMPILER_LAUNCHER",
+        *settings,
         "CXX",
     ):
         monkeypatch.delenv(name, raising=False)
@@ -170,6 +171,7 @@ def test_unknown_launcher_is_reported(project: Path, capsys: pytest.CaptureFixtu
 def test_doctor_with_a_toolkit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     fake = make_fake_cann(tmp_path / "toolkit", "8.5.0.alpha001")
     monkeypatch.setenv("ASCEND_HOME_PATH", str(fake.root))
     monkeypatch.setenv("PTO_ISA_ROOT", str(make_fake_pto_isa(tmp_path)))
@@ -184,7 +186,12 @@ def test_doctor_with_a_toolkit(
         "ASCEND_HOME_PATH",
     )
     assert cann["ccec"] == str(fake.root / "bin" / "ccec")
-    assert report["pto_isa"] == {"root": str(tmp_path / "pto-isa")}
+    assert report["pto_isa"] == {
+        "root": str(tmp_path / "pto-isa"),
+        "origin": "PTO_ISA_ROOT",
+        "revision": {"commit": None, "source": f"{tmp_path / 'pto-isa'} is not a git checkout"},
+    }
+    assert report["runtime"] == {"root": None, "error": "not configured"}
     assert report["cache"] == {"root": str(tmp_path / "cache"), "entries": 0, "bytes": 0}
     assert set(report["launchers"]) == {"ccache", "sccache"}
     code, out, _ = run_cli(capsys, "doctor")
@@ -194,7 +201,10 @@ def test_doctor_with_a_toolkit(
 
 
 @needs_gxx
-def test_doctor_without_a_toolkit(environment: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_without_a_toolkit(
+    environment: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(environment)
     code, out, _ = run_cli(capsys, "doctor")
     lines = out.splitlines()
     assert code == ExitCode.OK
@@ -205,6 +215,140 @@ def test_doctor_without_a_toolkit(environment: Path, capsys: pytest.CaptureFixtu
         "  ASCEND_OPP_PATH (its parent): not set",
     ]
     assert f"  default: {environment}/Ascend/cann: does not exist" in lines
-    assert "pto-isa: not configured (set PTO_ISA_ROOT)" in lines
+    assert (
+        "runtime: not configured (set tool.pypto.runtime_root or PYPTO_RUNTIME_ROOT; toolchain "
+        "'cann' needs it)"
+    ) in lines
+    assert (
+        "pto-isa: not configured (set tool.pypto.pto_isa_root or PTO_ISA_ROOT, or "
+        "tool.pypto.runtime_root for its managed clone; toolchain 'cann' needs it)"
+    ) in lines
     assert any(line.startswith("sim: ") and "g++" in line for line in lines)
     assert lines[-1] == "toolchain 'auto' selects: sim"
+
+
+# --- CANN builds for a runtime ---------------------------------------------------------------
+
+
+@pytest.fixture
+def cann(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCann:
+    """A fake toolkit the CANN toolchain finds through ASCEND_HOME_PATH."""
+    fake = make_fake_cann(tmp_path / "toolkit")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(fake.root))
+    return fake
+
+
+def _set_runtime_root(project: Path, value: str) -> None:
+    pyproject = project / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(
+        text.replace('toolchain = "auto"', f'toolchain = "auto"\nruntime_root = "{value}"'),
+        encoding="utf-8",
+    )
+
+
+def test_doctor_shows_the_runtime_its_folders_and_revisions(
+    project: Path,
+    cann: FakeCann,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """From the project's settings (a root relative to the project; chips a3: platform a2a3)
+    or the option: per platform of the chips, the derived folders and sources and which are
+    missing; both revisions; the warning a build would print."""
+    runtime = make_fake_runtime(tmp_path)
+    head = commit_all(runtime)
+    platform_include = runtime / "src/a2a3/platform/include"
+    platform_include.rename(tmp_path / "moved")
+    _set_runtime_root(project, "../simpler")
+    code, out, _ = run_cli(capsys, "doctor", str(project), "--json")
+    report = json.loads(out)
+    assert code == ExitCode.OK
+    assert report["runtime"]["root"] == str(runtime)
+    assert report["runtime"]["revision"] == {
+        "commit": None,
+        "source": f"{runtime} has uncommitted changes",
+    }
+    [a2a3] = report["runtime"]["platforms"].values()
+    assert [entry["exists"] for entry in a2a3["orchestration_include_dirs"]].count(False) == 1
+    assert {"path": str(platform_include), "exists": False} in a2a3["orchestration_include_dirs"]
+    assert report["pto_isa"]["origin"] == "the runtime's managed clone"
+    assert report["binary_context_warning"].startswith(
+        "CANN builds write no cache/binary_context.json, as the runtime revision is unknown"
+    )
+    (tmp_path / "moved").rename(platform_include)
+    monkeypatch.chdir(tmp_path)  # no project here: the defaults, every chip
+    code, out, _ = run_cli(
+        capsys,
+        "doctor",
+        "--runtime-root",
+        str(runtime),
+    )
+    assert code == ExitCode.OK
+    lines = out.splitlines()
+    assert f"runtime: {runtime}, revision {head} (git HEAD of {runtime})" in lines
+    counts = "10 orchestration include dirs, 3 orchestration sources, 7 kernel include dirs"
+    assert f"  a2a3: {counts}; all present" in lines
+    assert f"  a5: {counts}; all present" in lines
+    pto = runtime / "build" / "pto-isa"
+    assert (
+        f"pto-isa: {pto} (the runtime's managed clone), revision unknown ({pto} is not a git "
+        "checkout)"
+    ) in lines
+    assert (
+        "warning: CANN builds write no cache/binary_context.json, as the PTO-ISA revision is "
+        f"unknown ({pto} is not a git checkout); PyPTO's runtime will rebuild their binaries "
+        "instead of reusing them (set tool.pypto.pto_isa_revision)"
+    ) in lines
+
+
+def test_doctor_refuses_a_folder_without_a_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, "doctor", str(tmp_path))
+    assert (code, err) == (
+        ExitCode.USAGE_ERROR,
+        f"pypto-build: error: {tmp_path}: no pyproject.toml; give a project folder\n",
+    )
+
+
+def test_a_cann_build_needs_a_runtime_root(
+    project: Path, cann: FakeCann, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "build", str(project), "--toolchain", "cann")
+    assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
+    assert err.startswith(
+        f"pypto-build: error: toolchain 'cann' (the CANN toolkit at {cann.root}) builds for "
+        "PyPTO's runtime, and none is configured: set tool.pypto.runtime_root (or "
+        "PYPTO_RUNTIME_ROOT)"
+    )
+
+
+def test_a_cann_build_warns_once_when_it_cannot_record_the_revisions(
+    project: Path,
+    cann: FakeCann,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    runtime = make_fake_runtime(tmp_path)
+    out_dir = tmp_path / "out"
+    build = ("build", str(project), "--toolchain", "cann", "--runtime-root", str(runtime))
+    code, out, err = run_cli(capsys, *build, "--out", str(out_dir))
+    assert code == ExitCode.OK
+    assert out.startswith(f"a3: 4 compiled, 0 from cache -> {out_dir}/a3 (cann 8.3.RC1)\n")
+    assert err == (
+        "pypto-build: warning: CANN builds write no cache/binary_context.json, as the runtime "
+        f"revision is unknown ({runtime} is not a git checkout), the PTO-ISA revision is "
+        f"unknown ({runtime}/build/pto-isa is not a git checkout); PyPTO's runtime will rebuild "
+        "their binaries instead of reusing them (set tool.pypto.runtime_revision and "
+        "tool.pypto.pto_isa_revision)\n"
+    )
+    context = out_dir / "a3" / "next_levels" / "chip_pipeline" / "cache" / "binary_context.json"
+    assert not context.exists()
+    monkeypatch.setenv("PYPTO_RUNTIME_REVISION", "1" * 40)
+    monkeypatch.setenv("PYPTO_PTO_ISA_REVISION", "2" * 40)
+    code, _, err = run_cli(capsys, *build, "--out", str(out_dir))
+    assert (code, err) == (ExitCode.OK, "")
+    assert json.loads(context.read_text(encoding="utf-8"))["runtime_revision"] == "1" * 40

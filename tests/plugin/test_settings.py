@@ -3,6 +3,7 @@ shipped JSON schema."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -51,10 +52,11 @@ def test_defaults() -> None:
         "auto",
         None,
     )
-    assert (settings.compiler_launcher, settings.jobs, settings.runtime_include_dirs) == (
+    assert (settings.compiler_launcher, settings.jobs, settings.runtime_root) == (None, None, None)
+    assert (settings.runtime_revision, settings.pto_isa_root, settings.pto_isa_revision) == (
         None,
         None,
-        (),
+        None,
     )
 
 
@@ -77,6 +79,15 @@ BAD_TOOLCHAIN = "tool.pypto.toolchain: expected one of 'auto', 'cann', 'sim', go
         ({"package": "/abs"}, "tool.pypto.package: '/abs' must be a relative path"),
         ({"programs": ["../x.py"]}, "tool.pypto.programs[0]: '../x.py' must be a relative path"),
         ({"compiler_launcher": ["ccache"]}, "tool.pypto.compiler_launcher: expected a string"),
+        ({"runtime_root": ["/opt/simpler"]}, "tool.pypto.runtime_root: expected a string"),
+        (
+            {"runtime_revision": "6ebaf77"},
+            "tool.pypto.runtime_revision: '6ebaf77' is not a commit id; 40 lowercase hex digits",
+        ),
+        (
+            {"pto_isa_revision": "CD4A3D3F7A1A27FCFE536F617E9BCA3008929664"},
+            "tool.pypto.pto_isa_revision: 'CD4A3D3F7A1A27FCFE536F617E9BCA3008929664' is not a",
+        ),
         ({"chip": ["a3"]}, "tool.pypto: unknown key 'chip'; valid keys: programs, chips, "),
     ],
 )
@@ -108,12 +119,41 @@ def test_environment_overrides() -> None:
     assert apply_environment(settings, {"PYPTO_CHIPS": "a5 a3"}).chips == ("a5", "a3")
 
 
+def test_every_key_has_a_derived_environment_override() -> None:
+    """One PYPTO_<KEY> per key of the model (hatchling passes a hook nothing else); an empty
+    one turns an optional setting off."""
+    commit = "6ebaf77156313aaeb5c9457c57b16c45b84ae7e8"
+    environ = {
+        "PYPTO_PROGRAMS": "a.py,b.py",
+        "PYPTO_PACKAGE": "pkg/_kernels",
+        "PYPTO_RUNTIME_ROOT": "/opt/simpler",
+        "PYPTO_RUNTIME_REVISION": commit,
+        "PYPTO_PTO_ISA_ROOT": "../pto-isa",
+        "PYPTO_PTO_ISA_REVISION": commit,
+    }
+    changed = apply_environment(settings_from_table(SAMPLE), environ)
+    assert changed == PyptoSettings(
+        programs=("a.py", "b.py"),
+        chips=("a3", "a5"),
+        package="pkg/_kernels",
+        runtime_root="/opt/simpler",
+        runtime_revision=commit,
+        pto_isa_root="../pto-isa",
+        pto_isa_revision=commit,
+    )
+    assert apply_environment(changed, {"PYPTO_RUNTIME_ROOT": "", "PYPTO_PROGRAMS": ""}) == (
+        dataclasses.replace(changed, runtime_root=None)
+    )
+
+
 @pytest.mark.parametrize(
     ("environ", "message"),
     [
         ({"PYPTO_CHIPS": "a3,a9"}, "PYPTO_CHIPS[1]: unknown chip 'a9'; valid chips: a2, a3, a5"),
         ({"PYPTO_TOOLCHAIN": "nvcc"}, "PYPTO_TOOLCHAIN: expected one of 'auto', 'cann', 'sim'"),
-        ({"PYPTO_JOBS": "lots"}, "PYPTO_JOBS: 'lots' is not a whole number of jobs"),
+        ({"PYPTO_JOBS": "lots"}, "PYPTO_JOBS: 'lots' is not a whole number"),
+        ({"PYPTO_JOBS": "0"}, "PYPTO_JOBS: 0 is not allowed; at least 1 is needed"),
+        ({"PYPTO_RUNTIME_REVISION": "HEAD"}, "PYPTO_RUNTIME_REVISION: 'HEAD' is not a commit id"),
     ],
 )
 def test_environment_errors_name_the_variable(environ: dict[str, str], message: str) -> None:
@@ -179,8 +219,10 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "package",
         "compiler_launcher",
         "jobs",
+        "runtime_root",
+        "runtime_revision",
         "pto_isa_root",
-        "runtime_include_dirs",
+        "pto_isa_revision",
     ]
     assert schema["additionalProperties"] is False
     assert schema["required"] == ["programs"]

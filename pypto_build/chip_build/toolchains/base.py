@@ -115,6 +115,11 @@ class CompilePlan:
     output: Path
     #: The make-style dependency file the compile step writes (``-MD -MF``), inside staging.
     depfile: Path
+    #: Files the steps read that the dependency file does not list, which the cache must
+    #: check as it checks the headers there: sources a multi-source compile builds besides
+    #: the job's own (GCC writes one dependency file per source, each over the last) and the
+    #: headers they include. Absolute, outside the tree.
+    inputs: tuple[Path, ...] = ()
 
     def key_argv(self) -> tuple[tuple[str, ...], ...]:
         """Every step's command line; the form the cache hashes (planned against

@@ -1,34 +1,42 @@
 """The ``cann`` toolchain: AI Core kernels with ``ccec`` + ``ld.lld``, orchestrations with the
-toolkit's aarch64 host compiler.
+toolkit's aarch64 cross compiler, both the way upstream's compile path builds them.
 
-The command lines are simpler's / PyPTO's (``reference/cann-fused-op-and-toolchain.md`` §B.3 (a),
-``reference/upstream-simpler-runtime.md`` §4.1, ``reference/upstream-pypto-collectives.md`` §8.2),
-so a kernel built here is the binary PyPTO's runtime would have built:
+The command lines are those of simpler's ``KernelCompiler`` (``compile_incore``,
+``compile_orchestration``) with PyPTO's runtime include directories, at the reference revision
+(simpler 6ebaf77, pypto e2d0f78; ``reference/upstream-simpler-runtime.md`` §4.1,
+``reference/cann-fused-op-and-toolchain.md`` §B.3 (a), §B.6), so a binary built here is the one
+PyPTO's runtime would build for the chip's platform (:mod:`.runtime_tree` derives the runtime's
+folders per platform):
 
 * kernel: ``ccec`` with the fixed AI Core flags, the chip's ``--cce-aicore-arch`` for the
-  kernel's core type and the chip's extra flags (the chip catalog), then the include roots in
-  upstream order — PTO-ISA's ``include`` and ``include/pto``, our portability/ABI headers, any
-  extra directories — compiled to a relocatable object and linked with
+  kernel's core type and the chip's extra flags (the chip catalog), then the include
+  directories in upstream's order — PTO-ISA's ``include`` and ``include/pto``, the runtime's
+  kernel include directories, the tree's own (``kernel_config.py`` ``extra_include_dirs``,
+  which upstream also passes last) — compiled to a relocatable object and linked with
   ``ld.lld -e kernel_entry`` (resolves block-local relocations; the device loader takes the
   linked image's ``.text``). The linked image is the artifact, ``<kernel>.o``.
-* orchestration: ``aarch64-target-linux-gnu-g++ -shared -fPIC -O3 -g -std=c++17`` into
-  ``<orchestration>.so``. With the runtime's orchestration include directories given, the
-  portability header switches to the runtime's own ``orchestration_api.h``
-  (``PYPTO_BUILD_RUNTIME_ORCHESTRATION_API``).
+* orchestration: ``aarch64-target-linux-gnu-g++ -shared -fPIC -O3 -g -std=c++17``, plus
+  ``-fno-gnu-unique`` when that compiler is GCC (so ``dlclose`` unloads the ``.so``) and
+  ``-Wl,--build-id=sha1`` (the runtime recognizes an uploaded callable by its build id), the
+  runtime's orchestration sources compiled in and its orchestration include directories, into
+  ``<orchestration>.so``. The source includes ``pto_orchestration_api.h`` from those
+  directories and its own helpers relative to itself, so it needs no folder of the tree.
 
-To every compile we add ``-MD -MF <dep> -MT <artifact>`` for the compile cache and
-``-fdebug-prefix-map=<tree>=.``: both compilers get upstream's ``-g``, whose debug information
-records the compiler's working directory (a folder of the tree), so without the map a binary
-would name the absolute path the tree was built at (DESIGN §11). With it, debug paths are
-relative to the chip tree (``./next_levels/...``).
+To every compile we add ``-fdebug-prefix-map=<tree>=.`` and ``-MD -MF <dep> -MT <artifact>``
+for the compile cache, just before the output: both compilers get upstream's ``-g``, whose debug
+information records the compiler's working directory (a folder of the tree), so without the
+map a binary would name the absolute path the tree was built at (DESIGN §11). With it, debug
+paths are relative to the chip tree (``./next_levels/...``). The dependency file of an
+orchestration lists what its own source read only (see :mod:`.includes`), so its plan names
+the runtime's sources and their headers as further inputs for the cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 
-from pypto_build.builtins import include_dir
 from pypto_build.chip_build.chips import Chip
 from pypto_build.chip_build.toolchains.base import (
     CompileJob,
@@ -38,8 +46,10 @@ from pypto_build.chip_build.toolchains.base import (
     UnitKind,
     dependency_flags,
     first_output_line,
+    run_tool,
 )
 from pypto_build.chip_build.toolchains.discovery import HOST_CXX, CannToolkit
+from pypto_build.chip_build.toolchains.target import CannTarget
 
 #: ccec flags of every AI Core compile before the arch (simpler's CCEC toolchain).
 _CCEC_LEADING = ("-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only")
@@ -58,9 +68,11 @@ _CCEC_TRAILING = (
     "-cce-aicore-dcci-insert-for-scalar=false",
     "-DMEMORY_BASE",
 )
+#: simpler's ``Aarch64GxxToolchain.get_compile_flags`` (``-fno-gnu-unique`` follows for GCC).
 _ORCHESTRATION_FLAGS = ("-shared", "-fPIC", "-O3", "-g", "-std=c++17")
-#: The define that makes pypto_build/orchestration_api.h use the runtime's own header.
-_RUNTIME_API_DEFINE = "-DPYPTO_BUILD_RUNTIME_ORCHESTRATION_API"
+_GCC_ONLY_FLAGS = ("-fno-gnu-unique",)
+#: ``KernelCompiler._orchestration_link_flags`` for a device (non-host) compiler on Linux.
+_ORCHESTRATION_LINK_FLAGS = ("-Wl,--build-id=sha1",)
 
 
 def debug_prefix_map(tree: Path) -> str:
@@ -70,22 +82,16 @@ def debug_prefix_map(tree: Path) -> str:
     return f"-fdebug-prefix-map={tree.resolve()}=."
 
 
-class CannToolchain:
-    """Builds with an installed CANN toolkit (see the module docstring)."""
+def _include_flags(dirs: tuple[Path, ...]) -> tuple[str, ...]:
+    return tuple(f"-I{path}" for path in dirs)
 
-    def __init__(
-        self,
-        toolkit: CannToolkit,
-        *,
-        pto_isa_root: Path,
-        extra_include_dirs: Sequence[Path] = (),
-        orchestration_include_dirs: Sequence[Path] = (),
-    ) -> None:
+
+class CannToolchain:
+    """Builds with an installed CANN toolkit for ``target`` (see the module docstring)."""
+
+    def __init__(self, toolkit: CannToolkit, target: CannTarget) -> None:
         self.toolkit = toolkit
-        self.pto_isa_root = pto_isa_root
-        self.extra_include_dirs = tuple(extra_include_dirs)
-        self.orchestration_include_dirs = tuple(orchestration_include_dirs)
-        self._identity: str | None = None
+        self.target = target
 
     @property
     def name(self) -> str:
@@ -95,10 +101,18 @@ class CannToolchain:
     def version(self) -> str:
         return str(self.toolkit.version)
 
+    @functools.cached_property
+    def _identity(self) -> str:
+        parts = [
+            f"cann {self.toolkit.version}",
+            f"ccec: {first_output_line([str(self.toolkit.ccec), '--version'])}",
+        ]
+        if self.toolkit.host_cxx is not None:
+            host = first_output_line([str(self.toolkit.host_cxx), "--version"])
+            parts.append(f"{HOST_CXX.name}: {host}")
+        return "; ".join(parts)
+
     def identity(self) -> str:
-        if self._identity is None:
-            ccec = first_output_line([str(self.toolkit.ccec), "--version"])
-            self._identity = f"cann {self.toolkit.version}; ccec: {ccec}"
         return self._identity
 
     def artifact_suffix(self, kind: UnitKind) -> str:
@@ -112,42 +126,39 @@ class CannToolchain:
         return chip.platform
 
     def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
-        return None
+        return self.target.binary_context(chip.platform)
 
-    def include_flags(self) -> tuple[str, ...]:
-        """Kernel include roots in upstream order: PTO-ISA, our headers, extra directories."""
-        dirs = (
-            self.pto_isa_root / "include",
-            self.pto_isa_root / "include" / "pto",
-            include_dir(),
-            *self.extra_include_dirs,
-        )
-        return tuple(f"-I{path}" for path in dirs)
+    def kernel_include_dirs(self, chip: Chip) -> tuple[Path, ...]:
+        """Upstream's kernel include directories for ``chip``'s platform, in order: PTO-ISA's
+        ``include`` and ``include/pto``, then the runtime's."""
+        pto = self.target.pto_isa.path
+        runtime = self.target.runtime.platform_dirs(chip.platform)
+        return (pto / "include", pto / "include" / "pto", *runtime.kernel_include_dirs)
 
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
         artifact = job.artifact(self.artifact_suffix(job.kind)).name
         output = stage / artifact
         depfile = stage / f"{job.source.stem}.d"
-        source = job.source.name
+        ours = (debug_prefix_map(job.tree), *dependency_flags(depfile, artifact))
         if job.kind is UnitKind.ORCHESTRATION:
+            runtime = self.target.runtime.platform_dirs(job.chip.platform)
+            compile_argv = (
+                str(self._host_cxx()),
+                *_ORCHESTRATION_FLAGS,
+                *(_GCC_ONLY_FLAGS if self._host_is_gcc else ()),
+                *_ORCHESTRATION_LINK_FLAGS,
+                *(str(source) for source in runtime.orchestration_sources),
+                *_include_flags(runtime.orchestration_include_dirs),
+                *ours,
+                "-o",
+                str(output),
+                job.source.name,
+            )
             return CompilePlan(
-                steps=(
-                    Step(
-                        (
-                            str(self._host_cxx()),
-                            *_ORCHESTRATION_FLAGS,
-                            *self._orchestration_include_flags(),
-                            debug_prefix_map(job.tree),
-                            *dependency_flags(depfile, artifact),
-                            "-o",
-                            str(output),
-                            source,
-                        ),
-                        compiles=True,
-                    ),
-                ),
+                steps=(Step(compile_argv, compiles=True),),
                 output=output,
                 depfile=depfile,
+                inputs=runtime.orchestration_inputs,
             )
         assert job.core_type is not None  # CompileJob guarantees it for kernels
         relocatable = stage / f"{job.source.stem}.unlinked.o"
@@ -157,13 +168,12 @@ class CannToolchain:
             f"--cce-aicore-arch={job.chip.cce_arch(job.core_type)}",
             *_CCEC_TRAILING,
             *job.chip.ccec_extra_flags,
-            *self.include_flags(),
+            *_include_flags(self.kernel_include_dirs(job.chip)),
             *job.include_flags(),
-            debug_prefix_map(job.tree),
-            *dependency_flags(depfile, artifact),
+            *ours,
             "-o",
             str(relocatable),
-            source,
+            job.source.name,
         )
         link_argv = (
             str(self.toolkit.ld_lld),
@@ -187,9 +197,8 @@ class CannToolchain:
             )
         return self.toolkit.host_cxx
 
-    def _orchestration_include_flags(self) -> tuple[str, ...]:
-        flags = [f"-I{include_dir()}"]
-        if self.orchestration_include_dirs:
-            flags.append(_RUNTIME_API_DEFINE)
-            flags += [f"-I{path}" for path in self.orchestration_include_dirs]
-        return tuple(flags)
+    @functools.cached_property
+    def _host_is_gcc(self) -> bool:
+        """Whether the aarch64 compiler is GCC, as upstream decides it: its ``--version`` does
+        not mention clang (which has no ``STB_GNU_UNIQUE`` to turn off)."""
+        return "clang" not in run_tool([str(self._host_cxx()), "--version"]).output.lower()

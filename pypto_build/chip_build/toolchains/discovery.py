@@ -1,4 +1,4 @@
-"""Finding the CANN toolkit, its compilers, its version and the PTO-ISA include root.
+"""Finding the CANN toolkit, its compilers and its version.
 
 The search order is the one the CANN tools themselves use
 (``reference/cann-fused-op-and-toolchain.md`` §B.7): ``ASCEND_HOME_PATH``, its older alias
@@ -228,20 +228,3 @@ def _key_value(text: str, keys: tuple[str, ...]) -> str | None:
                 value = value[1:-1].rpartition(":")[2]
             return value
     return None
-
-
-def resolve_pto_isa_root(
-    setting: Path | None, environ: Mapping[str, str] | None = None
-) -> Path | None:
-    """The PTO-ISA checkout whose headers the CANN side of the portability header includes:
-    the setting, else ``PTO_ISA_ROOT``, else None. A root without ``include/`` is an error."""
-    environ = os.environ if environ is None else environ
-    if setting is not None:
-        root, origin = setting, "pto_isa_root"
-    elif environ.get("PTO_ISA_ROOT"):
-        root, origin = Path(environ["PTO_ISA_ROOT"]), "PTO_ISA_ROOT"
-    else:
-        return None
-    if not (root / "include").is_dir():
-        raise ToolchainError(f"{origin} = {root}: not a PTO-ISA checkout (no include/ directory)")
-    return root.resolve()
