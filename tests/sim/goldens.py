@@ -1,4 +1,6 @@
-"""NumPy goldens of all_to_all_v (``reference/upstream-pypto-collectives.md`` §3.11).
+"""NumPy goldens of all_to_all_v (``reference/upstream-pypto-collectives.md`` §3.11), and of the
+stage -> all_to_all_v -> consume pipelines built on ``tests/programs/kernels/`` (imported by the
+upstream compatibility check in ``compat/`` too).
 
 Rank r's block for destination d is ``inputs[r, d*M : d*M + rows, :]`` with
 ``rows = clamp(counts[r, d], 0, M)``; it lands on rank d at ``target[r*M : r*M + rows, :]`` and
@@ -72,3 +74,17 @@ def exchange(inputs: npt.NDArray[np.generic], counts: npt.NDArray[np.int32]) -> 
             rows = int(recv[dst, src])
             target[dst, src * m : src * m + rows] = inputs[src, dst * m : dst * m + rows]
     return Exchange(target, recv)
+
+
+def stage_step_counts(nr: int) -> npt.NDArray[np.int32]:
+    """The send counts ``tests/programs/kernels/stage_step.cpp`` stages on ``nr`` ranks:
+    ``counts[r, d] = (r + d) % (MAX_RECV + 1)``, so every count from 0 to MAX_RECV occurs."""
+    ranks = np.arange(nr)
+    return ((ranks[:, None] + ranks[None, :]) % (MAX_RECV + 1)).astype(np.int32)
+
+
+def pipeline_golden(inputs: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+    """What a stage_step -> all_to_all_v -> consume_step pipeline leaves in every rank's
+    ``out`` ([nr, nr*M, SIZE]) for ``inputs`` [nr, nr*M, SIZE]: the exchange with
+    :func:`stage_step_counts`, rows past each count zero (consume_step zeroes them)."""
+    return exchange(inputs, stage_step_counts(inputs.shape[0])).target
