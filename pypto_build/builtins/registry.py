@@ -36,7 +36,8 @@ class UnknownBuiltinError(LookupError):
 
 def include_dir() -> Path:
     """The include root of the headers every rendered kernel and entry includes
-    (``pypto_build/portability.h``, ``pypto_build/orchestration_api.h``, ...)."""
+    (``pypto_build/portability.h``, ``pypto_build/orchestration.h``, ...); a sub-build carries
+    copies of the ones its sources include (:mod:`pypto_build.builtins.headers`)."""
     return _BUILTINS_DIR / "include"
 
 

@@ -4,8 +4,11 @@ and :func:`build`, the engine's front door (lower, render, compile) that the ada
 :func:`compile_tree` finds the sources through the tree's ``kernel_config.py`` files (the
 kernels and the orchestration each one lists), compiles each with the toolchain — through the
 compile cache when one is given, with the compiler launcher in front — and places every binary
-beside its source. Then it records the kernels' binaries in their ``kernel_config.py`` and
-rewrites the chip's ``manifest.json`` with the toolchain, so the tree describes itself.
+where its toolchain keeps them (beside the source for CANN, where PyPTO's runtime looks; in the
+sub-build's ``sim/`` folder for the simulator). Then it records the binaries in their
+``kernel_config.py``, the binary context PyPTO checks (``cache/binary_context.json``), the
+platform in ``distributed_meta.json`` and the toolchain in the chip's ``manifest.json``, so the
+tree describes itself.
 
 Compiler processes run on a thread pool (the work is in the subprocesses). Results are sorted by
 source, never by completion order, so the log, the configs and the manifest are the same for any
@@ -74,7 +77,7 @@ class CompileResult:
     """One compiled source."""
 
     job: CompileJob
-    #: The binary, relative to the tree, beside its source.
+    #: The binary, relative to the tree (:meth:`CompileJob.artifact`).
     artifact: PurePosixPath
     #: Whether the binary came from the cache.
     cached: bool
@@ -240,9 +243,11 @@ def compile_tree(
 ) -> CompileReport:
     """Compile every source of the chip tree ``tree`` (``<out>/<chip>``) with ``toolchain``.
 
-    ``jobs`` compiler processes run at once. On success the binaries sit beside their sources,
-    the kernels' ``kernel_config.py`` entries name them, and ``manifest.json`` is rewritten with
-    the toolchain's name and version (keeping its recorded inputs). If any source fails, every
+    ``jobs`` compiler processes run at once. On success the binaries sit where the toolchain
+    keeps them, the ``kernel_config.py`` entries name them, each sub-build has the toolchain's
+    binary context (or none), ``distributed_meta.json`` names the platform, and
+    ``manifest.json`` is rewritten with the toolchain's name and version (keeping its recorded
+    inputs). If any source fails, every
     failure is collected, no binary of a failed source is left in the tree, the configs and the
     manifest are untouched, and :class:`BuildFailed` is raised. Either way the log
     (default :func:`default_log_path`) records every command and the compilers' output.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import subprocess
+import sys
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -164,3 +166,17 @@ def test_real_compile_of_a_rendered_sample(
     manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["toolchain"] == {"name": "sim", "version": sim.version}
     assert "src/moe_a2a/pipelines.py" in manifest["inputs"]
+    # A sim build names its platform for PyPTO and writes no binary context: its binaries are
+    # the simulator's, and PyPTO compiles the sources itself.
+    assert json.loads((tree / "distributed_meta.json").read_text())["platform"] == "a2a3sim"
+    assert "binary_context" not in manifest
+    assert not (sub_build / "cache").exists()
+    # The kernels load where pypto-build's simulator is not (as in PyPTO's own runtime, which
+    # dlopens them RTLD_NOW): the simulator hooks they use are weak references.
+    load = (
+        "import ctypes, os, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL).kernel_entry\n"
+    )
+    kernels = [str(sub_build / binary) for binary in binaries]
+    subprocess.run([sys.executable, "-c", load, *kernels], check=True)
