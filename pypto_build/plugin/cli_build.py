@@ -205,7 +205,7 @@ def _add_doctor(commands: Subparsers) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.compile import BuildFailed
-    from pypto_build.chip_build.subbuild import RenderError
+    from pypto_build.chip_build.errors import RenderError
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_toolchain
 

@@ -50,8 +50,8 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.compile import BuildFailed
+from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.fs import walk_files
-from pypto_build.chip_build.subbuild import RenderError
 from pypto_build.chip_build.toolchains import ToolchainError
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.plugin.project_build import build_project, project_toolchain

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, render_program
-from pypto_build.chip_build import builtin_variants
 from pypto_build.chip_build.check_render import (
     AGAINST,
     RAIL_IDENTITY,
@@ -25,6 +24,7 @@ from pypto_build.chip_build.diffreport import (
     write_report,
 )
 from pypto_build.chip_build.subbuild import lower_file
+from pypto_build.lowering.builtin_ops import BuiltinOp
 
 PROGRAM = PROGRAMS_DIR / "host_rail_int8.py"
 ORCHESTRATION = "a3/next_levels/consume_orch/orchestration/consume_orch.cpp"
@@ -110,7 +110,7 @@ def test_rail_identity_catches_variables_that_disagree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The CHIP rail's variables come from the lowering; make them disagree with the manifest.
-    monkeypatch.setattr(builtin_variants, "template_vars", lambda dtype: "dtype_cpp=double")
+    monkeypatch.setattr(BuiltinOp, "template_vars", lambda self, dtype: "dtype_cpp=double")
     result = _check(tmp_path)
     # A render refuses rails that disagree, so the render-based checks do not run.
     assert len(result.checks) == 1
