@@ -18,7 +18,8 @@ parameters before anything runs (:class:`InputError`, a ``ValueError``), and eve
 parameter comes back by name. Host memory is device memory here, as in upstream's simulator:
 every rank's dispatch of a host tensor sees the same array, so a program gives each rank its own
 region by slicing (``inp[r]``). A failed run raises :class:`SimulationError` with each failed
-rank's error code and message.
+rank's error code and message. A tree that differs from its ``manifest.json`` (a file changed,
+removed or added since the build) is not opened: :class:`BuildTreeError` names each file.
 """
 
 from __future__ import annotations

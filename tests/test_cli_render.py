@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from plugin.console import run_cli
 
-import pypto_build.chip_build.diffreport as diffreport
+import pypto_build.chip_build.checks.diffreport as diffreport
 from pypto_build.plugin.cli import ExitCode
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"

@@ -310,8 +310,8 @@ def _render(args: argparse.Namespace) -> int:
 
 @_render_command
 def _check_render(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.check_render import check_render
-    from pypto_build.chip_build.diffreport import find_diffoscope
+    from pypto_build.chip_build.checks.diffreport import find_diffoscope
+    from pypto_build.chip_build.checks.render import check_render
 
     path, source_root, chips, programs = _program_inputs(args)
     against = None if args.against is None else Path(args.against)

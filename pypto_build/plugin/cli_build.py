@@ -59,7 +59,7 @@ from pypto_build.plugin.settings import (
 )
 
 if TYPE_CHECKING:
-    from pypto_build.chip_build.compile import BuildResult
+    from pypto_build.chip_build.build import BuildResult
     from pypto_build.plugin.cli_common import Subparsers
 
 

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from pypto_build.chip_build.build import BuildResult, build
 from pypto_build.chip_build.cache import CompileCache
-from pypto_build.chip_build.compile import BuildResult, build
 from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.toolchains import (
     CannToolchain,

@@ -12,7 +12,9 @@ from fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
 from fakes.fake_simpler import commit_all, make_fake_runtime
 
 from plugin.console import run_cli
+from pypto_build.chip_build.build import BuildResult
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.plugin import project_build
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.settings import PyptoSettings, environment_variable
 
@@ -89,6 +91,34 @@ def test_build_a_program_file_for_one_chip(
     assert out == f"a5: 4 compiled, 0 from cache -> {out_dir}/a5 (sim {_gxx_version()})\n"
     assert (out_dir / "a5" / "next_levels" / "chip_pipeline" / "orchestration").is_dir()
     assert not (tmp_path / "cache").exists()
+
+
+@needs_gxx
+@pytest.mark.parametrize(
+    ("variables", "options", "jobs"),
+    [({}, [], 7), ({"PYPTO_JOBS": "3"}, [], 3), ({"PYPTO_JOBS": "3"}, ["--jobs", "2"], 2)],
+)
+def test_the_engine_runs_jobs_from_the_option_else_pypto_jobs_else_the_machine(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variables: dict[str, str],
+    options: list[str],
+    jobs: int,
+) -> None:
+    engine_jobs: list[int] = []
+
+    def engine(paths: object, *, out_dir: Path, jobs: int, **settings: object) -> BuildResult:
+        engine_jobs.append(jobs)
+        return BuildResult(out_dir, ())
+
+    monkeypatch.setattr(project_build, "build", engine)
+    monkeypatch.setattr(project_build, "default_jobs", lambda: 7)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    code, _, err = run_cli(capsys, "build", str(project), *options)
+    assert (code, err) == (ExitCode.OK, "")
+    assert engine_jobs == [jobs]
 
 
 @needs_gxx
