@@ -55,11 +55,19 @@ def test_build_a_project_then_rebuild_from_the_cache(
     project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run_cli(capsys, "build", str(project), "--jobs", "2")
-    assert (code, err) == (ExitCode.OK, "")
+    # The default output folder lies in the project: its .gitignore lists it, once.
+    gitignore = project / ".gitignore"
+    assert (code, err) == (
+        ExitCode.OK,
+        f"pypto-build: listed {project}/build/pypto in {gitignore}: build output stays out of "
+        "git and sdists\n",
+    )
+    assert gitignore.read_text(encoding="utf-8").endswith("\n/build/pypto/\n")
     lines = out.splitlines()
     assert lines[0].startswith(f"a3: 4 compiled, 0 from cache -> {project}/build/pypto/a3 (sim ")
     assert lines[1] == f"cache: 0 hits / 4 misses ({tmp_path / 'cache'})"
-    code, out, _ = run_cli(capsys, "build", str(project), "--json")
+    code, out, err = run_cli(capsys, "build", str(project), "--json")
+    assert err == ""
     document = json.loads(out)
     assert document["chips"]["a3"]["compiled"] == 0
     assert document["chips"]["a3"]["cache_hits"] == 4
@@ -216,12 +224,12 @@ def test_doctor_without_a_toolkit(
     ]
     assert f"  default: {environment}/Ascend/cann: does not exist" in lines
     assert (
-        "runtime: not configured (set tool.pypto.runtime_root or PYPTO_RUNTIME_ROOT; toolchain "
+        "runtime: not configured (set tool.pypto.runtime-root or PYPTO_RUNTIME_ROOT; toolchain "
         "'cann' needs it)"
     ) in lines
     assert (
-        "pto-isa: not configured (set tool.pypto.pto_isa_root or PTO_ISA_ROOT, or "
-        "tool.pypto.runtime_root for its managed clone; toolchain 'cann' needs it)"
+        "pto-isa: not configured (set tool.pypto.pto-isa-root or PTO_ISA_ROOT, or "
+        "tool.pypto.runtime-root for its managed clone; toolchain 'cann' needs it)"
     ) in lines
     assert any(line.startswith("sim: ") and "g++" in line for line in lines)
     assert lines[-1] == "toolchain 'auto' selects: sim"
@@ -242,7 +250,7 @@ def _set_runtime_root(project: Path, value: str) -> None:
     pyproject = project / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     pyproject.write_text(
-        text.replace('toolchain = "auto"', f'toolchain = "auto"\nruntime_root = "{value}"'),
+        text.replace('toolchain = "auto"', f'toolchain = "auto"\nruntime-root = "{value}"'),
         encoding="utf-8",
     )
 
@@ -299,7 +307,7 @@ def test_doctor_shows_the_runtime_its_folders_and_revisions(
     assert (
         "warning: CANN builds write no cache/binary_context.json, as the PTO-ISA revision is "
         f"unknown ({pto} is not a git checkout); PyPTO's runtime will rebuild their binaries "
-        "instead of reusing them (set tool.pypto.pto_isa_revision)"
+        "instead of reusing them (set tool.pypto.pto-isa-revision)"
     ) in lines
 
 
@@ -320,7 +328,7 @@ def test_a_cann_build_needs_a_runtime_root(
     assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
     assert err.startswith(
         f"pypto-build: error: toolchain 'cann' (the CANN toolkit at {cann.root}) builds for "
-        "PyPTO's runtime, and none is configured: set tool.pypto.runtime_root (or "
+        "PyPTO's runtime, and none is configured: set tool.pypto.runtime-root (or "
         "PYPTO_RUNTIME_ROOT)"
     )
 
@@ -342,8 +350,8 @@ def test_a_cann_build_warns_once_when_it_cannot_record_the_revisions(
         "pypto-build: warning: CANN builds write no cache/binary_context.json, as the runtime "
         f"revision is unknown ({runtime} is not a git checkout), the PTO-ISA revision is "
         f"unknown ({runtime}/build/pto-isa is not a git checkout); PyPTO's runtime will rebuild "
-        "their binaries instead of reusing them (set tool.pypto.runtime_revision and "
-        "tool.pypto.pto_isa_revision)\n"
+        "their binaries instead of reusing them (set tool.pypto.runtime-revision and "
+        "tool.pypto.pto-isa-revision)\n"
     )
     context = out_dir / "a3" / "next_levels" / "chip_pipeline" / "cache" / "binary_context.json"
     assert not context.exists()

@@ -198,7 +198,7 @@ def test_an_sdist_ships_sources_only_even_with_the_hook_on_for_every_target(
         (
             'package = "moe_a2a/_kernels"\n',
             "",
-            "tool.pypto.package: missing; the pypto build hook needs to know where the kernels go",
+            "tool.pypto: missing required key 'package'",
         ),
         (
             'programs = ["src/moe_a2a/pipelines.py"]',
