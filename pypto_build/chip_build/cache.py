@@ -53,11 +53,27 @@ import filelock
 from pypto_build.chip_build.fs import atomic_write_text, sha256_file
 
 FORMAT = "v1"
-#: pypto-build's package folder (the parent of ``chip_build``), and how cache keys and entries
-#: name it.
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+#: How cache keys and entries name pypto-build's package folder.
 PACKAGE_PLACEHOLDER = "/@pypto_build"
-_PACKAGE_PATH = re.compile(re.escape(str(PACKAGE_ROOT)) + r"(?=/|$)")
+
+
+@dataclass(frozen=True)
+class PackageFolder:
+    """pypto-build's package folder as installed here, and its placeholder spelling."""
+
+    root: Path
+
+    def portable(self, text: str) -> str:
+        """``text`` (a path, or an argument holding one) with the folder as the placeholder."""
+        return re.sub(re.escape(str(self.root)) + r"(?=/|$)", PACKAGE_PLACEHOLDER, text)
+
+    def local(self, text: str) -> str:
+        """The inverse of :meth:`portable`, for this installation."""
+        return re.sub(re.escape(PACKAGE_PLACEHOLDER) + r"(?=/|$)", str(self.root), text)
+
+
+#: This installation: the parent of ``chip_build``.
+PACKAGE = PackageFolder(Path(__file__).resolve().parents[1])
 _MANIFEST = "manifest.json"
 _ARTIFACT = "artifact"
 _LAST_BUILD = "last-build.json"
@@ -80,9 +96,7 @@ def compile_key(
     """The first-phase key of a compile: everything known before running the compiler, with
     pypto-build's folder in the command lines named by :data:`PACKAGE_PLACEHOLDER`."""
     document = {
-        "commands": [
-            [_PACKAGE_PATH.sub(PACKAGE_PLACEHOLDER, arg) for arg in argv] for argv in commands
-        ],
+        "commands": [[PACKAGE.portable(arg) for arg in argv] for argv in commands],
         "format": FORMAT,
         "identity": identity,
         "source_sha256": hashlib.sha256(source).hexdigest(),
@@ -193,13 +207,10 @@ class _Dependency:
     def resolve(self, tree: Path) -> Path:
         if self.in_tree:
             return tree / self.path
-        return Path(_PLACEHOLDER_PATH.sub(str(PACKAGE_ROOT), self.path))
+        return Path(PACKAGE.local(self.path))
 
     def as_json(self) -> dict[str, object]:
         return {"in_tree": self.in_tree, "path": self.path, "sha256": self.sha256}
-
-
-_PLACEHOLDER_PATH = re.compile(re.escape(PACKAGE_PLACEHOLDER) + r"(?=/|$)")
 
 
 @dataclass(frozen=True)
@@ -342,7 +353,7 @@ class CompileCache:
             return None
         if path.is_relative_to(tree):
             return _Dependency(path.relative_to(tree).as_posix(), True, digest)
-        return _Dependency(_PACKAGE_PATH.sub(PACKAGE_PLACEHOLDER, str(path)), False, digest)
+        return _Dependency(PACKAGE.portable(str(path)), False, digest)
 
     @contextlib.contextmanager
     def _staging(self) -> Iterator[Path]:

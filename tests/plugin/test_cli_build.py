@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -360,3 +363,25 @@ def test_a_cann_build_warns_once_when_it_cannot_record_the_revisions(
     code, _, err = run_cli(capsys, *build, "--out", str(out_dir))
     assert (code, err) == (ExitCode.OK, "")
     assert json.loads(context.read_text(encoding="utf-8"))["runtime_revision"] == "1" * 40
+
+
+@needs_gxx
+def test_a_build_needs_no_numpy_and_run_says_how_to_get_it(project: Path, tmp_path: Path) -> None:
+    """NumPy is the `sim` extra: a build environment goes without it. Here it cannot be
+    imported at all; the build works, and `run` names the extra."""
+    blocked = (
+        "import sys; sys.modules['numpy'] = None; "
+        "from pypto_build.plugin.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYPTO_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    argv = [sys.executable, "-c", blocked]
+    build = [*argv, "build", str(project), "--chip", "a3", "--toolchain", "sim", "--out", str(out)]
+    done = subprocess.run(build, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    run = [*argv, "run", str(out), "--ranks", "4"]
+    done = subprocess.run(run, env=env, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (
+        ExitCode.PROGRAM_ERROR,
+        "pypto-build: error: run needs NumPy for the simulator: pip install 'pypto-build[sim]'\n",
+    )
