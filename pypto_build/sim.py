@@ -27,7 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as exc:  # numpy is the [sim] extra: a build environment goes without it
+    raise ImportError("pypto_build.sim needs NumPy: pip install 'pypto-build[sim]'") from exc
 import numpy.typing as npt
 
 from pypto_build.chip_build.distributed_meta import Parameter

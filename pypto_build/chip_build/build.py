@@ -84,6 +84,7 @@ def build(
             cache=cache,
             launcher=launcher,
             progress=progress,
+            source_root=source_root,
         )
         for chip in chips
     )

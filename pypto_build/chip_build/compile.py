@@ -42,6 +42,7 @@ from pypto_build.chip_build.distributed_meta import META_NAME, with_platform
 from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
+from pypto_build.chip_build.source_origins import source_origins, with_origin
 from pypto_build.chip_build.subbuild import LOG_DIR, NEXT_LEVELS
 from pypto_build.chip_build.toolchains.base import (
     STAGE_PLACEHOLDER,
@@ -235,6 +236,7 @@ def compile_tree(
     launcher: Launcher | None = None,
     log: Path | None = None,
     progress: TextIO | None = sys.stderr,
+    source_root: Path | None = None,
 ) -> CompileReport:
     """Compile every source of the chip tree ``tree`` (``<out>/<chip>``) with ``toolchain``.
 
@@ -245,7 +247,9 @@ def compile_tree(
     inputs). If any source fails, every
     failure is collected, no binary of a failed source is left in the tree, the configs and the
     manifest are untouched, and :class:`BuildFailed` is raised. Either way the log
-    (default :func:`default_log_path`) records every command and the compilers' output.
+    (default :func:`default_log_path`) records every command and the compilers' output. A
+    failure in a copied external kernel names the user's file (under ``source_root``, the
+    project) rather than the tree's copy (:mod:`.source_origins`).
     """
     log = default_log_path(tree, chip) if log is None else log
     catalog_chip = get_chip(chip)
@@ -253,13 +257,14 @@ def compile_tree(
     identity = toolchain.identity()
     compiler = _Compiler(toolchain, identity, cache, launcher)
     status = _Progress(len(all_jobs), progress)
+    origins = source_origins(tree, source_root)
 
     def run(job: CompileJob) -> CompileResult | str:
         status.start(job)
         try:
             return compiler(job)
         except CompileError as exc:
-            return exc.render()
+            return with_origin(exc.render(), job.source, origins.get(job.source))
         except (ToolchainError, OSError) as exc:
             return f"error: compiling {job.source.as_posix()}: {exc}"
 

@@ -127,14 +127,16 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     toolchain = manifest.get("toolchain")
     toolchain_name = toolchain.get("name") if isinstance(toolchain, dict) else None
     if toolchain_name != SIM_TOOLCHAIN:
-        state = (
-            "holds sources only"
-            if toolchain_name == "none"
-            else f"was compiled with toolchain {toolchain_name!r}"
-        )
+        if toolchain_name == "none":
+            raise BuildTreeError(
+                f"{root} is a render (sources only), not a build; build it first: pypto-build "
+                f"build PROJECT --toolchain {SIM_TOOLCHAIN} (or PYPTO_TOOLCHAIN={SIM_TOOLCHAIN} "
+                "for a wheel), then run its output folder"
+            )
         raise BuildTreeError(
-            f"{root} {state}; the simulator runs binaries of the {SIM_TOOLCHAIN!r} toolchain "
-            f"(build with toolchain = {SIM_TOOLCHAIN!r})"
+            f"{root} was compiled with toolchain {toolchain_name!r}; the simulator runs binaries "
+            f"of the {SIM_TOOLCHAIN!r} toolchain (build with --toolchain {SIM_TOOLCHAIN}, or "
+            f"toolchain = {SIM_TOOLCHAIN!r})"
         )
     next_levels = root / NEXT_LEVELS
     sub_builds = {
@@ -160,7 +162,10 @@ def _chip_root(build_dir: Path, chip: str | None) -> Path:
         return build_dir / chips[0]
     if not chips:
         raise BuildTreeError(f"{build_dir} is not a build directory (no <chip>/{MANIFEST_NAME})")
-    raise BuildTreeError(f"{build_dir} holds trees for chips {', '.join(chips)}; choose one")
+    raise BuildTreeError(
+        f"{build_dir} holds trees for chips {', '.join(chips)}; choose one with --chip "
+        f"(pypto_build.sim: chip=), e.g. --chip {chips[0]}"
+    )
 
 
 #: How a tree that differs from its manifest came to be, and the way out.
