@@ -95,10 +95,6 @@ class EntryAbi:
     #: A per-rank ordering-token tensor follows the operand tensors (not forwarded to the kernel).
     ordering_token: bool
 
-    def expected_arg_count(self, tensor_count: int) -> int:
-        """The entry's ``expected_arg_count``: operand tensors, token and scalars."""
-        return tensor_count + int(self.ordering_token) + len(self.scalars)
-
 
 @dataclass(frozen=True)
 class KernelAbi:

@@ -1,17 +1,17 @@
 """The chip catalog: one sourced table of what differs between the Ascend chips we build for.
 
-Every fact the build needs per chip lives here, so a pass, the orchestration codegen, a
-toolchain and the simulator all agree on it. Each fact carries a comment naming where it comes
-from (``reference/<file>.md`` sections). Citation shorthand used below:
+Which chips a builtin collective runs on is its package manifest's word (``chips``), not the
+catalog's. Every other fact the build needs per chip lives here, so a pass, the orchestration
+codegen, a toolchain and the simulator all agree on it. Each fact carries a comment naming where
+it comes from (``reference/<file>.md`` sections). Citation shorthand used below:
 
 * ``[toolchain B.2]`` = ``reference/cann-fused-op-and-toolchain.md`` §B.2 (SoC and arch names),
-  ``[toolchain B.3]`` = the same file's §B.3 (ccec command lines), ``[toolchain A.0]`` = §A.0
-  and ``[toolchain A.1]`` = §A.1 (the MC2 fused op's product support);
+  ``[toolchain B.3]`` = the same file's §B.3 (ccec command lines);
 * ``[simpler 1.1]`` / ``[simpler 1.2]`` / ``[simpler 5.1]`` =
   ``reference/upstream-simpler-runtime.md`` §1.1 (platform names), §1.2 (a2a3 vs a5 table) and
   §5.1 (sync-start capacity);
 * ``[collectives 3.8]`` / ``[collectives A]`` = ``reference/upstream-pypto-collectives.md``
-  §3.8 and Appendix A; ``[design 5]`` / ``[design 9]`` = ``DESIGN.md`` §5 and §9.
+  §3.8 and Appendix A.
 """
 
 from __future__ import annotations
@@ -28,25 +28,8 @@ class CoreType(enum.StrEnum):
     AIC = "aic"
 
 
-class Transport(enum.StrEnum):
-    """Ways a kernel moves data to a peer rank."""
-
-    #: Synchronous ``TPUT`` / ``TNOTIFY`` into the peer's symmetric ``CommContext`` window; what the
-    #: shipped collectives use on every chip.
-    WINDOW = "window"
-    #: The SDMA asynchronous engine (opt-in ``enable_sdma`` on a2a3, default on a5).
-    SDMA = "sdma"
-    #: The a5-only URMA asynchronous engine (``TPUT_ASYNC<DmaEngine::URMA>``, per-peer queues).
-    URMA = "urma"
-
-
 #: Launch-spec setter the orchestration codegen emits for a multi-block task.
 LaunchSpecMethod = Literal["set_block_num", "set_core_num"]
-
-#: Builtin template packages, named by their folder under ``pypto_build/builtins`` (DESIGN §2, §9).
-ALL_TO_ALL_V = "collectives/all_to_all_v"
-INDEXED_ALL_TO_ALL_V = "collectives/indexed_all_to_all_v"
-BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL = "mc2/batch_matmul_reduce_scatter_all_to_all"
 
 
 @dataclass(frozen=True)
@@ -70,9 +53,6 @@ class Chip:
     #: Widest sync-start launch of any other shape (the runtime bounds it by cluster = AIC count).
     aic_capacity: int
     launch_spec_method: LaunchSpecMethod
-    transports: tuple[Transport, ...]
-    #: Builtin template packages whose kernels can run on this chip.
-    builtins: tuple[str, ...]
 
     @property
     def sim_platform(self) -> str:
@@ -92,13 +72,9 @@ class Chip:
         """
         return self.aiv_capacity if core_type is CoreType.AIV else self.aic_capacity
 
-    def supports(self, builtin: str) -> bool:
-        """Whether the builtin template package ``builtin`` can be built for this chip."""
-        return builtin in self.builtins
 
-
-def _a2a3_chip(name: str, soc: str, builtins: tuple[str, ...]) -> Chip:
-    """A chip of the a2a3 platform: a2 and a3 differ only in SoC name and builtin support.
+def _a2a3_chip(name: str, soc: str) -> Chip:
+    """A chip of the a2a3 platform: a2 and a3 differ only in SoC name.
 
     [simpler 1.2]: the a2a3 platform covers 910B (a2) and 910_93 (a3); [toolchain B.2]: both use
     the AIC-C-220 arch (dav-c220-vec / dav-c220-cube) and need no extra ccec flags.
@@ -118,22 +94,14 @@ def _a2a3_chip(name: str, soc: str, builtins: tuple[str, ...]) -> Chip:
         aic_capacity=24,
         # [simpler 1.2], [collectives A]: the 910B backend handler's launch-spec method.
         launch_spec_method="set_block_num",
-        # [simpler 1.2]: a2a3 DMA engines are COUNTER and SDMA (opt-in); no URMA.
-        transports=(Transport.WINDOW, Transport.SDMA),
-        builtins=builtins,
     )
 
 
 CHIPS: tuple[Chip, ...] = (
     # [toolchain B.2]: Atlas A2 = Short_SoC_version Ascend910B (Ascend910B1..B4).
-    # [design 5]: indexed_all_to_all_v is a5 only; [design 9]: the MC2 fused op is a3 only.
-    _a2a3_chip("a2", soc="Ascend910B", builtins=(ALL_TO_ALL_V,)),
+    _a2a3_chip("a2", soc="Ascend910B"),
     # [toolchain B.2]: Atlas A3 = Short_SoC_version Ascend910_93 (Ascend910_9362..9392).
-    # [toolchain A.0], [toolchain A.1], [design 9]: the MC2 fused op registers only
-    # ascend910_93 (Atlas A3).
-    _a2a3_chip(
-        "a3", soc="Ascend910_93", builtins=(ALL_TO_ALL_V, BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL)
-    ),
+    _a2a3_chip("a3", soc="Ascend910_93"),
     Chip(
         name="a5",
         # [toolchain B.2]: Ascend 950 = Short_SoC_version Ascend950 (950PR / 950DT).
@@ -153,10 +121,6 @@ CHIPS: tuple[Chip, ...] = (
         aic_capacity=36,
         # [simpler 1.2], [collectives A]: the 950 backend handler's launch-spec method.
         launch_spec_method="set_core_num",
-        # [simpler 1.2]: a5 DMA engines are COUNTER, SDMA (default) and URMA (A5 only).
-        transports=(Transport.WINDOW, Transport.SDMA, Transport.URMA),
-        # [design 5]: indexed_all_to_all_v needs URMA PER_PEER, so a5 only.
-        builtins=(ALL_TO_ALL_V, INDEXED_ALL_TO_ALL_V),
     ),
 )
 

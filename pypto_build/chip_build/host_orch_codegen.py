@@ -108,12 +108,6 @@ IMPORTS = (
     "from pypto.runtime.tensor_arg import make_tensor_arg",
 )
 
-_ARG_TYPE = {
-    ParamDirection.In: runtime_types.TensorArgType.INPUT,
-    ParamDirection.Out: runtime_types.TensorArgType.OUTPUT_EXISTING,
-    ParamDirection.InOut: runtime_types.TensorArgType.INOUT,
-}
-
 #: Every window buffer starts on a cache line (signals are atomics; payloads move in lines):
 #: a buffer's size is padded to whole lines, and the runtime carves them in order.
 WINDOW_ALIGNMENT = 64
@@ -496,7 +490,8 @@ class _HostCodegen(StmtCodegen):
         self.tasks += 1
         self.emit(f"{task} = TaskArgs()")
         for text, direction in tensors:
-            self.emit(f"{task}.add_tensor({text}, TensorArgType.{_ARG_TYPE[direction].name})")
+            tag = runtime_types.TensorArgType.of(direction).name
+            self.emit(f"{task}.add_tensor({text}, TensorArgType.{tag})")
         for text in scalars:
             self.emit(f"{task}.add_scalar({text})")
         self.emit(f"_keep.append({task})")

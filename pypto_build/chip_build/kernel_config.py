@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from pypto_build.chip_build.chips import CoreType
+from pypto_build.lowering.ir import ParamDirection
 
 #: Entry point every AICPU orchestration exports (upstream's fixed name).
 ORCHESTRATION_FUNCTION = "aicpu_orchestration_entry"
@@ -56,6 +57,11 @@ class ArgDirection(enum.StrEnum):
     IN = "IN"
     OUT = "OUT"
     INOUT = "INOUT"
+
+    @classmethod
+    def of(cls, direction: ParamDirection) -> ArgDirection:
+        """The wire spelling of an IR parameter direction."""
+        return cls[direction.name.upper()]
 
 
 class KernelConfigError(ValueError):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 
+from pypto_build.lowering.ir import ParamDirection
+
 
 class DataType(enum.IntEnum):
     """Element types of tensors; the values are the runtime's (``kernel_abi.h``)."""
@@ -38,6 +40,14 @@ class TensorArgType(enum.IntEnum):
     #: An existing tensor the callable overwrites without reading it.
     OUTPUT_EXISTING = 3
     NO_DEP = 4
+
+    @classmethod
+    def of(cls, direction: ParamDirection) -> TensorArgType:
+        """How a dispatch passes a tensor bound to a parameter of ``direction``: an Out tensor
+        is the caller's, overwritten (never one the runtime allocates)."""
+        if direction is ParamDirection.Out:
+            return cls.OUTPUT_EXISTING
+        return cls.INOUT if direction is ParamDirection.InOut else cls.INPUT
 
 
 #: A scalar argument: an integer (counts, a ``CommContext`` device address) or a float.

@@ -66,7 +66,7 @@ from pypto_build.chip_build.orchestration_codegen import (
     kernel_core_type,
 )
 from pypto_build.lowering.diagnostics import InternalError
-from pypto_build.lowering.ir import Function, ParamDirection, Program, TensorType
+from pypto_build.lowering.ir import Function, Program, TensorType
 from pypto_build.lowering.ir.names import external_source
 from pypto_build.lowering.legality.build import HOST_MODULE, check_programs
 from pypto_build.lowering.legality.chip_orchestration import called_kernels
@@ -83,12 +83,6 @@ TOOLCHAIN = "none"
 #: manifest lists it. A render replaces the output directory and with it the logs of binaries
 #: that are gone.
 LOG_DIR = ".pypto-build-logs"
-
-_SIGNATURE = {
-    ParamDirection.In: ArgDirection.IN,
-    ParamDirection.Out: ArgDirection.OUT,
-    ParamDirection.InOut: ArgDirection.INOUT,
-}
 
 
 @dataclass(frozen=True)
@@ -323,7 +317,7 @@ def _external_kernel(plan: _Plan, source: SourceProgram, kernel: Function) -> by
 def _signature(func: Function) -> tuple[ArgDirection, ...]:
     """Directions of ``func``'s tensor parameters in order (scalars and contexts have none)."""
     return tuple(
-        _SIGNATURE[param.direction]
+        ArgDirection.of(param.direction)
         for param in func.params
         if isinstance(param.var.type, TensorType)
     )

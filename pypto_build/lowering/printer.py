@@ -93,11 +93,6 @@ _UNARY_PRECEDENCE = {"-": _UNARY, "not": _NOT}
 _UNARY_SPELLING = {"-": "-", "not": "not "}
 
 
-def print_program(program: Program) -> str:
-    """The DSL module holding ``program`` as one ``@pl.program`` class."""
-    return print_programs((program,))
-
-
 def print_programs(programs: Sequence[Program]) -> str:
     """The DSL module holding ``programs`` in order (the imports once, then one class each)."""
     blocks = [_HEADER, *(_ProgramPrinter().program(p) for p in programs)]

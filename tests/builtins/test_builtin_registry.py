@@ -107,7 +107,12 @@ def test_all_to_all_v_manifest() -> None:
     assert package.dtype_variables("int8") == {"dtype_cpp": "int8_t"}
     assert (package.abi.tensor_count, package.abi.ctx_slot) == (5, 5)
     assert package.abi.entry.scalars == ("nranks", "comm_context", "core_num")
-    assert package.abi.entry.expected_arg_count(package.abi.tensor_count) == 9
+    assert (
+        package.abi.tensor_count
+        + int(package.abi.entry.ordering_token)
+        + len(package.abi.entry.scalars)
+        == 9
+    )
     assert {spec.name: spec.variables for spec in package.templates} == {
         "entry.cpp.in": ("template_package", "dtype_cpp", "entry", "launch_core_count_method"),
         "kernel.cpp.in": ("template_package", "dtype_cpp"),
@@ -129,7 +134,12 @@ def test_indexed_all_to_all_v_manifest() -> None:
     ]
     assert [op.name for op in package.operands if op.window] == ["target", "signal", "send_counts"]
     assert (package.abi.tensor_count, package.abi.ctx_slot) == (6, 6)
-    assert package.abi.entry.expected_arg_count(package.abi.tensor_count) == 10
+    assert (
+        package.abi.tensor_count
+        + int(package.abi.entry.ordering_token)
+        + len(package.abi.entry.scalars)
+        == 10
+    )
 
 
 def test_unsupported_dtype_names_the_supported_ones() -> None:

@@ -6,15 +6,8 @@ import dataclasses
 
 import pytest
 
-from pypto_build.chip_build.chips import (
-    ALL_TO_ALL_V,
-    BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL,
-    CHIPS,
-    INDEXED_ALL_TO_ALL_V,
-    CoreType,
-    Transport,
-    get_chip,
-)
+from pypto_build.builtins import all_packages
+from pypto_build.chip_build.chips import CHIPS, CoreType, get_chip
 
 
 def test_catalog_order_and_soc_names() -> None:
@@ -31,8 +24,7 @@ def test_catalog_order_and_soc_names() -> None:
 )
 def test_runtime_platform(name: str, platform: str, sim_platform: str) -> None:
     chip = get_chip(name)
-    assert chip.platform == platform
-    assert chip.sim_platform == sim_platform
+    assert (chip.platform, chip.sim_platform) == (platform, sim_platform)
 
 
 @pytest.mark.parametrize(
@@ -70,19 +62,10 @@ def test_launch_spec_method(name: str, method: str) -> None:
     assert get_chip(name).launch_spec_method == method
 
 
-def test_urma_only_on_a5_and_window_everywhere() -> None:
-    assert [chip.name for chip in CHIPS if Transport.URMA in chip.transports] == ["a5"]
-    assert all(Transport.WINDOW in chip.transports for chip in CHIPS)
-
-
-def test_builtin_support() -> None:
-    assert all(chip.supports(ALL_TO_ALL_V) for chip in CHIPS)
-    assert [chip.name for chip in CHIPS if chip.supports(INDEXED_ALL_TO_ALL_V)] == ["a5"]
-    supports_mc2 = [
-        chip.name for chip in CHIPS if chip.supports(BATCH_MATMUL_REDUCE_SCATTER_ALL_TO_ALL)
-    ]
-    assert supports_mc2 == ["a3"]
-    assert not get_chip("a5").supports("collectives/allreduce")
+def test_every_chip_a_builtin_package_names_is_in_the_catalog() -> None:
+    catalog = {chip.name for chip in CHIPS}
+    for package in all_packages():
+        assert set(package.chips) <= catalog, package.handle
 
 
 def test_get_chip_returns_catalog_entry() -> None:

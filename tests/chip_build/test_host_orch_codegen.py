@@ -25,7 +25,6 @@ from pypto_build.chip_build.host_orch_codegen import (
 )
 from pypto_build.chip_build.runtime_types import DataType, TensorArgType
 from pypto_build.chip_build.subbuild import lower_file
-from pypto_build.lowering.diagnostics import ProgramError
 
 
 @dataclass(frozen=True)
@@ -439,25 +438,3 @@ def test_python_names_avoid_the_modules_own() -> None:
     assert py_name("tensors") == "tensors_"
     assert py_name("TaskArgs") == "TaskArgs_"
     assert py_name("d0_") == "d0__"
-
-
-def test_a_dispatch_without_device_is_a_diagnostic(tmp_path: Path) -> None:
-    text = EXPLICIT_DOMAIN.replace("rounds * 2, device=3)", "rounds * 2)")
-    with pytest.raises(ProgramError, match="pass device=<rank>"):
-        _explicit_host(tmp_path, text)
-
-
-def test_a_strided_host_region_reaching_a_chip_is_a_diagnostic(tmp_path: Path) -> None:
-    text = (
-        EXPLICIT_DOMAIN.replace(
-            "half = pl.slice(x, [4, 64], [4, 0])", "half = pl.slice(x, [4, 32], [4, 32])"
-        )
-        .replace("x: pl.Tensor[[4, 64], pl.FP32], w", "x: pl.Tensor[[4, 32], pl.FP32], w")
-        .replace("half = pl.slice(x, [4, 64], [0, 0])", "half = pl.slice(x, [4, 32], [0, 0])")
-        .replace(
-            "def fill(self, x: pl.Tensor[[4, 64], pl.FP32],",
-            "def fill(self, x: pl.Tensor[[4, 32], pl.FP32],",
-        )
-    )
-    with pytest.raises(ProgramError, match="strided region of a host tensor"):
-        _explicit_host(tmp_path, text)

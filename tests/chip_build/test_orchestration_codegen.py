@@ -4,16 +4,11 @@ control flow and the diagnostics for what a CHIP orchestration cannot do."""
 from __future__ import annotations
 
 import re
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from chip_build.rendered import ALL_CHIPS, Render
-from pypto_build.chip_build.chips import get_chip
-from pypto_build.chip_build.orchestration_codegen import cpp_name, generate_orchestration
-from pypto_build.chip_build.subbuild import lower_file
-from pypto_build.lowering.diagnostics import ProgramError
+from pypto_build.chip_build.orchestration_codegen import cpp_name
 
 
 def _orchestration(rendered: Render, stem: str, chip: str, orch: str) -> str:
@@ -188,61 +183,3 @@ def test_cpp_names_avoid_keywords_and_generated_names() -> None:
     assert cpp_name("MAX") == "MAX_"
     names = ["x", "x_", "x__", "int", "int_", "new", "task0", "task0_"]
     assert len({cpp_name(name) for name in names}) == len(names)
-
-
-HEADER = """\
-import pypto.language as pl
-import pypto.language.distributed as pld
-
-@pl.program
-class P:
-    @pl.function(type=pl.FunctionType.AIV, external_source="k.cpp")
-    def k(self, x: pl.Tensor[[4, 4], pl.FP32], y: pl.Out[pl.Tensor[[4, 4], pl.FP32]]
-          ) -> pl.Tensor[[4, 4], pl.FP32]: ...
-
-    @pl.function(type=pl.FunctionType.Orchestration)
-    def orch(self, x: pl.Tensor[[4, 4], pl.FP32], y: pl.Out[pl.Tensor[[4, 4], pl.FP32]]):
-"""
-
-
-def _generate(tmp_path: Path, body: str, extra: str = "") -> None:
-    """Lower a program whose ``orch`` has ``body`` (and whose class has ``extra``) and generate
-    its orchestration."""
-    source = HEADER + textwrap.indent(textwrap.dedent(body), " " * 8)
-    source += textwrap.indent(textwrap.dedent(extra), " " * 4)
-    path = tmp_path / "p.py"
-    path.write_text(source)
-    (tmp_path / "k.cpp").write_text("// the kernel's source\n")
-    (program,) = (source.program for source in lower_file(path, ("a3",)))
-    orch = program.function("orch")
-    assert orch is not None
-    generate_orchestration(program, orch, get_chip("a3"))
-
-
-def test_an_unsupported_op_is_a_diagnostic_at_the_statement(tmp_path: Path) -> None:
-    with pytest.raises(ProgramError) as caught:
-        _generate(tmp_path, "self.k(x, y)\nt = pl.transpose(x, 0, 1)\n")
-    assert "'tensor.transpose' is not supported in a CHIP orchestration" in str(caught.value)
-    # The statement is the body's second line.
-    assert caught.value.span.line == HEADER.count("\n") + 2
-
-
-def test_world_size_in_a_chip_orchestration_is_a_diagnostic(tmp_path: Path) -> None:
-    with pytest.raises(ProgramError, match=r"'pld\.world_size' is not supported in a CHIP"):
-        _generate(tmp_path, "n = pld.world_size()\nself.k(x, y)\n")
-
-
-def test_calling_an_orchestration_is_a_diagnostic(tmp_path: Path) -> None:
-    extra = """\
-
-        @pl.function(type=pl.FunctionType.Orchestration)
-        def inner(self, x: pl.Tensor[[4, 4], pl.FP32], y: pl.Out[pl.Tensor[[4, 4], pl.FP32]]):
-            self.k(x, y)
-        """
-    with pytest.raises(ProgramError, match=r"calling 'inner' \(Orchestration function\)"):
-        _generate(tmp_path, "self.inner(x, y)\n", extra)
-
-
-def test_a_zero_range_step_is_a_diagnostic(tmp_path: Path) -> None:
-    with pytest.raises(ProgramError, match="step must not be zero"):
-        _generate(tmp_path, "for i in pl.range(0, 4, 0):\n    self.k(x, y)\n")

@@ -57,7 +57,6 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.printer import (
     format_expr,
     format_type,
-    print_program,
     print_programs,
     quote,
 )
@@ -88,7 +87,7 @@ class ChipProgram:
 
 
 def test_external_kernel_prints_exactly() -> None:
-    assert print_program(Program("ChipProgram", (external_stage_step(),))) == STAGE_STEP_TEXT
+    assert print_programs([Program("ChipProgram", (external_stage_step(),))]) == STAGE_STEP_TEXT
 
 
 def chip_pipeline() -> Function:
@@ -189,7 +188,7 @@ CHIP_PIPELINE_TEXT = """\
 
 
 def test_orchestration_prints_every_construct() -> None:
-    text = print_program(Program("ChipProgram", (external_stage_step(), chip_pipeline())))
+    text = print_programs([Program("ChipProgram", (external_stage_step(), chip_pipeline()))])
     assert text == STAGE_STEP_TEXT + "\n" + CHIP_PIPELINE_TEXT
     ast.parse(text)
 
@@ -205,7 +204,7 @@ def test_several_programs_share_one_import_header() -> None:
 
 def test_function_without_results_or_attrs() -> None:
     func = Function("noop", (), (), seq(), FunctionType.InCore, Level.CHIP)
-    text = print_program(Program("P", (func,)))
+    text = print_programs([Program("P", (func,))])
     assert text.endswith(
         "    @pl.function(type=pl.FunctionType.InCore, level=pl.Level.CHIP)\n"
         "    def noop(self):\n"
@@ -219,7 +218,7 @@ def test_comm_domain_scope_prints_as_with_block() -> None:
         CommDomainScopeStmt("world", (), None, seq()),
     )
     func = Function("host", (), (), body, FunctionType.Orchestration, Level.HOST)
-    assert print_program(Program("P", (func,))).endswith(
+    assert print_programs([Program("P", (func,))]).endswith(
         '        with pld.comm_domain("ep", buffers=["a", "b"], devices=[0, 1]):\n'
         "            return\n"
         '        with pld.comm_domain("world", buffers=[]):\n'
@@ -230,7 +229,7 @@ def test_comm_domain_scope_prints_as_with_block() -> None:
 def test_nested_seq_prints_flat() -> None:
     body = seq(seq(EvalStmt(ConstInt(1))), EvalStmt(ConstInt(2)))
     func = Function("f", (), (), body, FunctionType.Orchestration, Level.CHIP)
-    assert print_program(Program("P", (func,))).endswith("        1\n        2\n")
+    assert print_programs([Program("P", (func,))]).endswith("        1\n        2\n")
 
 
 @pytest.mark.parametrize(

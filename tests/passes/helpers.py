@@ -36,6 +36,12 @@ def direction_names(call: Call) -> tuple[str, ...]:
     return tuple("Scalar" if d is None else d.value for d in directions)
 
 
+def with_function(program: Program, func: Function) -> Program:
+    """``program`` with its function of ``func``'s name replaced by ``func``."""
+    functions = tuple(func if f.name == func.name else f for f in program.functions)
+    return Program(program.name, functions, program.span)
+
+
 def parse_one(source: str) -> Program:
     """The one program of ``source``."""
     (program,) = parse_source(source, FILE)

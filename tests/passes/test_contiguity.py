@@ -18,6 +18,7 @@ from passes.helpers import (
     pass_error,
     position,
     run_verified,
+    with_function,
 )
 from pypto_build.lowering.analysis.contiguity import ContiguityAnalysis, Violation
 from pypto_build.lowering.diagnostics import ProgramError, Span
@@ -254,7 +255,7 @@ def test_offset_that_is_not_a_literal_tuple_is_rejected() -> None:
     value = dataclasses.replace(sliced.value, args=(*sliced.value.args[:2], offset_var))
     stmts = (off, dataclasses.replace(sliced, value=value), *pipeline.body.stmts[2:])
     body = dataclasses.replace(pipeline.body, stmts=stmts)
-    program = program.replace_function(dataclasses.replace(pipeline, body=body))
+    program = with_function(program, dataclasses.replace(pipeline, body=body))
     error = rejection(program)
     assert (
         f"it may come from a tensor.slice whose offset is not a literal tuple at line "

@@ -22,6 +22,7 @@ from passes.helpers import (
     position,
     run_verified,
     span_location,
+    with_function,
 )
 from pypto_build.lowering.diagnostics import SYNTHETIC, InternalError, ProgramError, Span
 from pypto_build.lowering.frontend import parse_file
@@ -63,7 +64,7 @@ from pypto_build.lowering.passes.lower_host_tensor_collectives import (
     LowerHostTensorCollectives,
     check_static_signal_capacity,
 )
-from pypto_build.lowering.printer import print_program
+from pypto_build.lowering.printer import print_programs
 
 PHASE = "LowerHostTensorCollectives"
 BUILTIN = "builtin.tensor.all_to_all_v"
@@ -307,7 +308,7 @@ def test_host_orchestrator_without_collectives_is_untouched() -> None:
 
 
 def test_printed_builtin_dispatch_does_not_parse_back() -> None:
-    text = print_program(lower(host_source(devices="[0, 1]")))
+    text = print_programs([lower(host_source(devices="[0, 1]"))])
     dispatch_text = (
         "builtin.tensor.all_to_all_v(inp, data, signal, counts, recv, dtype=pl.FP32, "
         'core_num=1, attrs={"dtype": pl.FP32, "device": 0, "arg_directions": '
@@ -500,7 +501,7 @@ def test_buffers_of_no_single_scope_are_an_internal_error() -> None:
     (scope,) = func.body.stmts
     assert isinstance(scope, CommDomainScopeStmt)
     partial = dataclasses.replace(scope, buffers=scope.buffers[:-1])
-    broken = program.replace_function(dataclasses.replace(func, body=SeqStmts((partial,))))
+    broken = with_function(program, dataclasses.replace(func, body=SeqStmts((partial,))))
     with pytest.raises(
         InternalError,
         match=r"pld\.tensor\.all_to_all_v window buffers must resolve to the same "

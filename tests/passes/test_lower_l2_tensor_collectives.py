@@ -36,7 +36,7 @@ from pypto_build.lowering.ir import (
     TensorType,
 )
 from pypto_build.lowering.passes import LowerL2TensorCollectives, Property
-from pypto_build.lowering.printer import print_program
+from pypto_build.lowering.printer import print_programs
 from pypto_build.lowering.verifier import verify
 
 PHASE = "LowerL2TensorCollectives"
@@ -342,8 +342,8 @@ def test_launch_attrs_round_trip_through_the_printer() -> None:
     """The launch spec uses the front end's own representation of ``core_num=``/``sync_start=``
     call keywords, so a lowered program prints and parses back to itself."""
     program = lower(chip_source(nranks=8, stride=8, cores="10"))
-    assert "recv, core_num=8, sync_start=True)" in print_program(program)
-    assert parse_one(print_program(program)) == program
+    assert "recv, core_num=8, sync_start=True)" in print_programs([program])
+    assert parse_one(print_programs([program])) == program
 
 
 def test_capacity_is_checked_against_blocks_not_core_num() -> None:

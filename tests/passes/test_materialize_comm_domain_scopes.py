@@ -43,7 +43,7 @@ from pypto_build.lowering.passes import (
 from pypto_build.lowering.passes.materialize_comm_domain_scopes import (
     MaterializeCommDomainScopes,
 )
-from pypto_build.lowering.printer import print_program
+from pypto_build.lowering.printer import print_programs
 
 #: The default pipeline's passes before this one.
 PREFIX = default_pipeline().until("AutoDeriveTaskDependencies").passes
@@ -246,7 +246,7 @@ def test_printed_scopes_carry_names_buffers_and_devices() -> None:
             a = pld.alloc_window_buffer([T, W], dtype=pl.FP32)
         """
     )
-    text = print_program(materialize(source))
+    text = print_programs([materialize(source)])
     assert '        with pld.comm_domain("d0", buffers=["a"], devices=[0, 1]):\n' in text
 
 
@@ -396,7 +396,7 @@ def test_frontend_scope_round_trips_through_the_printer() -> None:
         """
     )
     program = parse_one(source)
-    text = print_program(program)
+    text = print_programs([program])
     assert "        with pld.comm_domain(devices=[0, 1]):\n" in text
     assert "        with pld.comm_domain():\n            pass\n" in text
     assert parse_one(text) == program

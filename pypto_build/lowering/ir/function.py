@@ -89,10 +89,3 @@ class Program:
             if func.name == name:
                 return func
         return None
-
-    def replace_function(self, func: Function) -> Program:
-        return Program(
-            self.name,
-            tuple(func if f.name == func.name else f for f in self.functions),
-            self.span,
-        )

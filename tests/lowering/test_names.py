@@ -1,0 +1,83 @@
+"""The IR's op names and attr keys are spelled in one module only.
+
+``pypto_build/lowering/ir/names.py`` declares them (``Op``, ``CallAttr``, ``FunctionAttr``) and a
+builtin package's manifest names its own ops; every other module refers to those. A string
+literal equal to one of them anywhere else is a second spelling of the contract that could
+drift, so this scan refuses it. A few modules use the same word for something else (a JSON key of
+a file format, a DSL stand-in's own name); they are listed with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pypto_build
+from pypto_build.lowering.builtin_ops import builtin_ops
+from pypto_build.lowering.ir.names import CallAttr, FunctionAttr, Op
+
+PACKAGE = Path(pypto_build.__file__).resolve().parent
+
+#: The owning module.
+OWNER = "lowering/ir/names.py"
+
+#: Modules that spell one of the words for another purpose, by word.
+OTHER_MEANINGS: dict[str, dict[str, str]] = {
+    "dtype": {
+        "builtins/manifest.py": "the manifest's operand key",
+        "chip_build/distributed_meta.py": "a key of distributed_meta.json",
+        "plugin/cli_run.py": "a key of run's --json document",
+        "lowering/ops/tensor_ops.py": "an operand of the ops it defines",
+        "lowering/ops/distributed_ops.py": "an operand of the ops it defines",
+    },
+    "task_id": {"lowering/ir/types.py": "the element type of a task id"},
+}
+
+#: The DSL's typed stand-ins name the DSL spellings users write (which equal some IR names).
+DSL_STAND_INS = "lang/"
+
+
+def _contract() -> set[str]:
+    words = {member.value for enum in (Op, CallAttr, FunctionAttr) for member in enum}
+    for builtin in builtin_ops():
+        words |= {builtin.op, builtin.builtin_op}
+    return words
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            found.add(id(first.value))
+    return found
+
+
+def test_op_names_and_attr_keys_are_spelled_only_by_their_owner() -> None:
+    words = _contract()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        if module == OWNER or module.startswith(DSL_STAND_INS):
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in words
+                and id(node) not in docstrings
+                and module not in OTHER_MEANINGS.get(node.value, {})
+            ):
+                found.append(f"{module}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+def test_the_exceptions_are_still_needed() -> None:
+    """An exception that no longer matches anything is removed, so the list stays honest."""
+    for word, modules in OTHER_MEANINGS.items():
+        for module in modules:
+            source = (PACKAGE / module).read_text()
+            assert f'"{word}"' in source, f"{module} no longer spells {word!r}"
