@@ -85,6 +85,8 @@ class CompileResult:
     plan: CompilePlan
     #: What the compiler printed (warnings); empty for a cache hit.
     output: str
+    #: Whether the cache hit came from the cache's remote tier.
+    remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,11 @@ class CompileReport:
     @property
     def cache_hits(self) -> int:
         return sum(result.cached for result in self.results)
+
+    @property
+    def remote_hits(self) -> int:
+        """The cache hits served by the remote tier."""
+        return sum(result.remote for result in self.results)
 
 
 class BuildFailed(Exception):
@@ -205,7 +212,7 @@ class _Compiler:
         if self.cache is None:
             with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
                 data = build(Path(stage)).artifact.read_bytes()
-            cached = False
+            cached = remote = False
         else:
             key = compile_key(
                 source=job.source_path.read_bytes(),
@@ -214,11 +221,11 @@ class _Compiler:
                 version=self.toolchain.version,
             )
             fetched = self.cache.fetch_or_build(key, job.tree, build)
-            data, cached = fetched.data, fetched.hit
+            data, cached, remote = fetched.data, fetched.hit, fetched.remote
         artifact = job.artifact(suffix, self.toolchain.binary_dir)
         _remove_binaries(job, keep=artifact)
         atomic_write_bytes(job.tree / artifact, data)
-        return CompileResult(job, artifact, cached, key_plan, "".join(outputs))
+        return CompileResult(job, artifact, cached, key_plan, "".join(outputs), remote)
 
 
 def _remove_binaries(job: CompileJob, keep: PurePosixPath | None) -> None:
@@ -362,7 +369,9 @@ def _write_log(
         if isinstance(outcome, str):
             lines += [f"== {source}: FAILED", outcome.rstrip("\n")]
             continue
-        state = "cache hit" if outcome.cached else "compiled"
+        state = "compiled"
+        if outcome.cached:
+            state = "cache hit (remote)" if outcome.remote else "cache hit"
         lines.append(f"== {source}: {state} -> {outcome.artifact.as_posix()}")
         directory = job.source.parent.as_posix()
         for step in outcome.plan.steps:
@@ -388,6 +397,10 @@ class BuildResult:
     def cache_hits(self) -> int:
         return sum(report.cache_hits for report in self.reports)
 
+    @property
+    def remote_hits(self) -> int:
+        return sum(report.remote_hits for report in self.reports)
+
 
 def build(
     program_files: Sequence[Path],
@@ -404,26 +417,32 @@ def build(
     """Lower ``program_files``, render a tree per chip into ``out_dir/<chip>`` and compile it.
 
     ``source_root`` is the folder inputs are recorded relative to (the project). The cache, if
-    given, remembers this build's hits and misses for ``pypto-build cache stats``.
+    given, remembers this build's hits and misses for ``pypto-build cache stats``, and its
+    remote tier's uploads have landed (or been given up) when this returns.
     """
     chips = list(dict.fromkeys(chips))
     programs: list[SourceProgram] = []
     for path in program_files:
         programs += lower_file(path, chips)
     render_subbuilds(programs, chips, out_dir, source_root=source_root)
-    reports = tuple(
-        compile_tree(
-            out_dir / chip,
-            chip,
-            toolchain,
-            jobs=jobs,
-            cache=cache,
-            launcher=launcher,
-            progress=progress,
+    try:
+        reports = tuple(
+            compile_tree(
+                out_dir / chip,
+                chip,
+                toolchain,
+                jobs=jobs,
+                cache=cache,
+                launcher=launcher,
+                progress=progress,
+            )
+            for chip in chips
         )
-        for chip in chips
-    )
+    finally:
+        if cache is not None:
+            cache.flush()
     result = BuildResult(out_dir, reports)
     if cache is not None:
-        cache.record_build(BuildCounts(hits=result.cache_hits, misses=result.compiled))
+        counts = BuildCounts(result.cache_hits, result.compiled, result.remote_hits)
+        cache.record_build(counts)
     return result

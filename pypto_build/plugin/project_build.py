@@ -3,9 +3,9 @@ reading ``[tool.pypto]`` and calling the engine.
 
 The hatch hook and ``pypto-build build`` (which the CMake package runs) must resolve the
 settings exactly alike: program files and path settings relative to the project folder, the
-toolchain the ``toolchain`` setting selects, the compiler launcher, the job count. Both call
-these functions, which keeps a wheel's kernels the same as the ones ``pypto-build build`` makes
-from the same settings.
+toolchain the ``toolchain`` setting selects, the compiler launcher, the job count, the compile
+cache with its remote tier. Both call these functions, which keeps a wheel's kernels the same
+as the ones ``pypto-build build`` makes from the same settings.
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.compile import BuildResult, build
 from pypto_build.chip_build.jobs import default_jobs
+from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import (
     CannToolchain,
     TargetSettings,
     Toolchain,
+    launcher_jobs,
     resolve_launcher,
     select_toolchain,
 )
@@ -62,6 +64,38 @@ def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
     return select_toolchain(settings.toolchain, target=target_settings(project, settings))
 
 
+def remote_specs(settings: PyptoSettings) -> list[RemoteSpec]:
+    """The remote caches the settings name, in lookup order: ``remote_cache_url``, then the
+    read-only ``remote_cache_fallback_url``."""
+    timeout, read_only = settings.remote_cache_timeout, settings.remote_cache_read_only
+    specs = []
+    if settings.remote_cache_url is not None:
+        specs.append(RemoteSpec(settings.remote_cache_url, read_only, timeout))
+    if settings.remote_cache_fallback_url is not None:
+        specs.append(RemoteSpec(settings.remote_cache_fallback_url, True, timeout))
+    return specs
+
+
+def project_cache(settings: PyptoSettings, *, warnings: TextIO = sys.stderr) -> CompileCache:
+    """The user's compile cache (``$PYPTO_CACHE_DIR``, else the default folder) with the remote
+    tier the settings name; the remote's warnings go to ``warnings``."""
+    specs = remote_specs(settings)
+
+    def warn(message: str) -> None:
+        print(f"pypto-build: warning: {message}", file=warnings, flush=True)
+
+    remote = RemoteTier(specs, warn=warn) if specs else None
+    return CompileCache(default_cache_dir(), remote=remote)
+
+
+def _jobs(settings: PyptoSettings) -> int:
+    """The ``jobs`` setting, else the launcher's own job count (distcc's hosts), else
+    :func:`default_jobs`."""
+    if settings.jobs is not None:
+        return settings.jobs
+    return launcher_jobs(resolve_launcher(settings.compiler_launcher)) or default_jobs()
+
+
 def build_project(
     project: Path,
     settings: PyptoSettings,
@@ -91,7 +125,7 @@ def build_project(
         out_dir=out_dir,
         source_root=project,
         toolchain=toolchain,
-        jobs=settings.jobs or default_jobs(),
+        jobs=_jobs(settings),
         cache=cache,
         launcher=resolve_launcher(settings.compiler_launcher),
         progress=progress,

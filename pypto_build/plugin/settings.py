@@ -30,6 +30,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pypto_build.chip_build.chips import CHIPS
+from pypto_build.chip_build.remote_cache import (
+    PASSWORD_VARIABLE,
+    TOKEN_VARIABLE,
+    USERNAME_VARIABLE,
+    url_problem,
+)
 from pypto_build.chip_build.toolchains.revisions import is_commit
 
 TABLE = "tool.pypto"
@@ -73,6 +79,21 @@ _COMMIT_SCHEMA = {"pattern": "^[0-9a-f]{40}$"}
 def _positive(value: int, where: str) -> None:
     if value < 1:
         raise SettingsError(f"{where}: {value} is not allowed; at least 1 is needed")
+
+
+def _seconds(value: float, where: str) -> None:
+    if not value > 0:
+        raise SettingsError(f"{where}: {value} is not allowed; a time above 0 seconds is needed")
+
+
+def _url(value: str, where: str) -> None:
+    problem = url_problem(value)
+    if problem is not None:
+        raise SettingsError(f"{where}: {problem}")
+
+
+#: Words that mark a key as a credential, which no settings key may carry.
+_CREDENTIAL_WORDS = ("password", "token", "secret", "credential", "username", "login", "auth")
 
 
 def _meta(
@@ -185,6 +206,37 @@ class PyptoSettings:
             schema=_COMMIT_SCHEMA,
         ),
     )
+    remote_cache_url: str | None = field(
+        default=None,
+        metadata=_meta(
+            "Base URL of a remote compile cache speaking the HTTP remote-cache protocol "
+            "(bazel-remote, nginx WebDAV, Bazel's --remote_cache): <url>/ac/<key> and "
+            "<url>/cas/<sha256>. Asked after a local miss; compiles are uploaded to it. "
+            "Credentials come from the environment or ~/.netrc, never from this file.",
+            check=_url,
+        ),
+    )
+    remote_cache_read_only: bool = field(
+        default=False,
+        metadata=_meta("Only read from remote_cache_url, never upload to it."),
+    )
+    remote_cache_fallback_url: str | None = field(
+        default=None,
+        metadata=_meta(
+            "A second remote cache, read only, asked after remote_cache_url misses (e.g. the "
+            "main branch's cache for a build of another branch).",
+            check=_url,
+        ),
+    )
+    remote_cache_timeout: float = field(
+        default=10.0,
+        metadata=_meta(
+            "Seconds one exchange with a remote cache may take; a remote that exceeds it, is "
+            "unreachable or answers errors is dropped for the rest of the build with one "
+            "warning.",
+            check=_seconds,
+        ),
+    )
 
 
 #: Keys a [tool.pypto] table must have.
@@ -207,7 +259,9 @@ def _type_name(annotation: Any) -> str:
         return "one of " + ", ".join(repr(choice) for choice in typing.get_args(annotation))
     if typing.get_origin(annotation) is tuple:
         return "a list of strings"
-    return {str: "a string", int: "an integer"}[annotation]
+    return {str: "a string", int: "an integer", bool: "true or false", float: "a number"}[
+        annotation
+    ]
 
 
 def _convert(name: str, value: object, where: str) -> Any:
@@ -237,9 +291,13 @@ def _convert(name: str, value: object, where: str) -> Any:
         if value not in choices:
             raise SettingsError(f"{where}: expected {_type_name(annotation)}, got {value!r}")
         return value
-    if annotation is int:
-        if type(value) is not int:
-            raise SettingsError(f"{where}: expected an integer, got {value!r}")
+    if annotation is int or annotation is bool:
+        if type(value) is not annotation:
+            raise SettingsError(f"{where}: expected {_type_name(annotation)}, got {value!r}")
+    elif annotation is float:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise SettingsError(f"{where}: expected a number, got {value!r}")
+        value = float(value)
     elif not isinstance(value, annotation):
         raise SettingsError(f"{where}: expected {_type_name(annotation)}, got {value!r}")
     if check is not None:
@@ -250,6 +308,13 @@ def _convert(name: str, value: object, where: str) -> Any:
 def settings_from_table(table: Mapping[str, object], *, where: str = TABLE) -> PyptoSettings:
     """Validate a ``[tool.pypto]`` table (as ``tomllib`` returns it)."""
     unknown = sorted(set(table) - set(_FIELDS))
+    credentials = [key for key in unknown if any(word in key for word in _CREDENTIAL_WORDS)]
+    if credentials:
+        raise SettingsError(
+            f"{where}.{credentials[0]}: credentials are never read from pyproject.toml; set "
+            f"{USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or {TOKEN_VARIABLE}, in the "
+            "environment, or put the remote cache's host in ~/.netrc"
+        )
     if unknown:
         valid = ", ".join(_FIELDS)
         raise SettingsError(f"{where}: unknown key '{unknown[0]}'; valid keys: {valid}")
@@ -296,7 +361,24 @@ def _from_text(name: str, text: str, variable: str) -> object:
             return int(text)
         except ValueError:
             raise SettingsError(f"{variable}: '{text}' is not a whole number") from None
+    if annotation is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise SettingsError(f"{variable}: '{text}' is not a number") from None
+    if annotation is bool:
+        return _boolean(text, variable)
     return text
+
+
+def _boolean(text: str, variable: str) -> bool:
+    """``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``, any case."""
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{variable}: '{text}' is not a boolean; use 1 or 0 (true, false)")
 
 
 def load_settings(project: Path, environ: Mapping[str, str] | None = None) -> PyptoSettings:
@@ -337,6 +419,10 @@ def _schema_of(name: str) -> dict[str, Any]:
         schema.update(type="string", enum=list(typing.get_args(annotation)))
     elif annotation is int:
         schema.update(type="integer", minimum=1)
+    elif annotation is bool:
+        schema["type"] = "boolean"
+    elif annotation is float:
+        schema.update(type="number", exclusiveMinimum=0)
     else:
         schema["type"] = "string"
     for key, value in spec.metadata["schema"].items():

@@ -223,6 +223,10 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "runtime_revision",
         "pto_isa_root",
         "pto_isa_revision",
+        "remote_cache_url",
+        "remote_cache_read_only",
+        "remote_cache_fallback_url",
+        "remote_cache_timeout",
     ]
     assert schema["additionalProperties"] is False
     assert schema["required"] == ["programs"]
@@ -236,3 +240,5 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "minimum": 1,
     }
     assert all(prop["description"] for prop in properties.values())
+    assert properties["remote_cache_read_only"]["type"] == "boolean"
+    assert properties["remote_cache_timeout"]["exclusiveMinimum"] == 0
