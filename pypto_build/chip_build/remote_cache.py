@@ -19,15 +19,16 @@ then the ``ac`` document, so a reader never finds a manifest before its blob), o
 critical path; :meth:`RemoteTier.flush` waits for the uploads at the end of a build.
 
 A remote must never fail or stall a build. Every exchange is bounded by the timeout (connecting,
-the answer's head and its whole body), nothing is retried, and the first exchange with a remote
-runs alone, so one that is down or hangs costs one timeout per build, not one per compile job.
-Whatever goes wrong is one warning per remote and kind, and the build goes on:
+waiting for the answer, and the whole body from the request on), nothing is retried, and the
+first exchange with a remote runs alone, so one that is down or hangs costs one timeout per
+build, not one per compile job. Whatever goes wrong is one warning per remote and kind, and
+the build goes on:
 
 * unreachable, timed out, an unexpected status (a 5xx, refused credentials): the remote is
   dropped for the rest of the build;
 * a damaged entry (a malformed document, a blob whose hash or size is wrong): a miss, which the
   compile's upload then overwrites with a good entry;
-* uploads refused (401, 403, 405, 501 to a ``PUT``): reads go on, uploads stop.
+* uploads refused (400, 401, 403, 405, 501 to a ``PUT``): reads go on, uploads stop.
 
 Credentials never come from ``pyproject.toml``: a bearer token from
 ``PYPTO_REMOTE_CACHE_TOKEN``, a user name and password from ``PYPTO_REMOTE_CACHE_USERNAME`` and
@@ -217,6 +218,12 @@ class _Exchange:
             raise _Unavailable(f"PUT {path}: {_reason(exc)}") from None
         finally:
             response.release_conn()
+        if response.status == 400:
+            # bazel-remote validates ac/ values as Bazel ActionResults unless told not to.
+            raise _UploadRefused(
+                f"PUT {path} answered HTTP 400 (bazel-remote takes pypto-build's entries only "
+                "when started with --disable_http_ac_validation)"
+            )
         if response.status in _REFUSED:
             raise _UploadRefused(f"PUT {path} answered HTTP {response.status}")
         if not 200 <= response.status < 300:
@@ -232,16 +239,20 @@ class _Exchange:
                 preload_content=False,
                 redirect=False,
                 retries=False,
-                timeout=urllib3.Timeout(total=self.timeout),
+                timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout),
             )
         except _TRANSPORT_ERRORS as exc:
             raise _Unavailable(f"{method} {path}: {_reason(exc)}") from None
 
 
 def _reason(exc: Exception) -> str:
-    """The innermost cause of a urllib3 error: "Connection refused", "Read timed out"."""
+    """What went wrong in a urllib3 error, without the connection's description urllib3 puts
+    first ("Failed to establish a new connection: [Errno 111] Connection refused", "Read timed
+    out. (read timeout=2.0)")."""
     reason = getattr(exc, "reason", None)
-    return str(reason if isinstance(reason, Exception) else exc)
+    text = str(reason if isinstance(reason, Exception) else exc)
+    prefix, separator, rest = text.partition("): ")
+    return rest if separator and prefix.startswith(("HTTPConnection", "HTTPSConnection")) else text
 
 
 class Remote:

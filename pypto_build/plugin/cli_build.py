@@ -338,13 +338,13 @@ def _print_build(
             f"{result.out_dir / report.chip} ({toolchain.name} {toolchain.version})"
         )
     if cache is not None:
-        print(f"cache: {result.cache_hits} hits / {result.compiled} misses ({cache.root})")
-    for remote in _remotes(cache):
-        mode = "read only" if remote.read_only else f"{remote.uploaded} uploaded"
-        state = "" if remote.problem is None else f"; {remote.problem}"
-        print(f"remote cache: {mode}, {remote.damaged} damaged{state} ({remote.url})")
-    if result.remote_hits:
-        print(f"remote cache hits: {result.remote_hits}")
+        remote = f" ({result.remote_hits} from the remote)" if result.remote_hits else ""
+        hits = f"{result.cache_hits} hits{remote}"
+        print(f"cache: {hits} / {result.compiled} misses ({cache.root})")
+    for summary in _remotes(cache):
+        mode = "read only" if summary.read_only else f"{summary.uploaded} uploaded"
+        state = "" if summary.problem is None else f"; {summary.problem}"
+        print(f"remote cache: {mode}, {summary.damaged} damaged{state} ({summary.url})")
 
 
 def _remotes(cache: CompileCache | None) -> tuple[RemoteSummary, ...]:

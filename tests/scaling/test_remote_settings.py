@@ -1,6 +1,6 @@
 """Configuring the remote cache: the settings keys and their environment variables, URLs,
-credentials from the environment or netrc (never from pyproject.toml), and a server that
-requires them."""
+credentials from the environment or netrc (never from pyproject.toml), a server that requires
+them, and what ``pypto-build build`` reports about each remote."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from chip_build.trees import make_tree
 from loopback import PASSWORD, USER, Nginx
+from plugin.console import run_cli
 
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import compile_tree
@@ -17,6 +18,7 @@ from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier, auth_hea
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.plugin.project_build import remote_specs
 from pypto_build.plugin.settings import SettingsError, apply_environment, settings_from_table
+from scaling.samples import SAMPLE_COMPILES, SAMPLE_SOURCES, copy_sample, machine_environment
 
 PROGRAMS = {"programs": ["p.py"]}
 
@@ -143,3 +145,38 @@ def test_a_server_requiring_credentials(
     else:
         [warning] = warnings
         assert "answered HTTP 401: credentials missing or refused" in warning
+
+
+def test_the_build_command_reports_each_remote(
+    nginx_server: Nginx,
+    instance: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url = nginx_server.url(nginx_server.webdav, instance)
+    fallback = nginx_server.url(nginx_server.webdav, f"{instance}-main")
+    outputs = []
+    for machine in ("one", "two"):
+        environ = machine_environment(
+            tmp_path / machine,
+            PYPTO_REMOTE_CACHE_URL=url,
+            PYPTO_REMOTE_CACHE_FALLBACK_URL=fallback,
+        )
+        monkeypatch.setattr("os.environ", environ)
+        project = copy_sample(tmp_path / machine / "project")
+        code, stdout, stderr = run_cli(capsys, "build", str(project))
+        assert (code, stderr) == (0, "")
+        outputs.append(stdout.splitlines()[2:])
+    cache = tmp_path / "one" / "cache"
+    assert outputs[0] == [
+        f"cache: {SAMPLE_SOURCES - SAMPLE_COMPILES} hits / {SAMPLE_COMPILES} misses ({cache})",
+        f"remote cache: {SAMPLE_COMPILES} uploaded, 0 damaged ({url})",
+        f"remote cache: read only, 0 damaged ({fallback})",
+    ]
+    cache = tmp_path / "two" / "cache"
+    assert outputs[1] == [
+        f"cache: {SAMPLE_SOURCES} hits ({SAMPLE_COMPILES} from the remote) / 0 misses ({cache})",
+        f"remote cache: 0 uploaded, 0 damaged ({url})",
+        f"remote cache: read only, 0 damaged ({fallback})",
+    ]
