@@ -88,14 +88,6 @@ def project_cache(settings: PyptoSettings, *, warnings: TextIO = sys.stderr) -> 
     return CompileCache(default_cache_dir(), remote=remote)
 
 
-def _jobs(settings: PyptoSettings) -> int:
-    """The ``jobs`` setting, else the launcher's own job count (distcc's hosts), else
-    :func:`default_jobs`."""
-    if settings.jobs is not None:
-        return settings.jobs
-    return launcher_jobs(resolve_launcher(settings.compiler_launcher)) or default_jobs()
-
-
 def build_project(
     project: Path,
     settings: PyptoSettings,
@@ -119,14 +111,17 @@ def build_project(
         unknown = toolchain.target.unknown_revisions()
         if unknown is not None:
             print(f"pypto-build: warning: {unknown}", file=progress)
+    launcher = resolve_launcher(settings.compiler_launcher)
+    # A launcher that sends compiles to other hosts (distcc) says how many it can take.
+    jobs = settings.jobs or launcher_jobs(launcher) or default_jobs()
     return build(
         paths,
         chips=settings.chips,
         out_dir=out_dir,
         source_root=project,
         toolchain=toolchain,
-        jobs=_jobs(settings),
+        jobs=jobs,
         cache=cache,
-        launcher=resolve_launcher(settings.compiler_launcher),
+        launcher=launcher,
         progress=progress,
     )

@@ -10,7 +10,10 @@ drift apart. Every error names the key path and what is allowed
 Environment variables override the file (hatchling hands hooks no ``config_settings``), one
 ``PYPTO_<KEY>`` per key, derived from the model as the schema is (``PYPTO_CHIPS`` with comma-
 or space-separated chips, ``PYPTO_RUNTIME_ROOT``, an empty ``PYPTO_COMPILER_LAUNCHER`` for no
-launcher), with errors naming the variable.
+launcher, ``PYPTO_REMOTE_CACHE_READ_ONLY=1``), with errors naming the variable.
+
+No key carries a credential: ``pyproject.toml`` is committed and shipped, so a key named like
+one is an error pointing at the environment variables and netrc the remote cache reads.
 
 Regenerate the schema file with ``python -m pypto_build.plugin.settings``.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 import tomllib
 import types
@@ -93,7 +97,20 @@ def _url(value: str, where: str) -> None:
 
 
 #: Words that mark a key as a credential, which no settings key may carry.
-_CREDENTIAL_WORDS = ("password", "token", "secret", "credential", "username", "login", "auth")
+_CREDENTIAL_WORDS = frozenset(
+    [
+        "auth",
+        "credential",
+        "credentials",
+        "login",
+        "netrc",
+        "password",
+        "secret",
+        "token",
+        "user",
+        "username",
+    ]
+)
 
 
 def _meta(
@@ -308,7 +325,7 @@ def _convert(name: str, value: object, where: str) -> Any:
 def settings_from_table(table: Mapping[str, object], *, where: str = TABLE) -> PyptoSettings:
     """Validate a ``[tool.pypto]`` table (as ``tomllib`` returns it)."""
     unknown = sorted(set(table) - set(_FIELDS))
-    credentials = [key for key in unknown if any(word in key for word in _CREDENTIAL_WORDS)]
+    credentials = [key for key in unknown if _CREDENTIAL_WORDS & set(re.split(r"[_-]", key))]
     if credentials:
         raise SettingsError(
             f"{where}.{credentials[0]}: credentials are never read from pyproject.toml; set "
