@@ -61,6 +61,31 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes] | None, log: Path)
     pytest.fail(f"nothing listened on {LOOPBACK}:{port} within {START_TIMEOUT} s:\n{_tail(log)}")
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hexadecimal, as ``/proc/net/tcp*`` spells them) of every TCP socket
+    of this machine listening on ``port``."""
+    addresses = set()
+    for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
+        if not table.is_file():
+            continue
+        for line in table.read_text(encoding="ascii").splitlines()[1:]:
+            fields = line.split()
+            address, _, hex_port = fields[1].partition(":")
+            if fields[3] == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                addresses.add(address)
+    return addresses
+
+
+#: 127.0.0.1 as /proc/net/tcp spells it (the host's byte order, little-endian here).
+_LOOPBACK_HEX = socket.inet_aton(LOOPBACK)[::-1].hex().upper()
+
+
+def assert_loopback_only(port: int) -> None:
+    """Fail the test unless whatever listens on ``port`` listens on 127.0.0.1 only."""
+    addresses = listening_addresses(port)
+    assert addresses <= {_LOOPBACK_HEX}, f"port {port} listens beyond loopback: {addresses}"
+
+
 def _tail(log: Path) -> str:
     return log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
 
@@ -82,6 +107,7 @@ def serving(
         )
     try:
         wait_for_port(port, process, log)
+        assert_loopback_only(port)
         yield process
     finally:
         _stop(process)
@@ -190,6 +216,7 @@ def nginx(work: Path) -> Iterator[Nginx]:
     with serving(argv, ports["webdav"], work / "nginx.log"):
         for port in ports.values():
             wait_for_port(port, None, work / "nginx.log")
+            assert_loopback_only(port)
         yield Nginx(root, **ports)
 
 
@@ -271,6 +298,7 @@ def sccache_server(program: str, env: Mapping[str, str], log: Path) -> Iterator[
         [program, "--start-server"], env=env, check=True, capture_output=True, timeout=60
     )
     try:
+        assert_loopback_only(int(env["SCCACHE_SERVER_PORT"]))
         yield
     finally:
         subprocess.run(

@@ -21,7 +21,8 @@ from pypto_build.chip_build.toolchains import SimToolchain
 #: that paying it once per compile (the bug these tests guard against) shows.
 TIMEOUT = 2.0
 #: What a build may take beyond the same build without a remote: the timeout once, and slack
-#: for a busy machine.
+#: for a busy machine (plus the reference build's own time again, below). Paying the timeout
+#: per compile and per upload, the bug this bounds, costs four timeouts more.
 ALLOWED_EXTRA = TIMEOUT + 2.0
 COMPILES = 4  # the tree of make_tree: three kernels and an orchestration
 
@@ -169,7 +170,7 @@ def test_a_faulty_remote_costs_one_timeout_and_one_warning(
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"remote cache {url}: ")
     assert expected in warnings[0]
-    assert elapsed - reference_time < ALLOWED_EXTRA, (elapsed, reference_time)
+    assert elapsed < 2 * reference_time + ALLOWED_EXTRA, (elapsed, reference_time)
     if fault in ("returns corrupted blobs", "returns garbage documents"):
         # The compiles' uploads replaced the damaged entries: a third machine is served.
         remote, warnings = tier(RemoteSpec(url, timeout=TIMEOUT))
