@@ -1,7 +1,7 @@
 """Build times and memory of the sample model package, against compiling it by hand.
 
 Builds ``samples/moe_a2a`` with the engine function the ``pypto-build build`` command calls
-(:func:`pypto_build.chip_build.compile.build`), the ``sim`` toolchain and the chips of the
+(:func:`pypto_build.chip_build.build.build`), the ``sim`` toolchain and the chips of the
 package's ``[tool.pypto]``, into temporary directories, in these scenarios:
 
 * ``cold_jobs1``, ``cold_jobs2``: an empty compile cache, 1 and 2 compiler processes;
@@ -48,8 +48,9 @@ from recording import (
     write_results,
 )
 
+from pypto_build.chip_build.build import build
 from pypto_build.chip_build.cache import CompileCache, compile_key
-from pypto_build.chip_build.compile import build, find_jobs
+from pypto_build.chip_build.compile import find_jobs
 from pypto_build.chip_build.subbuild import SourceProgram, lower_file, render_subbuilds
 from pypto_build.chip_build.toolchains import SimToolchain, Toolchain, select_toolchain
 from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER

@@ -46,8 +46,8 @@ from recording import (
     write_results,
 )
 
+from pypto_build.chip_build.build import BuildResult, build
 from pypto_build.chip_build.cache import CompileCache
-from pypto_build.chip_build.compile import BuildResult, build
 from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import Toolchain, select_toolchain
 from pypto_build.plugin.settings import load_settings

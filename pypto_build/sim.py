@@ -18,7 +18,8 @@ parameters before anything runs (:class:`InputError`, a ``ValueError``), and eve
 parameter comes back by name. Host memory is device memory here, as in upstream's simulator:
 every rank's dispatch of a host tensor sees the same array, so a program gives each rank its own
 region by slicing (``inp[r]``). A failed run raises :class:`SimulationError` with each failed
-rank's error code and message.
+rank's error code and message. A tree that differs from its ``manifest.json`` (a file changed,
+removed or added since the build) is not opened: :class:`BuildTreeError` names each file.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as exc:  # numpy is the [sim] extra: a build environment goes without it
+    raise ImportError("pypto_build.sim needs NumPy: pip install 'pypto-build[sim]'") from exc
 import numpy.typing as npt
 
 from pypto_build.chip_build.distributed_meta import Parameter

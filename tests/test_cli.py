@@ -13,8 +13,8 @@ from typing import ClassVar
 import pytest
 from plugin.console import run_cli
 
-import pypto_build.chip_build.subbuild as subbuild
 import pypto_build.lowering.frontend as frontend
+import pypto_build.lowering.lower as lower
 import pypto_build.lowering.passes as passes
 from pypto_build import __version__
 from pypto_build.lowering.diagnostics import InternalError
@@ -210,10 +210,11 @@ class _Second(_AppendName):
 
 @pytest.fixture
 def two_pass_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
-    def default_pipeline() -> PassManager:
+    def default_pipeline(chips: tuple[str, ...] = ()) -> PassManager:
         return PassManager((_First(), _Second()))
 
     monkeypatch.setattr(passes, "default_pipeline", default_pipeline, raising=False)
+    monkeypatch.setattr(lower, "default_pipeline", default_pipeline)
 
 
 @pytest.mark.parametrize(
@@ -268,7 +269,7 @@ def test_recursion_error_is_an_internal_error(
         return PassManager((_Unbounded(),))
 
     monkeypatch.setattr(passes, "default_pipeline", unbounded_pipeline)
-    monkeypatch.setattr(subbuild, "default_pipeline", unbounded_pipeline)
+    monkeypatch.setattr(lower, "default_pipeline", unbounded_pipeline)
     monkeypatch.chdir(tmp_path)
     name, *options = command
     code, out, err = run_cli(capsys, name, str(sample_program), *options)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from plugin.console import run_cli
 
-import pypto_build.chip_build.diffreport as diffreport
+import pypto_build.chip_build.checks.diffreport as diffreport
 from pypto_build.plugin.cli import ExitCode
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -100,7 +100,7 @@ def test_render_reports_program_errors_like_a_compiler(
     code, stdout, stderr = run_cli(capsys, "render", str(program), "--out", str(tmp_path / "out"))
     assert (code, stdout) == (ExitCode.PROGRAM_ERROR, "")
     assert stderr.startswith(f"{program}:6:5: error: external_source 'kernels/k.cpp' of kernel 'k'")
-    assert "[render]" in stderr
+    assert "[CheckLegality]" in stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -1,12 +1,16 @@
 """Builtin package manifests: a folder's ``builtin.toml`` parsed into a :class:`BuiltinPackage`.
 
-A builtin template package is data — a manifest and Jinja2 templates — that both lowering rails
-and every chip sub-build read. The manifest is the contract between them: the ops it implements,
-the kernel operands in argument order with their directions and window requirements, the payload
-dtypes with the template variables each contributes, the kernel ABI, and the variables each
-template may reference. Parsing is strict (an unknown key, a wrong type or a template file that no
-entry declares is an error naming the file and the key), because a manifest typo would otherwise
-surface much later as a wrong render or as a kernel reading the wrong argument slot.
+A builtin template package is data — a manifest and Jinja2 templates — and the single source of
+truth for its op (DESIGN §6): the lowering reads it to deduce the public op's types, synthesize the
+builtin kernel, check chips and rails and derive directions and CommCtx slots, and every chip
+sub-build renders its templates. The manifest declares the public DSL op and the HOST rail's
+internal op, the kernel operands in argument order (role, direction, window or not, which a peer
+reaches remotely, dtype rule, accepted shapes), the payload dtypes with the template variables
+each contributes, the chips, rails and core type, the launch-width rule by name, the kernel ABI,
+and the variables each template may reference. Parsing is strict (an unknown key, a wrong type
+or a template file that no entry declares is an error naming the file and the key), because a
+manifest typo would otherwise surface much later as a wrong render or as a kernel reading the
+wrong argument slot.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ TEMPLATE_SUFFIX = ".in"
 PAYLOAD_DTYPE = "payload"
 
 CoreType = Literal["aiv", "aic", "mix"]
-Rail = Literal["host", "chip"]
+#: Where a program may call the op: a HOST orchestrator (one builtin dispatch per device), a CHIP
+#: orchestration (a task of its pipeline), an InCore kernel body (upstream's composite form).
+Rail = Literal["host", "chip", "incore"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -46,6 +52,12 @@ class Direction(enum.Enum):
     INOUT = "InOut"
 
 
+#: One dimension of an accepted shape: a fixed extent, or a symbol shared between operands
+#: (``NR``), possibly a product of symbols (``NR*MAX_RECV``).
+Dim = int | str
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\*[A-Za-z_][A-Za-z0-9_]*)*")
+
+
 @dataclass(frozen=True)
 class Operand:
     """One tensor operand, in kernel-argument order."""
@@ -54,11 +66,16 @@ class Operand:
     #: What the operand is to the collective (``source``, ``result``, ``signal``, ...).
     role: str
     direction: Direction
-    #: The kernel reaches it through the CommContext windows (a peer reads or writes it, or it
-    #: carries credits), so it must be a view of a window buffer.
+    #: The public op takes a window here (a ``pld.DistributedTensor``), and the synthesized
+    #: kernel declares a DistributedTensor parameter, which gets a CommCtx argument.
     window: bool
+    #: A peer reaches it through the CommContext windows (reads or writes it remotely), so a
+    #: call site must pass a window view even where the public op would accept a local tensor.
+    remote: bool
     #: ``"payload"`` for the variant's element type, else a fixed dtype name such as ``int32``.
     dtype: str
+    #: The accepted shapes, any of them.
+    shapes: tuple[tuple[Dim, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -112,8 +129,12 @@ class BuiltinPackage:
     public_op: str
     #: The internal per-device op of the HOST rail (``builtin.tensor.all_to_all_v``).
     builtin_op: str
+    #: How the kernel's launch width follows from ``core_num`` (a rule the lowering names).
+    launch_width: str
     core_type: CoreType
     chips: tuple[str, ...]
+    #: Why only these chips, for diagnostics (e.g. the transport the kernel relies on).
+    chip_note: str | None
     rails: tuple[Rail, ...]
     operands: tuple[Operand, ...]
     dtypes: tuple[DtypeVariant, ...]
@@ -171,9 +192,11 @@ def _parse(root: Path, top: _Table) -> BuiltinPackage:
     op = top.table("op")
     public_op = op.matching("public", _DOTTED, "a dotted op name")
     builtin_op = op.matching("builtin", _DOTTED, "a dotted op name")
+    launch_width = op.matching("launch_width", _IDENTIFIER, "a launch-width rule name")
     op.finish()
     core_type = cast(CoreType, top.choice("core_type", get_args(CoreType)))
     chips = top.identifiers("chips", allow_empty=False)
+    chip_note = top.optional_string("chip_note")
     rails = top.identifiers("rails", allow_empty=False)
     for rail in rails:
         if rail not in get_args(Rail):
@@ -192,8 +215,10 @@ def _parse(root: Path, top: _Table) -> BuiltinPackage:
         root=root,
         public_op=public_op,
         builtin_op=builtin_op,
+        launch_width=launch_width,
         core_type=core_type,
         chips=chips,
+        chip_note=chip_note,
         rails=cast(tuple[Rail, ...], rails),
         operands=operands,
         dtypes=dtypes,
@@ -212,10 +237,34 @@ def _operand(table: _Table) -> Operand:
         role=table.matching("role", _IDENTIFIER, "an identifier"),
         direction=Direction(direction),
         window=table.boolean("window"),
+        remote=table.boolean("remote"),
         dtype=dtype,
+        shapes=_shapes(table),
     )
     table.finish()
     return operand
+
+
+def _shapes(table: _Table) -> tuple[tuple[Dim, ...], ...]:
+    """``shapes = [["NR*MAX_RECV", "SIZE"], ...]``: each a non-empty list of positive extents
+    and symbols."""
+    value = table.value("shapes")
+    if not isinstance(value, list) or not value:
+        raise table.error("shapes", "must be a non-empty array of shapes")
+    shapes = []
+    for shape in value:
+        if not isinstance(shape, list) or not shape:
+            raise table.error("shapes", f"each shape must be a non-empty array, got {shape!r}")
+        for dim in shape:
+            is_extent = isinstance(dim, int) and not isinstance(dim, bool) and dim > 0
+            if not is_extent and not (isinstance(dim, str) and _SYMBOL.fullmatch(dim)):
+                raise table.error(
+                    "shapes",
+                    f"a dimension is a positive integer or a symbol such as 'NR' or "
+                    f"'NR*MAX_RECV', got {dim!r}",
+                )
+        shapes.append(tuple(cast(list[Dim], shape)))
+    return tuple(shapes)
 
 
 def _dtypes(table: _Table) -> tuple[DtypeVariant, ...]:
@@ -337,6 +386,13 @@ class _Table:
             raise self.error(key, "is required")
         self._read.add(key)
         return self._data[key]
+
+    def value(self, key: str) -> object:
+        """The raw value of required key ``key``."""
+        return self._get(key)
+
+    def optional_string(self, key: str) -> str | None:
+        return self.string(key) if key in self._data else None
 
     def string(self, key: str) -> str:
         value = self._get(key)

@@ -56,6 +56,7 @@ class BuiltinRegistry:
                     f"{known.manifest_path} and by {package.manifest_path}"
                 )
         self._packages = dict(sorted(by_handle.items()))
+        _require_distinct_ops(self._packages.values())
 
     @classmethod
     def discover(cls, extra_roots: Iterable[Path] = ()) -> BuiltinRegistry:
@@ -85,6 +86,19 @@ class BuiltinRegistry:
                 f"register through the entry-point group {ENTRY_POINT_GROUP!r}"
             )
         return package
+
+
+def _require_distinct_ops(packages: Iterable[BuiltinPackage]) -> None:
+    """Each op is implemented by one package: a program's call must resolve to one kernel."""
+    owners: dict[str, BuiltinPackage] = {}
+    for package in packages:
+        for op in (package.public_op, package.builtin_op):
+            known = owners.setdefault(op, package)
+            if known is not package:
+                raise BuiltinRegistryError(
+                    f"op {op} is implemented twice: by {known.manifest_path} and by "
+                    f"{package.manifest_path}"
+                )
 
 
 @functools.cache

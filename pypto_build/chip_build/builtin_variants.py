@@ -22,58 +22,26 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pypto_build.builtins import (
-    BuiltinPackage,
-    TemplateRenderError,
-    UnknownBuiltinError,
-    all_packages,
-    render,
-    resolve,
-)
-from pypto_build.builtins.manifest import PAYLOAD_DTYPE
+from pypto_build.builtins import BuiltinPackage, TemplateRenderError, render, resolve
 from pypto_build.chip_build.chips import Chip, CoreType
-from pypto_build.lowering.builtin_kernels import (
-    ATTR_TEMPLATE_DIR,
-    ATTR_TEMPLATE_VARS,
-    template_vars,
+from pypto_build.chip_build.errors import RenderError
+from pypto_build.lowering.builtin_ops import (
+    HOST_RAIL,
+    SIGNAL,
+    builtin_op,
+    parse_template_vars,
 )
-from pypto_build.lowering.diagnostics import ProgramError, Span
-from pypto_build.lowering.ir import (
-    Call,
-    DataType,
-    Function,
-    Program,
-    TensorType,
-    get_attr,
-)
-from pypto_build.lowering.passes.rewrite import walk_calls
-
-PHASE = "render"
+from pypto_build.lowering.diagnostics import InternalError, Span
+from pypto_build.lowering.ir import Call, DataType, Function, Program, TensorType
+from pypto_build.lowering.ir.names import Kwarg, kwarg, template_dir, template_vars
+from pypto_build.lowering.ir.walk import walk_calls
+from pypto_build.lowering.legality.kernels import payload_dtype
 
 KERNEL_TEMPLATE = "kernel.cpp.in"
 ENTRY_TEMPLATE = "entry.cpp.in"
 CONFIG_TEMPLATE = "kernel_config.py.in"
 
 _NOT_IDENTIFIER_CHAR = re.compile(r"[^A-Za-z0-9_]")
-
-
-def parse_template_vars(text: str, function: str) -> dict[str, str]:
-    """A ``builtin_template_vars`` value (``k=v`` pairs joined by ``,``) as a dict.
-
-    Parts are stripped and empty parts dropped; a part without ``=`` is upstream's error.
-    """
-    variables: dict[str, str] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        key, equals, value = item.partition("=")
-        if not equals:
-            raise ValueError(
-                f"Invalid builtin_template_vars entry '{item}' on function '{function}': "
-                "expected 'key=value'"
-            )
-        variables[key.strip()] = value.strip()
-    return variables
 
 
 def kernel_variables(package: BuiltinPackage, variant_vars: Mapping[str, str]) -> dict[str, str]:
@@ -106,42 +74,22 @@ class ChipBuiltinKernel:
     @property
     def payload_dtype(self) -> DataType:
         """The element type of the variant: that of the first payload-typed operand."""
-        for operand, param in zip(self.package.operands, self.function.params, strict=False):
-            if operand.dtype == PAYLOAD_DTYPE and isinstance(param.var.type, TensorType):
-                return param.var.type.dtype
-        raise ProgramError(
-            f"builtin kernel '{self.function.name}' has no payload operand matching package "
-            f"{self.package.handle}",
-            self.function.span,
-            PHASE,
-        )
+        return payload_dtype(self.function, self.package)
 
     def render(self) -> str:
-        with diagnosed_at(self.function.span):
+        with rendered_at(self.function.span):
             return render_kernel(self.package, self.variant_vars)
 
 
 def chip_builtin_kernel(func: Function) -> ChipBuiltinKernel | None:
-    """The builtin template ``func`` is rendered from, or None for any other function."""
-    handle = func.attr(ATTR_TEMPLATE_DIR)
+    """The builtin template ``func`` is rendered from, or None for any other function
+    (CheckLegality has checked its attrs and resolved its package)."""
+    handle = template_dir(func)
     if handle is None:
         return None
-    if not isinstance(handle, str):
-        raise ProgramError(
-            f"function '{func.name}': {ATTR_TEMPLATE_DIR} must be a string", func.span, PHASE
-        )
-    raw_vars = func.attr(ATTR_TEMPLATE_VARS, "")
-    if not isinstance(raw_vars, str):
-        raise ProgramError(
-            f"function '{func.name}': {ATTR_TEMPLATE_VARS} must be a string", func.span, PHASE
-        )
-    try:
-        variant_vars = parse_template_vars(raw_vars, func.name)
-    except ValueError as error:
-        raise ProgramError(str(error), func.span, PHASE) from None
-    with diagnosed_at(func.span):
-        package = resolve(handle)
-    return ChipBuiltinKernel(func, package, variant_vars)
+    return ChipBuiltinKernel(
+        func, resolve(handle), parse_template_vars(template_vars(func), func.name)
+    )
 
 
 # --- HOST rail -------------------------------------------------------------------------------
@@ -173,10 +121,7 @@ class HostVariant:
     @property
     def variant_vars(self) -> dict[str, str]:
         """The manifest's variables for this dtype."""
-        try:
-            return self.package.dtype_variables(self.dtype.value)
-        except LookupError as error:
-            raise ProgramError(str(error.args[0]), self.span, PHASE) from None
+        return self.package.dtype_variables(self.dtype.value)
 
     def output_path(self, template: str) -> str:
         """Where ``template`` renders to inside the variant's sub-build."""
@@ -190,18 +135,10 @@ class HostVariant:
 
     def render(self, chip: Chip, runtime: str) -> dict[str, str]:
         """Every template of the package, by output path inside the variant's sub-build."""
-        if "host" not in self.package.rails:
-            raise ProgramError(
-                f"{self.package.builtin_op} ({self.package.handle}) has no HOST rail",
-                self.span,
-                PHASE,
-            )
-        if chip.name not in self.package.chips:
-            raise ProgramError(
-                f"{self.package.builtin_op} ({self.package.handle}) does not support chip "
-                f"{chip.name}; it supports {', '.join(self.package.chips)}",
-                self.span,
-                PHASE,
+        if HOST_RAIL not in self.package.rails or chip.name not in self.package.chips:
+            raise InternalError(
+                f"{self.package.builtin_op} ({self.package.handle}) has no HOST rail for chip "
+                f"{chip.name}: the lowering should have refused it"
             )
         available = {
             "variant": self.name,
@@ -212,7 +149,7 @@ class HostVariant:
             **kernel_variables(self.package, self.variant_vars),
         }
         files: dict[str, str] = {}
-        with diagnosed_at(self.span):
+        with rendered_at(self.span):
             for spec in self.package.templates:
                 # A declared variable we do not know is left out, for render to name it.
                 variables = {name: available[name] for name in spec.variables if name in available}
@@ -221,33 +158,25 @@ class HostVariant:
 
     def render_kernel(self) -> str:
         """The variant's kernel alone (what :meth:`render` writes for ``kernel.cpp.in``)."""
-        with diagnosed_at(self.span):
+        with rendered_at(self.span):
             return render_kernel(self.package, self.variant_vars)
 
 
-def package_for_builtin_op(op: str, span: Span) -> BuiltinPackage:
-    """The registered package implementing the internal op ``op`` (``builtin.tensor.*``)."""
-    found = [package for package in all_packages() if package.builtin_op == op]
-    if len(found) != 1:
-        what = "no registered builtin package" if not found else "several builtin packages"
-        raise ProgramError(f"{what} implement {op}", span, PHASE)
-    return found[0]
-
-
 def is_builtin_dispatch(call: Call) -> bool:
-    """Whether ``call`` is a HOST-rail builtin dispatch (an op of a registered package)."""
-    return isinstance(call.op, str) and any(
-        package.builtin_op == call.op for package in all_packages()
-    )
+    """Whether ``call`` is a HOST-rail builtin dispatch (the internal op of a package)."""
+    if not isinstance(call.op, str):
+        return False
+    found = builtin_op(call.op)
+    return found is not None and found.builtin_op == call.op
 
 
 def host_variant(call: Call) -> HostVariant:
     """The variant a HOST-rail builtin dispatch ``call`` submits."""
-    assert isinstance(call.op, str)
-    dtype = get_attr(call.kwargs, "dtype")
-    if not isinstance(dtype, DataType):
-        raise ProgramError(f"{call.op} has no dtype= selecting its variant", call.span, PHASE)
-    return HostVariant(package_for_builtin_op(call.op, call.span), dtype, call.span)
+    found = builtin_op(call.callee_name)
+    dtype = kwarg(call, Kwarg.DTYPE)
+    if found is None or not isinstance(dtype, DataType):
+        raise InternalError(f"{call.callee_name} is not a builtin dispatch with a dtype=")
+    return HostVariant(found.package, dtype, call.span)
 
 
 def host_variants(program: Program) -> tuple[HostVariant, ...]:
@@ -263,10 +192,6 @@ def host_variants(program: Program) -> tuple[HostVariant, ...]:
     return tuple(found.values())
 
 
-#: The operand role whose leading dimension is the number of ranks a collective exchanges among.
-SIGNAL_ROLE = "signal"
-
-
 def collective_ranks(program: Program) -> tuple[int, ...]:
     """The rank counts the collectives of ``program`` are sized for, on either rail: the leading
     dimension (NR) of each one's signal operand, in order of appearance."""
@@ -274,7 +199,7 @@ def collective_ranks(program: Program) -> tuple[int, ...]:
 
     def signal_rows(package: BuiltinPackage, types: tuple[object, ...]) -> None:
         for operand, ty in zip(package.operands, types, strict=False):
-            if operand.role == SIGNAL_ROLE and isinstance(ty, TensorType) and ty.shape:
+            if operand.role == SIGNAL and isinstance(ty, TensorType) and ty.shape:
                 ranks.append(ty.shape[0])
 
     for func in program.functions:
@@ -289,13 +214,14 @@ def collective_ranks(program: Program) -> tuple[int, ...]:
 
 
 @contextmanager
-def diagnosed_at(span: Span) -> Iterator[None]:
-    """Turn a registry or template failure into a diagnostic at ``span``, the function or
-    dispatch being rendered (a broken third-party package is then reported where it is used)."""
+def rendered_at(span: Span) -> Iterator[None]:
+    """Report a template that does not render where the program uses it (``span``, the function
+    or dispatch being rendered): the package, not the program, is at fault, and its author
+    needs both."""
     try:
         yield
-    except (TemplateRenderError, UnknownBuiltinError, ValueError) as error:
-        raise ProgramError(str(error), span, PHASE) from None
+    except TemplateRenderError as error:
+        raise RenderError(f"{span}: {error}") from None
 
 
 def rail_renders(program: Program, chip: Chip, runtime: str) -> Iterator[tuple[str, str, str]]:
@@ -305,14 +231,16 @@ def rail_renders(program: Program, chip: Chip, runtime: str) -> Iterator[tuple[s
     ``builtin_template_vars`` the lowering wrote)."""
     seen: set[str] = set()
     for variant in host_variants(program):
-        chip_vars = parse_template_vars(template_vars(variant.dtype), variant.name)
-        with diagnosed_at(variant.span):
+        found = builtin_op(variant.package.builtin_op)
+        assert found is not None
+        chip_vars = parse_template_vars(found.template_vars(variant.dtype), variant.name)
+        with rendered_at(variant.span):
             chip_text = render_kernel(variant.package, chip_vars)
         seen.add(variant.name)
         yield variant.name, _host_rail_kernel(variant, chip, runtime), chip_text
     for func in program.functions:
         builtin = chip_builtin_kernel(func)
-        if builtin is None or "host" not in builtin.package.rails:
+        if builtin is None or HOST_RAIL not in builtin.package.rails:
             continue
         variant = HostVariant(builtin.package, builtin.payload_dtype, func.span)
         if variant.name not in seen:

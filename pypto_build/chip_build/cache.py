@@ -9,9 +9,15 @@ their hashes, and a lookup accepts an entry only while every recorded file still
 recorded hash. One compile key can therefore hold several entries (one per set of header
 contents), each named by the hash of the key and its dependencies.
 
-Dependencies inside the tree being built are recorded relative to it, so a tree rendered at
-another path still hits; files outside (our headers, PTO-ISA, the system's) are recorded by
-absolute path, and the include directories are part of the command line, hence of the key.
+Keys and entries depend on content, never on where the tree or pypto-build is installed: an
+isolated build (pip, build, uv) installs pypto-build into a new temporary environment each time,
+and must still hit. So dependencies inside the tree being built are recorded relative to it, and
+those inside pypto-build's own package (its kernel headers, the simulator's orchestration API
+and runtime sources) relative to the package; in command lines the package's folder is named
+by :data:`PACKAGE_PLACEHOLDER` (:func:`compile_key`), as a plan names the tree by a placeholder.
+Every other file (PTO-ISA, the runtime, the system's headers) is recorded by absolute path, and
+its include directory is part of the command line, hence of the key. A lookup checks each
+recorded file's hash where it is now, so a moved pypto-build with other headers still misses.
 
 Layout (``v1`` is the format; a new format gets a new directory)::
 
@@ -52,6 +58,27 @@ from pypto_build.chip_build.fs import atomic_write_text, sha256_file
 from pypto_build.chip_build.remote_cache import RemoteTier
 
 FORMAT = "v1"
+#: How cache keys and entries name pypto-build's package folder.
+PACKAGE_PLACEHOLDER = "/@pypto_build"
+
+
+@dataclass(frozen=True)
+class PackageFolder:
+    """pypto-build's package folder as installed here, and its placeholder spelling."""
+
+    root: Path
+
+    def portable(self, text: str) -> str:
+        """``text`` (a path, or an argument holding one) with the folder as the placeholder."""
+        return re.sub(re.escape(str(self.root)) + r"(?=/|$)", PACKAGE_PLACEHOLDER, text)
+
+    def local(self, text: str) -> str:
+        """The inverse of :meth:`portable`, for this installation."""
+        return re.sub(re.escape(PACKAGE_PLACEHOLDER) + r"(?=/|$)", str(self.root), text)
+
+
+#: This installation: the parent of ``chip_build``.
+PACKAGE = PackageFolder(Path(__file__).resolve().parents[1])
 _MANIFEST = "manifest.json"
 _ARTIFACT = "artifact"
 _LAST_BUILD = "last-build.json"
@@ -71,9 +98,10 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 def compile_key(
     *, source: bytes, commands: Sequence[Sequence[str]], identity: str, version: str
 ) -> str:
-    """The first-phase key of a compile: everything known before running the compiler."""
+    """The first-phase key of a compile: everything known before running the compiler, with
+    pypto-build's folder in the command lines named by :data:`PACKAGE_PLACEHOLDER`."""
     document = {
-        "commands": [list(argv) for argv in commands],
+        "commands": [[PACKAGE.portable(arg) for arg in argv] for argv in commands],
         "format": FORMAT,
         "identity": identity,
         "source_sha256": hashlib.sha256(source).hexdigest(),
@@ -178,13 +206,16 @@ class PruneResult:
 
 @dataclass(frozen=True)
 class _Dependency:
-    #: POSIX path relative to the tree when ``in_tree``, else absolute.
+    #: POSIX path relative to the tree when ``in_tree``, else absolute (with pypto-build's
+    #: folder spelled :data:`PACKAGE_PLACEHOLDER`).
     path: str
     in_tree: bool
     sha256: str
 
     def resolve(self, tree: Path) -> Path:
-        return tree / self.path if self.in_tree else Path(self.path)
+        if self.in_tree:
+            return tree / self.path
+        return Path(PACKAGE.local(self.path))
 
     def as_json(self) -> dict[str, object]:
         return {"in_tree": self.in_tree, "path": self.path, "sha256": self.sha256}
@@ -371,7 +402,7 @@ class CompileCache:
             return None
         if path.is_relative_to(tree):
             return _Dependency(path.relative_to(tree).as_posix(), True, digest)
-        return _Dependency(str(path), False, digest)
+        return _Dependency(PACKAGE.portable(str(path)), False, digest)
 
     @contextlib.contextmanager
     def _staging(self) -> Iterator[Path]:

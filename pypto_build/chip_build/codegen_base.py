@@ -5,9 +5,10 @@ CHIP orchestration codegen (C++, :mod:`~pypto_build.chip_build.orchestration_cod
 replay a function body statement by statement, in program order, into indented source lines.
 They differ only in what each statement becomes, so :class:`StmtCodegen` owns the lines, the
 indentation and the one dispatch over statement kinds, and each backend implements a hook per
-kind. A statement kind a backend has no hook for is a diagnostic at the statement, worded by the
-backend. Both also target the same runtime, so they read a call's argument directions and map
-element types to the runtime's through one definition here.
+kind. The lowering's CheckLegality pass has rejected every statement a backend has no form for,
+so meeting one here is an internal error. Both backends also target the same runtime, so they
+read a call's argument directions and map element types to the runtime's through one
+definition here.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from typing import ClassVar
 
 from pypto_build.chip_build import runtime_types
-from pypto_build.lowering.diagnostics import ProgramError, Span
+from pypto_build.lowering.diagnostics import InternalError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,
     Call,
@@ -33,10 +34,9 @@ from pypto_build.lowering.ir import (
     SeqStmts,
     Stmt,
     WhileStmt,
-    get_attr,
 )
+from pypto_build.lowering.ir.names import ArgDirection, arg_directions
 from pypto_build.lowering.ops.signature import expr_span
-from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, SCALAR
 
 #: The runtime's element type (``DataType`` of ``kernel_abi.h``, which
 #: :class:`runtime_types.DataType` mirrors) of each IR dtype a runtime tensor can hold; an index is
@@ -54,22 +54,17 @@ RUNTIME_DTYPES = {
     DataType.BOOL: runtime_types.DataType.BOOL,
 }
 
-#: The ``arg_directions`` entry of a tensor argument; a scalar argument's is ``SCALAR``.
-_TENSOR_DIRECTIONS = ("In", "Out", "InOut")
 
-
-def arg_directions(call: Call) -> tuple[str, ...] | None:
-    """The ``arg_directions`` DeriveCallDirections attached to ``call``: one entry per argument,
-    each a tensor direction or ``SCALAR``. None when they are missing or malformed, which is a
-    bug the caller reports in its own terms."""
-    directions = get_attr(call.attrs, ARG_DIRECTIONS)
-    if not (
-        isinstance(directions, tuple)
-        and len(directions) == len(call.args)
-        and all(d in _TENSOR_DIRECTIONS or d == SCALAR for d in directions)
-    ):
-        return None
-    return tuple(str(d) for d in directions)
+def call_directions(call: Call, phase: str) -> tuple[ArgDirection, ...]:
+    """The ``arg_directions`` DeriveCallDirections attached to ``call``: one per argument, a
+    tensor's :class:`ParamDirection` or None for an argument passed by value."""
+    directions = arg_directions(call)
+    if directions is None:
+        raise InternalError(
+            f"{phase}: call of '{call.callee_name}' lacks valid arg_directions; "
+            "DeriveCallDirections must run first"
+        )
+    return directions
 
 
 class StmtCodegen(ABC):
@@ -141,15 +136,12 @@ class StmtCodegen(ABC):
 
     def _reject(self, stmt: Stmt) -> None:
         """A statement kind the backend does not generate."""
-        raise self._unsupported(f"a {type(stmt).__name__}", expr_span(stmt, self.func.span))
+        span = expr_span(stmt, self.func.span)
+        raise InternalError(f"a {type(stmt).__name__} at {span} has no generated form")
 
     def _scope(self, stmt: CommDomainScopeStmt) -> None:
         """A communication domain scope; only a backend that allocates domains has one."""
         self._reject(stmt)
-
-    @abstractmethod
-    def _unsupported(self, what: str, span: Span) -> ProgramError:
-        """The diagnostic for ``what`` (a construct) not being supported by this backend."""
 
     @abstractmethod
     def _assign(self, stmt: AssignStmt) -> None: ...

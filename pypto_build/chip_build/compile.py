@@ -1,5 +1,7 @@
-"""Compiling rendered chip trees: every kernel and orchestration, in parallel, through the cache;
-and :func:`build`, the engine's front door (lower, render, compile) that the adapters call.
+"""Compiling rendered chip trees: every kernel and orchestration, in parallel, through the cache.
+
+The engine's entry point, which lowers and renders before calling :func:`compile_tree` for each
+chip, is :func:`pypto_build.chip_build.build.build`.
 
 :func:`compile_tree` finds the sources through the tree's ``kernel_config.py`` files (the
 kernels and the orchestration each one lists), compiles each with the toolchain — through the
@@ -30,7 +32,6 @@ from pathlib import Path, PurePosixPath
 from typing import TextIO
 
 from pypto_build.chip_build.cache import (
-    BuildCounts,
     Built,
     CompileCache,
     compile_key,
@@ -41,13 +42,8 @@ from pypto_build.chip_build.distributed_meta import META_NAME, with_platform
 from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
-from pypto_build.chip_build.subbuild import (
-    LOG_DIR,
-    NEXT_LEVELS,
-    SourceProgram,
-    lower_file,
-    render_subbuilds,
-)
+from pypto_build.chip_build.source_origins import source_origins, with_origin
+from pypto_build.chip_build.subbuild import LOG_DIR, NEXT_LEVELS
 from pypto_build.chip_build.toolchains.base import (
     STAGE_PLACEHOLDER,
     TREE_PLACEHOLDER,
@@ -247,6 +243,7 @@ def compile_tree(
     launcher: Launcher | None = None,
     log: Path | None = None,
     progress: TextIO | None = sys.stderr,
+    source_root: Path | None = None,
 ) -> CompileReport:
     """Compile every source of the chip tree ``tree`` (``<out>/<chip>``) with ``toolchain``.
 
@@ -257,7 +254,9 @@ def compile_tree(
     inputs). If any source fails, every
     failure is collected, no binary of a failed source is left in the tree, the configs and the
     manifest are untouched, and :class:`BuildFailed` is raised. Either way the log
-    (default :func:`default_log_path`) records every command and the compilers' output.
+    (default :func:`default_log_path`) records every command and the compilers' output. A
+    failure in a copied external kernel names the user's file (under ``source_root``, the
+    project) rather than the tree's copy (:mod:`.source_origins`).
     """
     log = default_log_path(tree, chip) if log is None else log
     catalog_chip = get_chip(chip)
@@ -265,13 +264,14 @@ def compile_tree(
     identity = toolchain.identity()
     compiler = _Compiler(toolchain, identity, cache, launcher)
     status = _Progress(len(all_jobs), progress)
+    origins = source_origins(tree, source_root)
 
     def run(job: CompileJob) -> CompileResult | str:
         status.start(job)
         try:
             return compiler(job)
         except CompileError as exc:
-            return exc.render()
+            return with_origin(exc.render(), job.source, origins.get(job.source))
         except (ToolchainError, OSError) as exc:
             return f"error: compiling {job.source.as_posix()}: {exc}"
 
@@ -380,69 +380,3 @@ def _write_log(
         if outcome.output:
             lines.append(outcome.output.rstrip("\n"))
     atomic_write_text(log, "\n".join(lines) + "\n")
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """The outcome of :func:`build`: one compile report per chip, in the order asked for."""
-
-    out_dir: Path
-    reports: tuple[CompileReport, ...]
-
-    @property
-    def compiled(self) -> int:
-        return sum(report.compiled for report in self.reports)
-
-    @property
-    def cache_hits(self) -> int:
-        return sum(report.cache_hits for report in self.reports)
-
-    @property
-    def remote_hits(self) -> int:
-        return sum(report.remote_hits for report in self.reports)
-
-
-def build(
-    program_files: Sequence[Path],
-    *,
-    chips: Sequence[str],
-    out_dir: Path,
-    source_root: Path,
-    toolchain: Toolchain,
-    jobs: int = 1,
-    cache: CompileCache | None = None,
-    launcher: Launcher | None = None,
-    progress: TextIO | None = sys.stderr,
-) -> BuildResult:
-    """Lower ``program_files``, render a tree per chip into ``out_dir/<chip>`` and compile it.
-
-    ``source_root`` is the folder inputs are recorded relative to (the project). The cache, if
-    given, remembers this build's hits and misses for ``pypto-build cache stats``, and its
-    remote tier's uploads have landed (or been given up) when this returns.
-    """
-    chips = list(dict.fromkeys(chips))
-    programs: list[SourceProgram] = []
-    for path in program_files:
-        programs += lower_file(path, chips)
-    render_subbuilds(programs, chips, out_dir, source_root=source_root)
-    try:
-        reports = tuple(
-            compile_tree(
-                out_dir / chip,
-                chip,
-                toolchain,
-                jobs=jobs,
-                cache=cache,
-                launcher=launcher,
-                progress=progress,
-            )
-            for chip in chips
-        )
-    finally:
-        if cache is not None:
-            cache.flush()
-    result = BuildResult(out_dir, reports)
-    if cache is not None:
-        counts = BuildCounts(result.cache_hits, result.compiled, result.remote_hits)
-        cache.record_build(counts)
-    return result

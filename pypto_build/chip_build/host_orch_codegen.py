@@ -30,25 +30,37 @@ is the orchestrator's, statement for statement:
   (``nranks`` = the domain size, the ``CommContext``, ``core_num``), as the package manifest's
   entry ABI lists them;
 * host tensors (parameters and regions of them) are the caller's arrays, indexed with Python
-  slices; PyPTO's runtime takes only contiguous ones, so a strided region reaching a dispatch is
-  a diagnostic here;
+  slices;
 * loops, branches and scalar arithmetic are Python's own, so their semantics carry over
   unchanged.
+
+Which view each window name denotes is the lowering's HOST window binding
+(:class:`~pypto_build.lowering.analysis.host_windows.HostWindows`), which also rejected every
+construct without a form here (CheckLegality); this module only writes the binding out.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import keyword
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from pypto_build.chip_build import runtime_types
 from pypto_build.chip_build.builtin_variants import host_variant, is_builtin_dispatch
-from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, arg_directions
+from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, call_directions
 from pypto_build.chip_build.distributed_meta import Parameter
-from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
+from pypto_build.lowering.analysis.dataflow import Value
+from pypto_build.lowering.analysis.host_windows import (
+    HostTensor,
+    HostValue,
+    HostWindows,
+    RuntimeOffset,
+    WindowBuffer,
+    WindowView,
+    row_major,
+)
+from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
     AssignStmt,
     BinaryOp,
@@ -57,7 +69,6 @@ from pypto_build.lowering.ir import (
     ConstBool,
     ConstFloat,
     ConstInt,
-    DataType,
     DistributedTensorType,
     Expr,
     ForStmt,
@@ -68,17 +79,15 @@ from pypto_build.lowering.ir import (
     ParamDirection,
     Program,
     ScalarType,
-    SeqStmts,
+    Stmt,
     TensorType,
     UnaryOp,
     Var,
     WhileStmt,
     WindowBufferType,
-    get_attr,
 )
-from pypto_build.lowering.ops.signature import expr_span
-from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, SCALAR
-from pypto_build.lowering.passes.rewrite import defined_names, walk_stmts
+from pypto_build.lowering.ir.names import Kwarg, Op, device, kwarg
+from pypto_build.lowering.ir.walk import walk_calls, walk_stmts
 
 PHASE = "host orchestration codegen"
 
@@ -88,11 +97,6 @@ MODULE_NAME = "host_orch.py"
 ENTRY_MARKER = "_pypto_distributed_entry"
 #: The function that allocates the run's intermediates (the ordering tokens) before it starts.
 ALLOC_INTERMEDIATES = "_alloc_intermediates"
-
-ALLOC_WINDOW_BUFFER = "pld.alloc_window_buffer"
-WINDOW = "pld.window"
-WORLD_SIZE = "pld.world_size"
-GET_COMM_CTX = "pld.get_comm_ctx"
 
 #: What the module imports, as pypto's generated modules import it.
 IMPORTS = (
@@ -105,12 +109,10 @@ IMPORTS = (
 )
 
 _ARG_TYPE = {
-    "In": runtime_types.TensorArgType.INPUT,
-    "Out": runtime_types.TensorArgType.OUTPUT_EXISTING,
-    "InOut": runtime_types.TensorArgType.INOUT,
+    ParamDirection.In: runtime_types.TensorArgType.INPUT,
+    ParamDirection.Out: runtime_types.TensorArgType.OUTPUT_EXISTING,
+    ParamDirection.InOut: runtime_types.TensorArgType.INOUT,
 }
-
-_BINARY = {"+", "-", "*", "//", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or"}
 
 #: Every window buffer starts on a cache line (signals are atomics; payloads move in lines):
 #: a buffer's size is padded to whole lines, and the runtime carves them in order.
@@ -118,7 +120,6 @@ WINDOW_ALIGNMENT = 64
 
 #: What each scalar a builtin entry declares (``[abi.entry] scalars``) is, on a domain handle.
 _ENTRY_SCALARS = {"nranks": "domain_size", "comm_context": "device_ctx"}
-_CORE_NUM = "core_num"
 
 #: Names the module binds itself (and Python builtins it calls): IR names among them, or ending
 #: in "_" (the suffix of generated names), are emitted with a trailing "_", one-to-one.
@@ -158,63 +159,6 @@ def generate_host_orchestrator(
     return HostOrchestrator(source, tuple(codegen.parameters), len(func.return_types))
 
 
-# --- values --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Local:
-    """A value held in a Python local: a host tensor (with its shape, and whether its elements
-    are packed row-major) or a scalar."""
-
-    text: str
-    tensor: bool
-    shape: tuple[int, ...] = ()
-    contiguous: bool = True
-
-
-@dataclass(frozen=True)
-class _Buffer:
-    """A window buffer variable: allocated by its scope's ``allocate_domain``."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class _Window:
-    """A view of a window buffer: one tensor per rank of the buffer's domain, described by its
-    shape, element strides and element offset in the buffer (an expression)."""
-
-    domain: str
-    buffer: str
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    dtype: DataType
-    offset: str = "0"
-
-    def handle(self, device: str) -> str:
-        return f"{self.domain}[{device}]"
-
-    def on(self, device: str) -> str:
-        shape = _tuple_text(str(d) for d in self.shape)
-        dtype = RUNTIME_DTYPES[self.dtype].name
-        arguments = f"shapes={shape}, dtype=DataType.{dtype}"
-        if self.strides != _row_major(self.shape) or self.offset != "0":
-            strides = _tuple_text(str(d) for d in self.strides)
-            byte_offset = f"({self.offset}) * {self.dtype.byte_size}"
-            arguments += f", strides={strides}, byte_offset={byte_offset}"
-        return f"{self.handle(device)}.buffers[{_str(self.buffer)}].tensor({arguments})"
-
-
-@dataclass(frozen=True)
-class _Conflict:
-    """A window name bound to different views on different paths: an error once used."""
-
-    error: ProgramError
-
-
-_Value = _Local | _Buffer | _Window | _Conflict
-
-
 def _tuple_text(items: Iterable[str]) -> str:
     parts = list(items)
     return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
@@ -225,27 +169,9 @@ def _str(text: str) -> str:
     return json.dumps(text)
 
 
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    """The element strides of a packed row-major tensor of ``shape``."""
-    strides = []
-    step = 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= extent
-    return tuple(reversed(strides))
-
-
-def _region_is_contiguous(shape: Sequence[int], region: Sequence[int]) -> bool:
-    """Whether the ``region`` extents of a packed ``shape`` are packed too: after the first
-    dimension the region spans more than one of, every dimension must be whole."""
-    spanning = [dim for dim, extent in enumerate(region) if extent != 1]
-    if not spanning:
-        return True
-    return all(region[dim] == shape[dim] for dim in range(spanning[0] + 1, len(shape)))
-
-
-def _unsupported(what: str, span: Span) -> ProgramError:
-    return ProgramError(f"{what} is not supported in a HOST orchestrator", span, PHASE)
+def _domain(scope: str) -> str:
+    """The Python local of comm domain scope ``scope``."""
+    return py_name(scope) + "_"
 
 
 class _HostCodegen(StmtCodegen):
@@ -259,15 +185,16 @@ class _HostCodegen(StmtCodegen):
         super().__init__(func, depth=1)
         self.program = program
         self.next_levels = next_levels
-        self.env: dict[str, _Value] = {}
-        #: The Python local of the domain that allocates each window buffer.
-        self.buffer_domains: dict[str, str] = {}
+        self.windows = HostWindows(program, func)
+        #: The statement being generated (the binding is looked up per statement).
+        self.current: Stmt | None = None
         #: The ``tensors`` key of each domain's ordering tokens, by the domain's local.
         self.tokens: dict[str, str] = {}
         #: Devices an explicit domain names (tokens must exist for each).
         self.devices = 1
         self.tasks = 0
-        self.offsets = 0
+        #: The local holding each runtime offset, by the slice that computes it.
+        self.offsets: dict[int, str] = {}
         self.parameters: list[Parameter] = []
 
     # -- output -----------------------------------------------------------------------------
@@ -313,80 +240,44 @@ class _HostCodegen(StmtCodegen):
             for key in self.tokens.values()
         ]
 
-    def _unsupported(self, what: str, span: Span) -> ProgramError:
-        return _unsupported(what, span)
-
     def _bind_params(self) -> None:
         for param in self.func.params:
             var = param.var
             name = py_name(var.name)
-            span = expr_span(var, self.func.span)
             if isinstance(var.type, TensorType) and not isinstance(var.type, DistributedTensorType):
-                dtype = _runtime_dtype(var.type.dtype, f"tensor parameter '{var.name}'", span)
-                self._parameter(var.name, "tensor", var.type.shape, dtype, param.direction.value)
-                self.env[var.name] = _Local(name, tensor=True, shape=var.type.shape)
+                dtype = RUNTIME_DTYPES[var.type.dtype]
+                kind, shape, direction = "tensor", var.type.shape, param.direction.value
             elif isinstance(var.type, ScalarType):
-                if param.direction is not ParamDirection.In:
-                    raise _unsupported(f"{param.direction.value} scalar '{var.name}'", span)
-                dtype = _runtime_dtype(var.type.dtype, f"scalar parameter '{var.name}'", span)
-                self._parameter(var.name, "scalar", (), dtype, "In")
-                self.env[var.name] = _Local(name, tensor=False)
+                dtype, kind, shape, direction = RUNTIME_DTYPES[var.type.dtype], "scalar", (), "In"
             else:
-                what = f"parameter '{var.name}' of type {type(var.type).__name__}"
-                raise _unsupported(what, span)
+                raise InternalError(f"{PHASE}: parameter '{var.name}' of type {var.type}")
+            self.parameters.append(Parameter(var.name, kind, shape, dtype, direction))  # type: ignore[arg-type]
             self.emit(f"{name} = tensors[{_str(var.name)}]")
-
-    def _parameter(
-        self,
-        name: str,
-        kind: str,
-        shape: tuple[int, ...],
-        dtype: runtime_types.DataType,
-        direction: str,
-    ) -> None:
-        self.parameters.append(Parameter(name, kind, shape, dtype, direction))  # type: ignore[arg-type]
 
     # -- statements -------------------------------------------------------------------------
 
+    def _stmt(self, stmt: Stmt, *, final: bool) -> None:
+        self.current = stmt
+        super()._stmt(stmt, final=final)
+
     def _for(self, stmt: ForStmt) -> None:
-        start, stop, step = (
-            self._scalar(bound, stmt.span) for bound in (stmt.start, stmt.stop, stmt.step)
-        )
-        var = py_name(stmt.var.name)
-        self.emit(f"for {var} in range({start}, {stop}, {step}):")
-        self.env[stmt.var.name] = _Local(var, tensor=False)
-        self._loop(stmt, stmt.body)
+        start, stop, step = (self._scalar(bound) for bound in (stmt.start, stmt.stop, stmt.step))
+        self.emit(f"for {py_name(stmt.var.name)} in range({start}, {stop}, {step}):")
+        self._nested(stmt.body)
 
     def _while(self, stmt: WhileStmt) -> None:
-        self.emit(f"while {self._scalar(stmt.cond, stmt.span)}:")
-        self._loop(stmt, stmt.body)
+        self.emit(f"while {self._scalar(stmt.cond)}:")
+        self._nested(stmt.body)
 
     def _if(self, stmt: IfStmt) -> None:
-        self.emit(f"if {self._scalar(stmt.cond, stmt.span)}:")
-        entry = dict(self.env)
+        self.emit(f"if {self._scalar(stmt.cond)}:")
         self._nested(stmt.then_body)
-        after_then, self.env = self.env, dict(entry)
         if stmt.else_body is not None and stmt.else_body.stmts:
             self.emit("else:")
             self._nested(stmt.else_body)
-        self.env = _join(after_then, self.env, stmt.span)
-
-    def _loop(self, stmt: ForStmt | WhileStmt, body: SeqStmts) -> None:
-        """A window name must denote the same view in every iteration: it is emitted per use,
-        not held in a variable that a later iteration could see reassigned."""
-        entry = dict(self.env)
-        self._nested(body)
-        for name in sorted(defined_names(body)):
-            before, after = entry.get(name), self.env.get(name)
-            symbolic = (_Window, _Buffer)
-            if before != after and (isinstance(before, symbolic) or isinstance(after, symbolic)):
-                raise _unsupported(
-                    f"rebinding window '{name}' inside a loop", expr_span(stmt, self.func.span)
-                )
-        self.env = _join(entry, self.env, stmt.span)
 
     def _scope(self, stmt: CommDomainScopeStmt) -> None:
-        domain = py_name(stmt.name) + "_"
+        domain = _domain(stmt.name)
         sizes = _buffer_sizes(stmt)
         specs = []
         window_size = 0
@@ -399,8 +290,6 @@ class _HostCodegen(StmtCodegen):
                 f"CommBufferSpec(name={_str(buffer)}, dtype={_str('opaque')}, "
                 f"count={sizes[buffer]}, nbytes={padded})"
             )
-            self.env[buffer] = _Buffer(buffer)
-            self.buffer_domains[buffer] = domain
         self.tokens[domain] = f"__{stmt.name}_ord"
         if stmt.devices is None:
             workers = "[*range(world_size)]"
@@ -419,253 +308,189 @@ class _HostCodegen(StmtCodegen):
         self._nested(stmt.body)
 
     def _assign(self, stmt: AssignStmt) -> None:
-        if len(stmt.targets) != 1:
-            raise _unsupported("a tuple assignment", stmt.span)
-        target = stmt.targets[0]
-        if isinstance(stmt.value, Call) and stmt.value.op == ALLOC_WINDOW_BUFFER:
-            # Allocated by the enclosing scope's allocate_domain.
-            if target.name not in self.buffer_domains:
-                raise InternalError(f"{PHASE}: window buffer '{target.name}' has no scope")
-            return
-        value = self._value(stmt.value, stmt.span)
-        if isinstance(value, _Local):
-            name = py_name(target.name)
-            if value.text != name:
-                self.emit(f"{name} = {value.text}")
-            self.env[target.name] = dataclasses.replace(value, text=name)
-        else:
-            self.env[target.name] = value
+        (target,) = stmt.targets
+        if isinstance(stmt.value, Call) and stmt.value.op == Op.ALLOC_WINDOW_BUFFER:
+            return  # allocated by the enclosing scope's allocate_domain
+        self._runtime_offsets(stmt.value)
+        if isinstance(self._value(stmt.value), WindowView | WindowBuffer):
+            return  # a window is emitted where a dispatch uses it
+        name = py_name(target.name)
+        text = self._text(stmt.value)
+        if text != name:
+            self.emit(f"{name} = {text}")
 
-    def _effect(self, expr: Expr, at: Span) -> None:
+    def _effect(self, expr: Expr, at: object) -> None:
         """Evaluate ``expr`` for its effect: a dispatch, or nothing for a pure value."""
-        span = expr_span(expr, at)
+        self._runtime_offsets(expr)
         if isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
-            self._dispatch(expr, span)
+            self._dispatch(expr)
         elif isinstance(expr, Call) and is_builtin_dispatch(expr):
-            self._builtin_dispatch(expr, span)
-        elif not isinstance(expr, Var):
-            self._value(expr, at)
+            self._builtin_dispatch(expr)
 
     # -- values -----------------------------------------------------------------------------
 
-    def _value(self, expr: Expr, at: Span) -> _Value:
-        span = expr_span(expr, at)
-        if isinstance(expr, Var):
-            value = self.env.get(expr.name)
-            if value is None:
-                raise InternalError(f"{PHASE}: unbound name '{expr.name}'")
-            if isinstance(value, _Conflict):
-                raise value.error
-            return value
-        if isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
-            raise _unsupported(
-                f"using the result of dispatching '{expr.op.name}' (a chip orchestration "
-                "returns its results through its Out/InOut arguments)",
-                span,
-            )
-        if isinstance(expr, Call) and expr.op == ALLOC_WINDOW_BUFFER:
-            raise _unsupported(f"{ALLOC_WINDOW_BUFFER} inside an expression", span)
-        if isinstance(expr, Call) and expr.op == WINDOW:
-            return self._window(expr, span)
-        if isinstance(expr, Call) and isinstance(expr.op, str) and expr.op.startswith("tensor."):
-            return self._tensor_view(expr, span)
-        return _Local(self._scalar(expr, span), tensor=False)
+    def _value(self, expr: Expr) -> Value[HostValue]:
+        if self.current is None:
+            raise InternalError(f"{PHASE}: a value outside a statement")
+        return self.windows.value(self.current, expr)
 
-    def _window(self, call: Call, span: Span) -> _Window:
-        buffer = call.args[0]
-        ty = call.type
-        if not isinstance(buffer, Var) or not isinstance(ty, TensorType):
-            raise InternalError(f"{PHASE}: malformed {WINDOW}")
-        domain = self.buffer_domains.get(buffer.name)
-        if domain is None:
-            raise InternalError(f"{PHASE}: window of buffer '{buffer.name}' outside its scope")
-        dtype = _window_dtype(ty.dtype, span)
-        return _Window(domain, buffer.name, ty.shape, _row_major(ty.shape), dtype)
+    def _runtime_offsets(self, expr: Expr) -> None:
+        """Compute, where each slice of a window at a runtime position is, its element offset
+        into a local (the view is rebuilt at each dispatch: a later rebinding of the position
+        must not move it)."""
+        for call in walk_calls(expr):
+            if call.op != Op.TENSOR_SLICE:
+                continue
+            view = self._value(call)
+            offset = view.offset[-1] if isinstance(view, WindowView) and view.offset else None
+            if isinstance(offset, RuntimeOffset) and offset.site == id(call):
+                local = f"offset{len(self.offsets)}_"
+                self.offsets[offset.site] = local
+                terms = " + ".join(
+                    f"({self._scalar(start)}) * {stride}"
+                    for start, stride in zip(offset.starts, offset.strides, strict=True)
+                )
+                self.emit(f"{local} = {terms}")
 
-    def _tensor_view(self, call: Call, span: Span) -> _Value:
-        op = call.callee_name
-        if op not in ("tensor.slice", "tensor.reshape", "tensor.view", "tensor.set_validshape"):
-            raise _unsupported(f"'{op}'", span)
-        source = self._value(call.args[0], span)
+    def _text(self, expr: Expr) -> str:
+        """A host tensor or scalar expression as Python."""
+        if isinstance(expr, Call) and expr.op in (
+            Op.TENSOR_SLICE,
+            Op.TENSOR_RESHAPE,
+            Op.TENSOR_VIEW,
+            Op.TENSOR_SET_VALIDSHAPE,
+        ):
+            return self._host_view(expr)
+        return self._scalar(expr)
+
+    def _host_view(self, call: Call) -> str:
+        source = self._text(call.args[0])
         ty = call.type
-        if not isinstance(ty, TensorType) or isinstance(source, _Buffer | _Conflict):
-            raise InternalError(f"{PHASE}: {op} of a non-tensor")
-        if isinstance(source, _Local) and not source.tensor:
-            raise InternalError(f"{PHASE}: {op} of a scalar")
-        if op == "tensor.slice":
+        if not isinstance(ty, TensorType):
+            raise InternalError(f"{PHASE}: {call.op} of a non-tensor")
+        if call.op == Op.TENSOR_SLICE:
+            parent = self._value(call.args[0])
             offsets = call.args[2]
-            if not isinstance(offsets, MakeTuple):
-                raise _unsupported("tensor.slice offsets that are not a list", span)
-            starts = [self._scalar(item, span) for item in offsets.items]
-            if isinstance(source, _Window):
-                return self._window_slice(source, offsets, starts, ty.shape, span)
-            assert isinstance(source, _Local)
-            return _host_slice(source, starts, ty.shape)
-        if op == "tensor.reshape" or get_attr(call.kwargs, "shape") is not None:
-            return self._reshape(source, ty.shape, span)
+            if not isinstance(parent, HostTensor) or not isinstance(offsets, MakeTuple):
+                raise InternalError(f"{PHASE}: {call.op} of a non-host tensor")
+            index = ", ".join(
+                _index(self._scalar(start), extent, size)
+                for start, extent, size in zip(offsets.items, ty.shape, parent.shape, strict=True)
+            )
+            return f"{source}[{index}]"
+        if call.op == Op.TENSOR_RESHAPE or kwarg(call, Kwarg.SHAPE) is not None:
+            return f"{source}.reshape({_tuple_text(str(d) for d in ty.shape)})"
         # The valid region and layout are metadata of the program, not of host tensors.
         return source
 
-    def _window_slice(
-        self,
-        source: _Window,
-        offsets: MakeTuple,
-        starts: Sequence[str],
-        shape: tuple[int, ...],
-        span: Span,
-    ) -> _Window:
-        """A region of a window view. The view is emitted later, at each dispatch, so runtime
-        offsets are first stored in a local: a later rebinding must not change the view."""
-        if all(isinstance(item, ConstInt) for item in offsets.items):
-            constant = sum(
-                int(start) * stride for start, stride in zip(starts, source.strides, strict=True)
-            )
-            offset = _offset_sum(source.offset, str(constant))
-        else:
-            local = f"offset{self.offsets}_"
-            self.offsets += 1
-            terms = " + ".join(
-                f"({start}) * {stride}"
-                for start, stride in zip(starts, source.strides, strict=True)
-            )
-            self.emit(f"{local} = {terms}")
-            offset = _offset_sum(source.offset, local)
-        return dataclasses.replace(source, shape=shape, offset=offset)
-
-    def _reshape(self, source: _Value, shape: tuple[int, ...], span: Span) -> _Value:
-        if isinstance(source, _Window):
-            if source.strides != _row_major(source.shape):
-                raise _unsupported("reshaping a strided region of a window", span)
-            return dataclasses.replace(source, shape=shape, strides=_row_major(shape))
-        assert isinstance(source, _Local)
-        if not source.contiguous:
-            raise _unsupported("reshaping a strided region of a host tensor", span)
-        return _Local(f"{source.text}.reshape({_tuple_text(str(d) for d in shape)})", True, shape)
-
-    def _scalar(self, expr: Expr, at: Span) -> str:
-        span = expr_span(expr, at)
+    def _scalar(self, expr: Expr) -> str:
         if isinstance(expr, ConstBool | ConstInt):
             return repr(expr.value)
         if isinstance(expr, ConstFloat):
             return repr(float(expr.value))
         if isinstance(expr, Var):
-            value = self._value(expr, span)
-            if not isinstance(value, _Local) or value.tensor:
-                raise InternalError(f"{PHASE}: '{expr.name}' is not a scalar")
-            return value.text
-        if isinstance(expr, BinaryOp) and expr.op in _BINARY:
-            return f"({self._scalar(expr.lhs, span)} {expr.op} {self._scalar(expr.rhs, span)})"
-        if isinstance(expr, UnaryOp) and expr.op in ("-", "not"):
-            operand = self._scalar(expr.operand, span)
+            return py_name(expr.name)
+        if isinstance(expr, BinaryOp):
+            return f"({self._scalar(expr.lhs)} {expr.op} {self._scalar(expr.rhs)})"
+        if isinstance(expr, UnaryOp):
+            operand = self._scalar(expr.operand)
             return f"(-{operand})" if expr.op == "-" else f"(not {operand})"
-        if isinstance(expr, Call) and expr.op == WORLD_SIZE:
+        if isinstance(expr, Call) and expr.op == Op.WORLD_SIZE:
             return "world_size"
-        if isinstance(expr, Call):
-            raise _unsupported(f"'{expr.callee_name}'", span)
-        raise _unsupported(f"a {type(expr).__name__}", span)
+        raise InternalError(f"{PHASE}: {type(expr).__name__} is not a host scalar")
+
+    def _window(self, view: WindowView, device: str) -> str:
+        """``view`` on rank ``device``."""
+        shape = _tuple_text(str(d) for d in view.shape)
+        arguments = f"shapes={shape}, dtype=DataType.{RUNTIME_DTYPES[view.dtype].name}"
+        offset = " + ".join(
+            self.offsets[term.site] if isinstance(term, RuntimeOffset) else str(term)
+            for term in view.offset
+        )
+        if view.strides != row_major(view.shape) or offset:
+            strides = _tuple_text(str(d) for d in view.strides)
+            byte_offset = f"({offset or '0'}) * {view.dtype.byte_size}"
+            arguments += f", strides={strides}, byte_offset={byte_offset}"
+        handle = f"{_domain(view.scope)}[{device}]"
+        return f"{handle}.buffers[{_str(view.buffer)}].tensor({arguments})"
 
     # -- dispatches ---------------------------------------------------------------------------
 
-    def _device(self, call: Call, span: Span) -> str:
-        device = get_attr(call.attrs, "device")
-        if not isinstance(device, Expr):
-            raise ProgramError(
-                f"a HOST orchestrator runs '{call.callee_name}' on one device at a time: "
-                "pass device=<rank>",
-                span,
-                PHASE,
-            )
-        return self._scalar(device, span)
+    def _device(self, call: Call) -> str:
+        target = device(call)
+        if target is None:
+            raise InternalError(f"{PHASE}: '{call.callee_name}' has no device=")
+        return self._scalar(target)
 
-    def _dispatch(self, call: Call, span: Span) -> None:
+    def _dispatch(self, call: Call) -> None:
         name = call.callee_name
-        callee = self.program.function(name)
-        if callee is None or not callee.is_chip_orchestration or name not in self.next_levels:
-            kind = "an unknown function" if callee is None else f"a {callee.func_type.value}"
-            raise _unsupported(
-                f"calling '{name}' ({kind} function; only CHIP orchestrations are dispatched)",
-                span,
-            )
-        device = self._device(call, span)
-        directions = _directions(call)
-        tensors: list[tuple[str, str]] = []
+        if name not in self.next_levels:
+            raise InternalError(f"{PHASE}: '{name}' is not a sub-build of this build")
+        device = self._device(call)
+        tensors: list[tuple[str, ParamDirection]] = []
         scalars: list[str] = []
         domains: list[str] = []
-        for arg, direction in zip(call.args, directions, strict=True):
-            if direction == SCALAR:
-                scalars.append(self._scalar_arg(arg, device, span))
+        for arg, direction in zip(call.args, call_directions(call, PHASE), strict=True):
+            if direction is None:
+                scalars.append(self._scalar_arg(arg, device))
                 continue
-            value = self._value(arg, span)
-            if isinstance(value, _Window):
-                tensors.append((value.on(device), direction))
-                if value.domain not in domains:
-                    domains.append(value.domain)
+            value = self._value(arg)
+            if isinstance(value, WindowView):
+                tensors.append((self._window(value, device), direction))
+                if value.scope not in domains:
+                    domains.append(value.scope)
             else:
-                tensors.append((self._host_tensor(arg, value, span), direction))
-        tensors += [(self._token(domain, device), "InOut") for domain in domains]
+                text = f"make_tensor_arg(orch._worker, {self._text(arg)})"
+                tensors.append((text, direction))
+        tensors += [(self._token(scope, device), ParamDirection.InOut) for scope in domains]
         self._submit(name, device, tensors, scalars)
 
-    def _builtin_dispatch(self, call: Call, span: Span) -> None:
+    def _builtin_dispatch(self, call: Call) -> None:
         variant = host_variant(call)
-        device = self._device(call, span)
-        directions = _directions(call)
-        windows = [self._value(arg, span) for arg in call.args]
-        if not all(isinstance(w, _Window) for w in windows) or len(windows) != len(directions):
+        device = self._device(call)
+        directions = call_directions(call, PHASE)
+        windows = [self._value(arg) for arg in call.args]
+        views = [view for view in windows if isinstance(view, WindowView)]
+        if len(views) != len(windows) or len(views) != len(directions):
             raise InternalError(f"{PHASE}: {call.op} operands must be window views")
-        first = windows[0]
-        assert isinstance(first, _Window)
         tensors = [
-            (window.on(device), direction)
-            for window, direction in zip(windows, directions, strict=True)
-            if isinstance(window, _Window)
+            (self._window(view, device), direction)
+            for view, direction in zip(views, directions, strict=True)
+            if direction is not None
         ]
         entry = variant.package.abi.entry
         if entry.ordering_token:
-            tensors.append((self._token(first.domain, device), "InOut"))
-        handle = first.handle(device)
-        scalars = [self._entry_scalar(call, name, handle, span) for name in entry.scalars]
+            tensors.append((self._token(views[0].scope, device), ParamDirection.InOut))
+        handle = f"{_domain(views[0].scope)}[{device}]"
+        scalars = [self._entry_scalar(call, name, handle) for name in entry.scalars]
         self._submit(variant.name, device, tensors, scalars)
 
-    def _token(self, domain: str, device: str) -> str:
-        return f"make_tensor_arg(orch._worker, tensors[{_str(self.tokens[domain])}][{device}])"
+    def _token(self, scope: str, device: str) -> str:
+        key = self.tokens[_domain(scope)]
+        return f"make_tensor_arg(orch._worker, tensors[{_str(key)}][{device}])"
 
-    def _host_tensor(self, arg: Expr, value: _Value, span: Span) -> str:
-        if not isinstance(value, _Local) or not value.tensor:
-            raise InternalError(f"{PHASE}: tensor argument of a dispatch is not a tensor")
-        if not value.contiguous:
-            what = f"'{arg.name}'" if isinstance(arg, Var) else "this region"
-            raise ProgramError(
-                f"{what} is a strided region of a host tensor: PyPTO's runtime passes only "
-                "contiguous host tensors to a chip (slice whole rows, or pass the whole tensor "
-                "and slice it in the CHIP orchestration)",
-                span,
-                PHASE,
-            )
-        return f"make_tensor_arg(orch._worker, {value.text})"
-
-    def _entry_scalar(self, call: Call, name: str, handle: str, span: Span) -> str:
+    def _entry_scalar(self, call: Call, name: str, handle: str) -> str:
         if name in _ENTRY_SCALARS:
             return f"{handle}.{_ENTRY_SCALARS[name]}"
-        if name == _CORE_NUM:
-            core_num = get_attr(call.kwargs, _CORE_NUM)
-            return "1" if core_num is None else self._scalar(_expr(core_num), span)
-        raise ProgramError(
-            f"the entry of {call.op} expects scalar '{name}', which a HOST orchestrator cannot "
-            f"supply (known: {', '.join(sorted({*_ENTRY_SCALARS, _CORE_NUM}))})",
-            span,
-            PHASE,
-        )
+        if name == Kwarg.CORE_NUM:
+            core_num = kwarg(call, Kwarg.CORE_NUM)
+            return "1" if core_num is None else self._scalar(_expr(core_num))
+        raise InternalError(f"{PHASE}: the entry of {call.op} expects scalar '{name}'")
 
-    def _scalar_arg(self, arg: Expr, device: str, span: Span) -> str:
-        if isinstance(arg, Call) and arg.op == GET_COMM_CTX:
-            window = self._value(arg.args[0], span)
-            if not isinstance(window, _Window):
-                raise InternalError(f"{PHASE}: {GET_COMM_CTX} of a non-window")
-            return f"{window.handle(device)}.device_ctx"
-        return self._scalar(arg, span)
+    def _scalar_arg(self, arg: Expr, device: str) -> str:
+        if isinstance(arg, Call) and arg.op == Op.GET_COMM_CTX:
+            view = self._value(arg.args[0])
+            if not isinstance(view, WindowView):
+                raise InternalError(f"{PHASE}: {Op.GET_COMM_CTX} of a non-window")
+            return f"{_domain(view.scope)}[{device}].device_ctx"
+        return self._scalar(arg)
 
     def _submit(
-        self, name: str, device: str, tensors: Sequence[tuple[str, str]], scalars: Sequence[str]
+        self,
+        name: str,
+        device: str,
+        tensors: Sequence[tuple[str, ParamDirection]],
+        scalars: Sequence[str],
     ) -> None:
         task = f"task{self.tasks}_"
         self.tasks += 1
@@ -678,16 +503,6 @@ class _HostCodegen(StmtCodegen):
         self.emit(f"_submit_chip(orch, callables[{_str(name)}], {task}, config, {device})")
 
 
-def _host_slice(source: _Local, starts: Sequence[str], shape: tuple[int, ...]) -> _Local:
-    """``source[a:a + n, ...]``: a region of a host tensor, a view of the same memory."""
-    index = ", ".join(
-        _index(start, extent, size)
-        for start, extent, size in zip(starts, shape, source.shape, strict=True)
-    )
-    contiguous = source.contiguous and _region_is_contiguous(source.shape, shape)
-    return _Local(f"{source.text}[{index}]", True, shape, contiguous)
-
-
 def _index(start: str, extent: int, size: int) -> str:
     """The Python slice of ``extent`` elements from ``start`` of a dimension of ``size``."""
     if start == "0":
@@ -695,37 +510,10 @@ def _index(start: str, extent: int, size: int) -> str:
     return f"{start}:{start} + {extent}"
 
 
-def _offset_sum(base: str, term: str) -> str:
-    if base == "0":
-        return term
-    if term == "0":
-        return base
-    return f"{base} + {term}"
-
-
-def _directions(call: Call) -> tuple[str, ...]:
-    directions = arg_directions(call)
-    if directions is None:
-        raise InternalError(f"{PHASE}: dispatch of '{call.callee_name}' lacks {ARG_DIRECTIONS}")
-    return directions
-
-
 def _expr(value: object) -> Expr:
     if not isinstance(value, Expr):
         raise InternalError(f"{PHASE}: expected an expression, got {value!r}")
     return value
-
-
-def _window_dtype(dtype: DataType, span: Span) -> DataType:
-    _runtime_dtype(dtype, "a window", span)
-    return dtype
-
-
-def _runtime_dtype(dtype: DataType, what: str, span: Span) -> runtime_types.DataType:
-    """The runtime element type of ``dtype``; a diagnostic for one a host tensor cannot hold."""
-    if dtype not in RUNTIME_DTYPES:
-        raise _unsupported(f"{what} of {dtype.value}", span)
-    return RUNTIME_DTYPES[dtype]
 
 
 def _buffer_sizes(scope: CommDomainScopeStmt) -> dict[str, int]:
@@ -735,25 +523,8 @@ def _buffer_sizes(scope: CommDomainScopeStmt) -> dict[str, int]:
         if (
             isinstance(stmt, AssignStmt)
             and isinstance(stmt.value, Call)
-            and stmt.value.op == ALLOC_WINDOW_BUFFER
+            and stmt.value.op == Op.ALLOC_WINDOW_BUFFER
             and isinstance(stmt.value.type, WindowBufferType)
         ):
             sizes[stmt.targets[0].name] = stmt.value.type.nbytes
     return sizes
-
-
-def _join(a: Mapping[str, _Value], b: Mapping[str, _Value], span: Span) -> dict[str, _Value]:
-    """The bindings after two paths meet: equal ones stay; a name bound to different window
-    views is an error if it is used afterwards."""
-    joined: dict[str, _Value] = {}
-    for name in (*a, *(n for n in b if n not in a)):
-        left, right = a.get(name), b.get(name)
-        if left is None or right is None or left == right:
-            value = left if right is None else right
-            assert value is not None
-            joined[name] = value
-        else:
-            joined[name] = _Conflict(
-                _unsupported(f"'{name}', bound to different windows on different paths,", span)
-            )
-    return joined

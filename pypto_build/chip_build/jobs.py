@@ -3,13 +3,14 @@
 The default is one per usable CPU, but never more than the available memory allows: a C++
 compile of a kernel with its headers takes up to about 1 GiB, and a build that makes the
 machine swap (or the OOM killer end a compiler) is far slower than one with fewer jobs.
-``PYPTO_JOBS`` overrides the default, and ``--jobs`` overrides both.
+The ``jobs`` setting overrides the default; like every setting it comes from ``[tool.pypto]``,
+``PYPTO_JOBS`` or ``--jobs`` (:mod:`pypto_build.plugin.settings`), and the project build
+(:mod:`pypto_build.plugin.project_build`) falls back to :func:`default_jobs` without it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 #: Memory one compile job is assumed to need.
@@ -56,26 +57,3 @@ def default_jobs(cpus: int | None = None, memory: int | None = None) -> int:
     memory = available_memory() if memory is None else memory
     jobs = cpus if memory is None else min(cpus, memory // BYTES_PER_JOB)
     return max(1, jobs)
-
-
-def parse_jobs(text: str, origin: str) -> int:
-    """A job count written by a user; ``origin`` (``PYPTO_JOBS``, ``--jobs``) names it in errors."""
-    try:
-        jobs = int(text.strip())
-    except ValueError:
-        raise ValueError(f"{origin}: '{text}' is not a whole number of jobs") from None
-    if jobs < 1:
-        raise ValueError(f"{origin}: {jobs} jobs; at least 1 is needed")
-    return jobs
-
-
-def resolve_jobs(requested: int | None, environ: Mapping[str, str] | None = None) -> int:
-    """``requested`` (``--jobs``) if given, else ``PYPTO_JOBS``, else :func:`default_jobs`."""
-    if requested is not None:
-        if requested < 1:
-            raise ValueError(f"--jobs: {requested} jobs; at least 1 is needed")
-        return requested
-    environ = os.environ if environ is None else environ
-    if environ.get("PYPTO_JOBS"):
-        return parse_jobs(environ["PYPTO_JOBS"], "PYPTO_JOBS")
-    return default_jobs()

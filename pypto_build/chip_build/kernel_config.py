@@ -35,10 +35,10 @@ _SIGNATURE_IMPORT = "from simpler.task_interface import ArgDirection as _D"
 
 
 class Runtime(enum.StrEnum):
-    """The runtimes a sub-build can target; the value is upstream's wire name."""
+    """The runtimes a sub-build can target; the value is upstream's wire name. Upstream has
+    others (``host_build_graph``); the orchestrations we generate are written for this one."""
 
     TENSORMAP_AND_RINGBUFFER = "tensormap_and_ringbuffer"
-    HOST_BUILD_GRAPH = "host_build_graph"
 
     @classmethod
     def from_name(cls, name: str) -> Runtime:

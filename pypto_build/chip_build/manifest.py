@@ -1,10 +1,14 @@
 """``manifest.json``: what a chip sub-build contains and what it was built from.
 
-The manifest lets a consumer (the cache on read, CI, a user auditing a wheel) check a sub-build
-without rebuilding it: every file under the sub-build root with its SHA-256 and size, the
-toolchain and its version, and the hashes of the inputs. It is itself deterministic — sorted
-keys, sorted paths, relative POSIX paths only, no timestamps — so two identical builds write
-identical manifests.
+The manifest lets a consumer (the simulator before it runs a tree, CI, a user auditing a wheel)
+check a sub-build without rebuilding it: every file under the sub-build root with its SHA-256
+and size, the toolchain and its version, and the hashes of the inputs. It is itself
+deterministic — sorted keys, sorted paths, relative POSIX paths only, no timestamps — so two
+identical builds write identical manifests.
+
+Python's bytecode caches (``__pycache__`` folders) are not part of a tree: pip writes them
+beside every ``.py`` file of a wheel it installs (``kernel_config.py``, the HOST orchestrator),
+so the manifest neither lists them nor counts them as added files.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from pypto_build.chip_build.chips import get_chip
@@ -22,6 +27,19 @@ MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+#: Folders of bytecode caches, which an installer or an import may add to a tree.
+_BYTECODE_CACHE = "__pycache__"
+
+
+@dataclass(frozen=True)
+class ManifestProblem:
+    """One way a tree differs from its manifest: the file (relative to the tree) and what."""
+
+    path: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.what}"
 
 
 def write_manifest(
@@ -65,40 +83,45 @@ def write_manifest(
     return target
 
 
-def verify_manifest(root: Path) -> list[str]:
-    """Differences between ``root`` and its manifest, one message per path; empty if it matches.
+def verify_manifest(root: Path) -> list[ManifestProblem]:
+    """Differences between ``root`` and its manifest, one per path, sorted; empty if it matches.
 
     Reports files that are missing, changed (size or SHA-256) or not listed, and a manifest that
     is missing or unreadable.
     """
     manifest_path = root / MANIFEST_NAME
     if not manifest_path.is_file():
-        return [f"{MANIFEST_NAME}: missing"]
+        return [ManifestProblem(MANIFEST_NAME, "missing")]
     try:
         recorded = _recorded_files(json.loads(manifest_path.read_text(encoding="utf-8")))
         present = set(_content_paths(root))
     except ValueError as exc:  # json.JSONDecodeError, a malformed entry, a symlink in the tree
-        return [f"{MANIFEST_NAME}: unreadable: {exc}"]
-    problems: list[str] = []
+        return [ManifestProblem(MANIFEST_NAME, f"unreadable: {exc}")]
+    problems: list[ManifestProblem] = []
     for path in sorted(present | recorded.keys()):
         if path not in recorded:
-            problems.append(f"{path}: not in manifest")
+            problems.append(ManifestProblem(path, f"not in {MANIFEST_NAME}"))
         elif path not in present:
-            problems.append(f"{path}: missing")
+            problems.append(ManifestProblem(path, f"missing ({MANIFEST_NAME} lists it)"))
         else:
             digest, size = recorded[path]
             actual_size = (root / path).stat().st_size
             if actual_size != size:
-                problems.append(f"{path}: size {actual_size} differs from manifest's {size}")
+                what = f"size {actual_size} differs from {MANIFEST_NAME}'s {size}"
+                problems.append(ManifestProblem(path, what))
             elif sha256_file(root / path) != digest:
-                problems.append(f"{path}: sha256 differs from manifest")
+                problems.append(ManifestProblem(path, f"sha256 differs from {MANIFEST_NAME}"))
     return problems
 
 
 def _content_paths(root: Path) -> list[str]:
-    """Every file under ``root`` except the manifest, as sorted relative POSIX paths."""
-    paths = (path.as_posix() for path in walk_files(root))
-    return [path for path in paths if path != MANIFEST_NAME]
+    """Every file under ``root`` except the manifest and bytecode caches, as sorted relative
+    POSIX paths."""
+    return [
+        path.as_posix()
+        for path in walk_files(root)
+        if path.as_posix() != MANIFEST_NAME and _BYTECODE_CACHE not in path.parts
+    ]
 
 
 def _recorded_files(document: object) -> dict[str, tuple[str, int]]:

@@ -29,7 +29,9 @@ TensorMap). So the source is the orchestration body replayed in program order:
 * ``if``, ``while`` and ``for ... in pl.range`` become C++ control flow over ``int64_t``, with
   Python's floor division and modulo.
 
-Anything else in a CHIP orchestration body is a diagnostic at the statement.
+The lowering's CheckLegality pass has rejected everything else
+(:mod:`pypto_build.lowering.legality.chip_orchestration`), so a construct without a C++ form
+here is an internal error.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pypto_build.chip_build.chips import Chip, CoreType
-from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, arg_directions
-from pypto_build.lowering.builtin_kernels import ATTR_REQUIRE_CONTIGUOUS
-from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
+from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, call_directions
+from pypto_build.lowering.analysis.returns import returned_params
+from pypto_build.lowering.diagnostics import InternalError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,
     AttrValue,
@@ -61,6 +63,7 @@ from pypto_build.lowering.ir import (
     GlobalVar,
     IfStmt,
     MakeTuple,
+    ParamDirection,
     Program,
     ScalarType,
     TensorType,
@@ -71,10 +74,22 @@ from pypto_build.lowering.ir import (
     WhileStmt,
     get_attr,
 )
+from pypto_build.lowering.ir.names import (
+    ArgDirection,
+    CallAttr,
+    Kwarg,
+    Op,
+    device,
+    is_submit,
+    kwarg,
+    requires_contiguous,
+    task_deps,
+    task_id,
+)
+from pypto_build.lowering.ir.walk import walk_exprs, walk_stmts
+from pypto_build.lowering.legality.chip_orchestration import VIEW_OPS, called_kernels
+from pypto_build.lowering.legality.runtime import DESCRIPTOR_DIM_MAX
 from pypto_build.lowering.ops.signature import expr_span
-from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, SCALAR
-from pypto_build.lowering.passes.provenance import returned_params
-from pypto_build.lowering.passes.rewrite import walk_calls, walk_exprs, walk_stmts
 
 PHASE = "orchestration codegen"
 
@@ -86,10 +101,6 @@ INCLUDES = ("pto_orchestration_api.h", "../include/pypto_build/orchestration.h")
 #: Marks the entry points exported from the orchestration's shared object.
 EXPORT = '__attribute__((visibility("default")))'
 
-_TASK_ID = "task_id"
-_DEPS = "deps"
-_SUBMIT = "submit"
-
 #: Scalar types an AICPU orchestration computes with (no half-precision arithmetic there).
 _SCALAR_C_TYPES = {
     dtype: dtype.c_type for dtype in DataType if dtype not in (DataType.FP16, DataType.BF16)
@@ -100,7 +111,6 @@ _LOGICAL = {"and": "&&", "or": "||"}
 _FLOOR = {"//": "floordiv", "%": "floormod"}
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_UINT32_MAX = 2**32 - 1
 _INT32_RANGE = range(-(2**31), 2**31)
 
 # C++ keywords and alternative tokens, and every identifier the generated code itself uses: an
@@ -130,31 +140,6 @@ def cpp_name(name: str) -> str:
     if name.endswith("_") or name in _CPP_RESERVED or name.isupper():
         return name + "_"
     return name
-
-
-def kernel_functions(program: Program, orch: Function) -> tuple[Function, ...]:
-    """The kernels ``orch`` calls, in order of first call: their position is their func_id.
-
-    A call of anything but a kernel (another orchestration, an inline function) is a
-    diagnostic: a CHIP orchestration's only callees are tasks.
-    """
-    found: dict[str, Function] = {}
-    for call in walk_calls(orch.body):
-        if not isinstance(call.op, GlobalVar) or call.op.name in found:
-            continue
-        callee = program.function(call.op.name)
-        if callee is None:
-            raise InternalError(f"{PHASE}: call of unknown function '{call.op.name}'")
-        if not callee.func_type.is_kernel:
-            raise ProgramError(
-                f"calling '{callee.name}' ({callee.func_type.value} function) is not supported "
-                "in a CHIP orchestration: it can only submit kernels (InCore, AIV or AIC "
-                "functions)",
-                call.span,
-                PHASE,
-            )
-        found[callee.name] = callee
-    return tuple(found.values())
 
 
 def kernel_core_type(func: Function) -> CoreType:
@@ -192,9 +177,10 @@ class _Scalar:
 
 @dataclass(frozen=True)
 class _Unknown:
-    """A kernel result that is not provably one of its arguments: an error once used."""
+    """A kernel result that is not provably one of its arguments (never used: CheckLegality
+    rejects a use)."""
 
-    error: ProgramError
+    callee: str
 
 
 _Value = _Tensor | _Scalar | _Unknown | tuple["_Value", ...]
@@ -202,7 +188,7 @@ _Value = _Tensor | _Scalar | _Unknown | tuple["_Value", ...]
 
 def _known(value: _Value) -> _Tensor | _Scalar | tuple[_Value, ...]:
     if isinstance(value, _Unknown):
-        raise value.error
+        raise InternalError(f"{PHASE}: the result of '{value.callee}' is used")
     return value
 
 
@@ -228,22 +214,11 @@ def _local_for(name: str, ty: Type, span: Span) -> _Local:
         return _Local(cpp_name(name), "scalar", "uint64_t")
     if isinstance(ty, ScalarType) and ty.dtype in _SCALAR_C_TYPES:
         return _Local(cpp_name(name), "scalar", _SCALAR_C_TYPES[ty.dtype])
-    raise ProgramError(
-        f"'{name}' has type {_type_text(ty)}, which is not supported in a CHIP orchestration "
-        "(tensors, integer, float and bool scalars are)",
-        span,
-        PHASE,
-    )
+    raise _unsupported(f"'{name}' of type {ty}", span)
 
 
-def _type_text(ty: Type) -> str:
-    if isinstance(ty, ScalarType):
-        return f"Scalar[{ty.dtype.value}]"
-    return type(ty).__name__.removesuffix("Type")
-
-
-def _unsupported(what: str, span: Span) -> ProgramError:
-    return ProgramError(f"{what} is not supported in a CHIP orchestration", span, PHASE)
+def _unsupported(what: str, span: Span) -> InternalError:
+    return InternalError(f"{PHASE}: {what} at {span} has no C++ form")
 
 
 class _Codegen(StmtCodegen):
@@ -256,7 +231,7 @@ class _Codegen(StmtCodegen):
         super().__init__(orch, depth=1)
         self.program = program
         self.chip = chip
-        self.func_ids = {f.name: i for i, f in enumerate(kernel_functions(program, orch))}
+        self.func_ids = {f.name: i for i, f in enumerate(called_kernels(program, orch))}
         self.locals: dict[str, _Local] = {}
         self.views = 0
         self.tasks = 0
@@ -300,9 +275,6 @@ class _Codegen(StmtCodegen):
         ]
         return "\n".join(out) + "\n"
 
-    def _unsupported(self, what: str, span: Span) -> ProgramError:
-        return _unsupported(what, span)
-
     def _param_counts(self) -> tuple[int, int]:
         tensors = sum(self.locals[p.var.name].kind == "tensor" for p in self.func.params)
         return tensors, len(self.func.params) - tensors
@@ -325,12 +297,7 @@ class _Codegen(StmtCodegen):
         local = _local_for(name, ty, span)
         known = self.locals.setdefault(name, local)
         if known != local:
-            raise ProgramError(
-                f"'{name}' is bound to a {local.c_type} here and to a {known.c_type} elsewhere: "
-                "a name of a CHIP orchestration must keep one kind of value",
-                span,
-                PHASE,
-            )
+            raise _unsupported(f"'{name}' bound to a {local.c_type} and a {known.c_type}", span)
 
     def _entry_prologue(self) -> None:
         """Bind the parameters and declare every other local; a local the body never reads is
@@ -406,9 +373,7 @@ class _Codegen(StmtCodegen):
         if isinstance(stmt.step, ConstInt):
             step = stmt.step.value
             if step == 0:
-                raise ProgramError(
-                    "pl.range() step must not be zero", expr_span(stmt.step, stmt.span), PHASE
-                )
+                raise _unsupported("a zero pl.range() step", expr_span(stmt.step, stmt.span))
             return f"{counter} {'<' if step > 0 else '>'} {stop}", str(step)
         increment = f"{counter}step"
         self.emit(f"const int64_t {increment} = {self._scalar(stmt.step, stmt.span)};")
@@ -533,31 +498,31 @@ class _Codegen(StmtCodegen):
     def _c_type(self, ty: Type, span: Span) -> str:
         if isinstance(ty, ScalarType) and ty.dtype in _SCALAR_C_TYPES:
             return _SCALAR_C_TYPES[ty.dtype]
-        raise _unsupported(f"a scalar of type {_type_text(ty)}", span)
+        raise _unsupported(f"a scalar of type {ty}", span)
 
     # -- tensor ops ---------------------------------------------------------------------------
 
     def _tensor_op(self, call: Call, span: Span) -> _Value:
         op = call.callee_name
-        if op == "tensor.create":
+        if op == Op.TENSOR_CREATE:
             shape = _shape(call.type, span)
-            dtype = get_attr(call.kwargs, "dtype")
+            dtype = kwarg(call, Kwarg.DTYPE)
             if not isinstance(dtype, DataType) or dtype not in RUNTIME_DTYPES:
-                raise _unsupported(f"tensor.create of dtype {dtype}", span)
+                raise _unsupported(f"{op} of dtype {dtype}", span)
             return self._view(
                 f"pypto_build::create_tensor(DataType::{RUNTIME_DTYPES[dtype].name}, {shape})"
             )
-        if op not in ("tensor.slice", "tensor.reshape", "tensor.view", "tensor.set_validshape"):
+        if op not in VIEW_OPS:
             raise _unsupported(f"'{op}'", span)
         source = _Tensor(self._tensor_arg(call.args[0], span))
-        if op == "tensor.slice":
+        if op == Op.TENSOR_SLICE:
             offsets = call.args[2]
             if not isinstance(offsets, MakeTuple):
-                raise _unsupported("tensor.slice offsets that are not a list", span)
+                raise _unsupported(f"{op} offsets that are not a list", span)
             offset_text = ", ".join(_unparen(self._scalar(item, span)) for item in offsets.items)
             shape = _shape(call.type, span)
             return self._view(f"pypto_build::slice({source.ref}, {shape}, {{{offset_text}}})")
-        if op == "tensor.reshape" or get_attr(call.kwargs, "shape") is not None:
+        if op == Op.TENSOR_RESHAPE or kwarg(call, Kwarg.SHAPE) is not None:
             return self._view(f"pypto_build::reshape({source.ref}, {_shape(call.type, span)})")
         # set_validshape, or a view of the same shape: the valid region and layout are not
         # part of the runtime descriptor (orchestration.h), so it is the source itself.
@@ -577,74 +542,54 @@ class _Codegen(StmtCodegen):
         callee = self.program.function(call.callee_name)
         if callee is None or call.callee_name not in self.func_ids:
             raise InternalError(f"{PHASE}: call of unknown kernel '{call.callee_name}'")
-        if get_attr(call.attrs, "device") is not None:
-            raise _unsupported(
-                "a device= dispatch (only HOST orchestrators dispatch to devices)", span
-            )
-        directions = _directions(call, callee)
+        if device(call) is not None:
+            raise _unsupported("a device= dispatch", span)
+        directions = call_directions(call, PHASE)
         args: list[_Tensor | _Scalar] = []
         for arg, direction in zip(call.args, directions, strict=True):
             value = _known(self._value(arg, span))
-            if isinstance(value, tuple) or (direction == SCALAR) != isinstance(value, _Scalar):
+            if isinstance(value, tuple) or (direction is None) != isinstance(value, _Scalar):
                 raise InternalError(
                     f"{PHASE}: argument of '{callee.name}' does not match {direction}"
                 )
             args.append(value)
-        task_id = get_attr(call.attrs, _TASK_ID)
-        number = task_id if isinstance(task_id, int) else self.tasks
+        given = task_id(call)
+        number = self.tasks if given is None else given
         self._submit(call, callee, directions, args, number)
         results: list[_Value] = [
-            self._result(callee, index, position, args, span)
-            for index, position in enumerate(returned_params(callee))
+            args[position]
+            if position is not None and isinstance(args[position], _Tensor)
+            else _Unknown(callee.name)
+            for position in returned_params(callee)
         ]
         result: _Value = results[0] if len(results) == 1 else tuple(results)
-        if get_attr(call.attrs, _SUBMIT) is True:
+        if is_submit(call):
             return (result, _Scalar(f"INT64_C({number})"))
         return result
-
-    @staticmethod
-    def _result(
-        callee: Function,
-        index: int,
-        position: int | None,
-        args: Sequence[_Tensor | _Scalar],
-        span: Span,
-    ) -> _Value:
-        if position is not None and isinstance(args[position], _Tensor):
-            return args[position]
-        return _Unknown(
-            ProgramError(
-                f"cannot tell which argument kernel '{callee.name}' returns as result {index}: "
-                "a kernel result is one of its Out/InOut arguments; end the kernel with "
-                "'return <param>' or declare one written parameter per result",
-                span,
-                PHASE,
-            )
-        )
 
     def _submit(
         self,
         call: Call,
         callee: Function,
-        directions: tuple[str, ...],
+        directions: tuple[ArgDirection, ...],
         args: Sequence[_Tensor | _Scalar],
         number: int,
     ) -> None:
         task = f"task{self.tasks}_"
         self.tasks += 1
-        deps = get_attr(call.attrs, _DEPS)
+        deps = task_deps(call)
         after = ""
-        if isinstance(deps, tuple) and deps:
+        if deps:
             after = f", after task{'s' if len(deps) > 1 else ''} {', '.join(map(str, deps))}"
         with self._braced():
             self.emit(f"// task {number}: {callee.name}{after}")
-            if callee.attr(ATTR_REQUIRE_CONTIGUOUS) is True:
+            if requires_contiguous(callee):
                 for param, arg in zip(callee.params, args, strict=True):
                     if isinstance(arg, _Tensor):
                         self._contiguity_check(callee.name, param.var.name, arg)
             self.emit(f"CoreTaskArgs {task};")
             for direction, arg in zip(directions, args, strict=True):
-                if isinstance(arg, _Tensor):
+                if isinstance(arg, _Tensor) and direction is not None:
                     self.emit(f"{task}.{_ADD_TENSOR[direction]}({arg.ref});")
             for param, arg in zip(callee.params, args, strict=True):
                 if isinstance(arg, _Scalar):
@@ -679,35 +624,29 @@ class _Codegen(StmtCodegen):
         return f"pypto_build::scalar_bits<{self._c_type(param_type, span)}>({_unparen(arg.text)})"
 
     def _launch_spec(self, call: Call, span: Span) -> Iterator[str]:
-        core_num = get_attr(call.attrs, "core_num")
+        core_num = get_attr(call.attrs, CallAttr.CORE_NUM)
         if core_num is not None:
-            yield f"{self.chip.launch_spec_method}({self._attr_scalar(core_num, 'core_num', span)})"
-        sync_start = get_attr(call.attrs, "sync_start")
+            yield f"{self.chip.launch_spec_method}({self._attr_scalar(core_num, span)})"
+        sync_start = get_attr(call.attrs, CallAttr.SYNC_START)
         if isinstance(sync_start, ConstBool | bool):
             if sync_start is True or (isinstance(sync_start, ConstBool) and sync_start.value):
                 yield "set_require_sync_start(true)"
         elif sync_start is not None:
-            yield f"set_require_sync_start({self._attr_scalar(sync_start, 'sync_start', span)})"
+            yield f"set_require_sync_start({self._attr_scalar(sync_start, span)})"
 
-    def _attr_scalar(self, value: AttrValue, key: str, span: Span) -> str:
+    def _attr_scalar(self, value: AttrValue, span: Span) -> str:
         if isinstance(value, bool) or not isinstance(value, int | Expr):
-            raise ProgramError(f"{key}= must be a scalar expression, got {value!r}", span, PHASE)
+            raise _unsupported(f"the launch attr {value!r}", span)
         if isinstance(value, int):
             return str(value)
         return _unparen(self._scalar(value, span))
 
 
-_ADD_TENSOR = {"In": "add_input", "Out": "add_output", "InOut": "add_inout"}
-
-
-def _directions(call: Call, callee: Function) -> tuple[str, ...]:
-    directions = arg_directions(call)
-    if directions is None or len(directions) != len(callee.params):
-        raise InternalError(
-            f"{PHASE}: call of '{callee.name}' lacks valid {ARG_DIRECTIONS} "
-            f"(got {get_attr(call.attrs, ARG_DIRECTIONS)!r}); DeriveCallDirections must run first"
-        )
-    return directions
+_ADD_TENSOR = {
+    ParamDirection.In: "add_input",
+    ParamDirection.Out: "add_output",
+    ParamDirection.InOut: "add_inout",
+}
 
 
 def _unparen(text: str) -> str:
@@ -736,12 +675,8 @@ def _shape(ty: Type, span: Span) -> str:
     if not isinstance(ty, TensorType):
         raise InternalError(f"{PHASE}: expected a tensor type, got {ty}")
     for dim in ty.shape:
-        if not 0 <= dim <= _UINT32_MAX:
-            raise ProgramError(
-                f"dimension {dim} does not fit the runtime descriptor (0 .. {_UINT32_MAX})",
-                span,
-                PHASE,
-            )
+        if not 0 <= dim <= DESCRIPTOR_DIM_MAX:
+            raise _unsupported(f"dimension {dim}", span)
     return "{" + ", ".join(str(dim) for dim in ty.shape) + "}"
 
 

@@ -365,7 +365,7 @@ class Remote:
             self._healthy = True
             self._uploads_refused = True
             self._problem = f"uploads refused: {exc}"
-            hint = "" if self.spec.read_only else "; set remote_cache_read_only to only read"
+            hint = "" if self.spec.read_only else "; set remote-cache-read-only to only read"
             self._warn_once("refused", f"refuses uploads ({exc}); not uploading to it{hint}")
             return None
         except _Unavailable as exc:

@@ -42,7 +42,6 @@ from pypto_build.builtins import BuiltinPackage
 from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, header_closure
 from pypto_build.chip_build.builtin_variants import (
     KERNEL_TEMPLATE,
-    PHASE,
     ChipBuiltinKernel,
     HostVariant,
     chip_builtin_kernel,
@@ -52,8 +51,9 @@ from pypto_build.chip_build.builtin_variants import (
 )
 from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
 from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
+from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.fs import atomic_write_bytes
-from pypto_build.chip_build.host_orch_codegen import MODULE_NAME, generate_host_orchestrator
+from pypto_build.chip_build.host_orch_codegen import generate_host_orchestrator
 from pypto_build.chip_build.kernel_config import (
     ArgDirection,
     KernelEntry,
@@ -64,20 +64,18 @@ from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.orchestration_codegen import (
     generate_orchestration,
     kernel_core_type,
-    kernel_functions,
 )
-from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
-from pypto_build.lowering.frontend import parse_file
+from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import Function, ParamDirection, Program, TensorType
-from pypto_build.lowering.passes import default_pipeline
-from pypto_build.lowering.passes.rewrite import walk_calls
+from pypto_build.lowering.ir.names import external_source
+from pypto_build.lowering.legality.build import HOST_MODULE, check_programs
+from pypto_build.lowering.legality.chip_orchestration import called_kernels
+from pypto_build.lowering.lower import lower_path
 
 #: The runtime every sub-build targets (its wire name in kernel_config.py).
 RUNTIME = "tensormap_and_ringbuffer"
 NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
-#: The tree's HOST orchestrator module, where PyPTO's L3 loader looks for it.
-HOST_MODULE = f"{ORCHESTRATION}/{MODULE_NAME}"
 #: The toolchain recorded in the manifest while sub-builds hold sources only.
 TOOLCHAIN = "none"
 #: The folder of an output directory where a build writes its compile logs
@@ -86,18 +84,11 @@ TOOLCHAIN = "none"
 #: that are gone.
 LOG_DIR = ".pypto-build-logs"
 
-ATTR_EXTERNAL_SOURCE = "external_source"
-
 _SIGNATURE = {
     ParamDirection.In: ArgDirection.IN,
     ParamDirection.Out: ArgDirection.OUT,
     ParamDirection.InOut: ArgDirection.INOUT,
 }
-
-
-class RenderError(Exception):
-    """A render that cannot proceed for a reason outside the programs (an input outside the
-    source root, an output directory that is not a render tree)."""
 
 
 @dataclass(frozen=True)
@@ -110,9 +101,8 @@ class SourceProgram:
 
 
 def lower_file(path: Path, chips: Sequence[str]) -> tuple[SourceProgram, ...]:
-    """Parse ``path`` and run the default pipeline for a build targeting ``chips``."""
-    pipeline = default_pipeline(tuple(chips))
-    return tuple(SourceProgram(path, pipeline.run(program)) for program in parse_file(path))
+    """Parse ``path`` and lower its programs for a build targeting ``chips``."""
+    return tuple(SourceProgram(path, program) for program in lower_path(path, chips))
 
 
 def used_packages(program: Program) -> tuple[BuiltinPackage, ...]:
@@ -189,6 +179,7 @@ def render_subbuilds(
 
 def plan_chip(programs: Sequence[SourceProgram], chip: str, source_root: Path) -> ChipTree:
     """The tree of ``chip``: every program's sub-builds, variants and HOST orchestrators."""
+    check_programs([source.program for source in programs])
     target = get_chip(chip)
     plan = _Plan(source_root)
     for source in programs:
@@ -207,36 +198,6 @@ class _Plan:
         self.source_root = source_root
         self.files: dict[str, bytes] = {}
         self.inputs: dict[str, str] = {}
-        self._owners: dict[str, str] = {}
-        #: The program and name of the tree's HOST orchestrator, once one is planned.
-        self._host: tuple[str, str] | None = None
-
-    def claim(self, name: str, program: Program, func: Function) -> None:
-        """Reserve output ``name`` for ``program``; a second program is a diagnostic."""
-        owner = self._owners.setdefault(name, program.name)
-        if owner != program.name:
-            raise ProgramError(
-                f"'{func.name}' of program '{program.name}' and a function of program "
-                f"'{owner}' both produce {name}: sub-builds are named after their functions, "
-                "so these names must be unique across the programs of a build",
-                func.span,
-                PHASE,
-            )
-
-    def claim_host(self, program: Program, func: Function) -> None:
-        """Reserve the tree's one HOST orchestrator for ``func`` of ``program``; a second is a
-        diagnostic: PyPTO's L3 loader runs one ``orchestration/host_orch.py`` per tree."""
-        if self._host is not None:
-            other_program, other = self._host
-            raise ProgramError(
-                f"HOST orchestrator '{func.name}' of program '{program.name}' and HOST "
-                f"orchestrator '{other}' of program '{other_program}' would share one chip tree: "
-                f"PyPTO's runtime loads one {HOST_MODULE} per tree, so a build holds at most one "
-                "HOST orchestrator (build the others as separate packages)",
-                func.span,
-                PHASE,
-            )
-        self._host = (program.name, func.name)
 
     def add(self, path: str, data: bytes) -> None:
         self.files[path] = data
@@ -270,7 +231,6 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
     sub_builds = [f for f in program.functions if f.is_chip_orchestration]
     for orch in sub_builds:
         prefix = f"{NEXT_LEVELS}/{orch.name}"
-        plan.claim(prefix, program, orch)
         for path, data in _chip_sub_build(plan, source, orch, chip).items():
             plan.add(f"{prefix}/{path}", data)
     for variant in host_variants(program):
@@ -278,7 +238,6 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
     _check_rail_identity(program, chip)
     names = [f.name for f in sub_builds]
     for host in (f for f in program.functions if f.is_host_orchestrator):
-        plan.claim_host(program, host)
         generated = generate_host_orchestrator(program, host, names)
         plan.add(HOST_MODULE, generated.source.encode())
         ranks = collective_ranks(program)
@@ -314,16 +273,13 @@ def _chip_sub_build(
 ) -> dict[str, bytes]:
     """The files of ``orch``'s sub-build, by path relative to it."""
     program = source.program
-    first_calls: dict[str, Span] = {}
-    for call in walk_calls(orch.body):
-        first_calls.setdefault(call.callee_name, call.span)
     files: dict[str, bytes] = {}
-    kernels: list[tuple[int, Function]] = list(enumerate(kernel_functions(program, orch)))
+    kernels: list[tuple[int, Function]] = list(enumerate(called_kernels(program, orch)))
     for _, kernel in kernels:
         path = f"kernels/{kernel_core_type(kernel).value}/{kernel.name}.cpp"
         builtin = chip_builtin_kernel(kernel)
         if builtin is not None:
-            files[path] = _builtin_kernel(plan, builtin, chip, first_calls[kernel.name])
+            files[path] = _builtin_kernel(plan, builtin)
         else:
             files[path] = _external_kernel(plan, source, kernel)
     files[f"{ORCHESTRATION}/{orch.name}.cpp"] = generate_orchestration(program, orch, chip).encode()
@@ -350,45 +306,18 @@ def _travelling_headers(sources: Mapping[str, bytes]) -> dict[str, bytes]:
     return {f"{SUBBUILD_INCLUDE_DIR}/{name}": data for name, data in closure.items()}
 
 
-def _builtin_kernel(plan: _Plan, builtin: ChipBuiltinKernel, chip: Chip, call: Span) -> bytes:
+def _builtin_kernel(plan: _Plan, builtin: ChipBuiltinKernel) -> bytes:
     package = builtin.package
-    if "chip" not in package.rails:
-        raise ProgramError(
-            f"builtin {package.handle} has no CHIP rail (it declares rails "
-            f"{', '.join(package.rails)})",
-            call,
-            PHASE,
-        )
-    if chip.name not in package.chips:
-        raise ProgramError(
-            f"builtin kernel '{builtin.function.name}' ({package.handle}) does not support chip "
-            f"{chip.name}; it supports {', '.join(package.chips)}",
-            call,
-            PHASE,
-        )
     plan.add_template_input(package.handle, KERNEL_TEMPLATE, package.template(KERNEL_TEMPLATE))
     return builtin.render().encode()
 
 
 def _external_kernel(plan: _Plan, source: SourceProgram, kernel: Function) -> bytes:
-    relative = kernel.attr(ATTR_EXTERNAL_SOURCE)
-    if not isinstance(relative, str):
-        raise ProgramError(
-            f"kernel '{kernel.name}' has no {ATTR_EXTERNAL_SOURCE}: pypto-build does not "
-            "generate code from DSL kernel bodies; write the kernel in C++ and name the file "
-            f'with external_source="kernels/{kernel.name}.cpp" (relative to the program file)',
-            kernel.span,
-            PHASE,
-        )
-    path = source.path.parent / relative
-    if not path.is_file():
-        raise ProgramError(
-            f"external_source '{relative}' of kernel '{kernel.name}' does not exist "
-            "(it is relative to the program file)",
-            kernel.span,
-            PHASE,
-        )
-    return plan.add_input(path)
+    """The kernel's own source (CheckLegality made sure it names one that exists)."""
+    relative = external_source(kernel)
+    if relative is None:
+        raise InternalError(f"kernel '{kernel.name}' has no external source")
+    return plan.add_input(source.path.parent / relative)
 
 
 def _signature(func: Function) -> tuple[ArgDirection, ...]:

@@ -1,12 +1,24 @@
-"""Launch width of the multi-block ``all_to_all_v`` kernel (RFC #2521 admission formula).
+"""Launch-width rules: how a collective's requested ``core_num`` becomes the number of blocks its
+builtin kernel launches. A builtin package names its rule (``[op] launch_width``); the rule itself
+is code, because a manifest cannot say it.
 
-Both rails fold the requested block limit ``core_num`` (L) against the rank count (P) with the
-same formula: the CHIP rail at compile time (LowerL2TensorCollectives) and the HOST rail in its
-generated entry. Keeping the formula in one function, pinned by the RFC's worked table in the
-tests, is what keeps the two rails launching the same number of blocks.
+* ``all_to_all_v`` -- the multi-block ``all_to_all_v`` kernel (RFC #2521 admission formula). Both
+  rails fold the requested block limit ``core_num`` (L) against the rank count (P) with the same
+  formula: the CHIP rail at compile time (LowerL2TensorCollectives) and the HOST rail in its
+  generated entry. Keeping the formula in one function, pinned by the RFC's worked table in the
+  tests, is what keeps the two rails launching the same number of blocks.
+* ``exact`` -- ``core_num`` is the exact number of blocks launched (the indexed exchange: blocks
+  beyond the rank count only gather rows locally).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pypto_build.builtins.registry import BuiltinRegistryError
+from pypto_build.lowering.ir.names import Kwarg
 
 #: Upper bound of ``core_num`` and of the rank count: the runtime narrows both to ``int32_t``.
 INT32_MAX = 2**31 - 1
@@ -20,7 +32,7 @@ def cal_all_to_all_v_blocks(nranks: int, core_num: int) -> int:
     upper cap: the runtime refuses a sync-start launch wider than the chip instead of silently
     launching fewer blocks.
     """
-    for name, value in (("nranks", nranks), ("core_num", core_num)):
+    for name, value in (("nranks", nranks), (Kwarg.CORE_NUM.value, core_num)):
         # bool is an int subclass; a True/False block count is always a caller bug.
         if type(value) is not int:
             raise TypeError(f"{name} must be int, got {type(value).__name__}")
@@ -29,3 +41,41 @@ def cal_all_to_all_v_blocks(nranks: int, core_num: int) -> int:
     if core_num < nranks:
         return core_num
     return (core_num // nranks) * nranks
+
+
+def _exact(nranks: int, core_num: int) -> int:
+    return core_num
+
+
+@dataclass(frozen=True)
+class LaunchWidthRule:
+    """A named rule: the admitted block count for P ranks and a requested ``core_num``."""
+
+    name: str
+    blocks: Callable[[int, int], int]
+    #: What ``core_num`` means under this rule, for a diagnostic that asks for a constant.
+    meaning: str
+
+
+RULES: dict[str, LaunchWidthRule] = {
+    rule.name: rule
+    for rule in (
+        LaunchWidthRule(
+            "all_to_all_v",
+            cal_all_to_all_v_blocks,
+            "the admitted block count is folded from it at compile time",
+        ),
+        LaunchWidthRule("exact", _exact, "it is the exact number of AIV launched"),
+    )
+}
+
+
+def launch_width_rule(name: str, manifest: Path) -> LaunchWidthRule:
+    """The rule ``name`` a package manifest names; an error naming the manifest if unknown."""
+    rule = RULES.get(name)
+    if rule is None:
+        known = ", ".join(sorted(RULES))
+        raise BuiltinRegistryError(
+            f"{manifest}: op.launch_width: unknown launch-width rule {name!r} (known: {known})"
+        )
+    return rule

@@ -61,15 +61,15 @@ from pypto_build.lowering.ir import (
     Var,
     WhileStmt,
     WindowBufferType,
-    get_attr,
 )
+from pypto_build.lowering.ir.names import CallAttr, FunctionAttr, is_submit
 from pypto_build.lowering.ops import dsl_spelling
 
 _HEADER = "import pypto.language as pl\nimport pypto.language.distributed as pld\n"
 _INDENT = "    "
 
 #: Function attrs written in the ``@pl.function(...)`` decorator rather than ``pl.func_attr``.
-_DECORATOR_ATTRS = ("external_source",)
+_DECORATOR_ATTRS = (FunctionAttr.EXTERNAL_SOURCE,)
 
 # Python operator precedence, lowest binding first; operands that bind more loosely than their
 # context get parentheses, nothing else does.
@@ -279,8 +279,8 @@ class _ExprPrinter:
 
     def _self_call(self, call: Call, callee: GlobalVar) -> str:
         """``self.f(args, attrs)``, or ``pl.submit(self.f, args, attrs)`` for a submitted call."""
-        if get_attr(call.attrs, "submit") is True:
-            attrs = tuple((key, value) for key, value in call.attrs if key != "submit")
+        if is_submit(call):
+            attrs = tuple((key, value) for key, value in call.attrs if key != CallAttr.SUBMIT)
             arguments = self.arguments(call.args, call.kwargs + attrs)
             return f"pl.submit(self.{callee.name}" + (f", {arguments})" if arguments else ")")
         return f"self.{callee.name}({self.arguments(call.args, call.kwargs + call.attrs)})"
@@ -293,6 +293,8 @@ def _literal(value: AttrValue) -> str:
         return _dtype(value)
     if isinstance(value, Layout):
         return f"pl.{value.value}"
+    if isinstance(value, ParamDirection):
+        return quote(value.value)
     if isinstance(value, float):
         return _float_text(value)
     # bool, int and None print as Python does.

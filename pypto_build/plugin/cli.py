@@ -125,7 +125,13 @@ def _parser() -> argparse.ArgumentParser:
     lower.add_argument(
         "--after",
         metavar="PASS",
-        help="run the pass pipeline up to and including PASS ('all' for every pass) first",
+        help=(
+            "run the pass pipeline up to and including PASS first ('all': every pass, and the "
+            "checks a render makes, so it refuses exactly what a render refuses)"
+        ),
+    )
+    add_chip_option(
+        lower, "lower for a build targeting CHIP (repeatable; default: any chip)", repeatable=True
     )
     lower.set_defaults(command=_lower)
     _add_render(commands)
@@ -197,17 +203,21 @@ def _add_check_render(commands: Subparsers) -> None:
 
 def _lower(args: argparse.Namespace) -> int:
     from pypto_build.lowering.frontend import parse_file
+    from pypto_build.lowering.lower import lower_programs
     from pypto_build.lowering.printer import print_programs
 
     if not Path(args.path).is_file():
         raise UsageError(f"{args.path}: no such file")
-    pipeline = None if args.after is None else _pipeline(args.after)
+    chips = tuple(dict.fromkeys(args.chips))
+    pipeline = None if args.after is None else _pipeline(args.after, chips)
     programs = parse_file(args.path)
     if not programs:
         print_error(f"{args.path} defines no @pl.program class")
         return ExitCode.PROGRAM_ERROR
     selected = _select(programs, args.class_name, args.path)
-    if pipeline is not None:
+    if args.after == "all":
+        selected = list(lower_programs(selected, chips))
+    elif pipeline is not None:
         selected = [pipeline.run(program) for program in selected]
     text = print_programs(selected)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -224,11 +234,11 @@ def _select(programs: Sequence[Program], class_name: str | None, path: str) -> l
     return chosen
 
 
-def _pipeline(after: str) -> PassManager:
+def _pipeline(after: str, chips: tuple[str, ...]) -> PassManager:
     """The default pipeline, cut after the pass named ``after`` (``all``: not cut)."""
     from pypto_build.lowering.passes import default_pipeline
 
-    pipeline = default_pipeline()
+    pipeline = default_pipeline(chips)
     if after == "all":
         return pipeline
     if after not in pipeline.names():
@@ -269,7 +279,7 @@ def _render_command(
     """Map the render engine's own failures onto the documented exit codes."""
 
     def command(args: argparse.Namespace) -> int:
-        from pypto_build.chip_build.subbuild import RenderError
+        from pypto_build.chip_build.errors import RenderError
 
         try:
             return run(args)
@@ -300,8 +310,8 @@ def _render(args: argparse.Namespace) -> int:
 
 @_render_command
 def _check_render(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.check_render import check_render
-    from pypto_build.chip_build.diffreport import find_diffoscope
+    from pypto_build.chip_build.checks.diffreport import find_diffoscope
+    from pypto_build.chip_build.checks.render import check_render
 
     path, source_root, chips, programs = _program_inputs(args)
     against = None if args.against is None else Path(args.against)

@@ -60,7 +60,7 @@ from pypto_build.plugin.settings import (
 )
 
 if TYPE_CHECKING:
-    from pypto_build.chip_build.compile import BuildResult
+    from pypto_build.chip_build.build import BuildResult
     from pypto_build.plugin.cli_common import Subparsers
 
 
@@ -147,7 +147,7 @@ def _add_runtime_root_option(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=(
             "PyPTO's runtime the CANN binaries are built for (a simpler checkout or an installed "
-            "simpler's simpler_setup/_assets folder); overrides tool.pypto.runtime_root"
+            "simpler's simpler_setup/_assets folder); overrides tool.pypto.runtime-root"
         ),
     )
 
@@ -206,9 +206,10 @@ def _add_doctor(commands: Subparsers) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.compile import BuildFailed
-    from pypto_build.chip_build.subbuild import RenderError
+    from pypto_build.chip_build.errors import RenderError
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
+    from pypto_build.plugin.vcs_ignore import ensure_ignored
 
     if args.depfile is not None and args.stamp is None:
         raise UsageError("--depfile needs --stamp: the depfile lists the stamp's inputs")
@@ -216,19 +217,23 @@ def _build(args: argparse.Namespace) -> int:
         project, settings = _build_settings(args)
         toolchain = project_toolchain(project, settings)
         cache = None if args.no_cache else project_cache(settings)
+        out = Path(args.out) if args.out else project / "build" / "pypto"
         result = build_project(
-            project,
-            settings,
-            Path(args.out) if args.out else project / "build" / "pypto",
-            toolchain=toolchain,
-            cache=cache,
-            progress=sys.stderr,
+            project, settings, out, toolchain=toolchain, cache=cache, progress=sys.stderr
         )
     except (SettingsError, RenderError) as err:
         raise UsageError(str(err)) from None
     except (ToolchainError, BuildFailed) as err:
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR
+    if not args.out and (project / "pyproject.toml").is_file():
+        gitignore = ensure_ignored(project, out)
+        if gitignore is not None:
+            print(
+                f"pypto-build: listed {out} in {gitignore}: build output stays out of git and "
+                "sdists",
+                file=sys.stderr,
+            )
     if args.stamp is not None:
         depfile = None if args.depfile is None else Path(args.depfile)
         write_build_files(result, project, stamp=Path(args.stamp), depfile=depfile)
@@ -623,9 +628,9 @@ def _doctor_lines(report: dict[str, Any]) -> list[str]:
 
 #: What to set when a root is not configured, as doctor says it.
 _UNCONFIGURED = {
-    "runtime": f"set {TABLE}.runtime_root or PYPTO_RUNTIME_ROOT; toolchain 'cann' needs it",
+    "runtime": f"set {TABLE}.runtime-root or PYPTO_RUNTIME_ROOT; toolchain 'cann' needs it",
     "pto-isa": (
-        f"set {TABLE}.pto_isa_root or PTO_ISA_ROOT, or {TABLE}.runtime_root for its managed "
+        f"set {TABLE}.pto-isa-root or PTO_ISA_ROOT, or {TABLE}.runtime-root for its managed "
         "clone; toolchain 'cann' needs it"
     ),
 }

@@ -1,6 +1,6 @@
 """``pypto-build check-reproducible``: build a project's wheel twice and prove the two identical.
 
-A thin adapter over :mod:`pypto_build.plugin.reproducible`: it checks the project folder, runs
+A thin adapter over :mod:`pypto_build.chip_build.checks.wheels`: it checks the project folder, runs
 the check and prints the verdict, every difference and the report's files (or, with ``--json``,
 one document). Exit 0 when the wheels are identical; 1 when they differ or a build fails; 2
 when the check cannot run (no project there, build tools missing from the environment).
@@ -21,8 +21,8 @@ from pypto_build.plugin.cli_common import (
 )
 
 if TYPE_CHECKING:
+    from pypto_build.chip_build.checks.wheels import ReproducibleResult
     from pypto_build.plugin.cli_common import Subparsers
-    from pypto_build.plugin.reproducible import ReproducibleResult
 
 
 def register(commands: Subparsers) -> None:
@@ -58,8 +58,8 @@ def register(commands: Subparsers) -> None:
 
 
 def _check_reproducible(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.diffreport import find_diffoscope
-    from pypto_build.plugin.reproducible import (
+    from pypto_build.chip_build.checks.diffreport import find_diffoscope
+    from pypto_build.chip_build.checks.wheels import (
         ReproducibleError,
         WheelBuildFailed,
         check_reproducible,

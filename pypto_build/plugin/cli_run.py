@@ -13,6 +13,7 @@ simulator is imported only when the command runs.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,9 @@ def _seconds(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("numpy") is None:
+        print_error("run needs NumPy for the simulator: pip install 'pypto-build[sim]'")
+        return ExitCode.PROGRAM_ERROR
     import numpy as np
 
     from pypto_build.chip_build.sim.library import RuntimeBuildError

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pypto_build.builtins import default_registry, include_dir
 from pypto_build.builtins.manifest import TEMPLATES_DIR
-from pypto_build.chip_build.compile import BuildResult
+from pypto_build.chip_build.build import BuildResult
 from pypto_build.chip_build.fs import atomic_write_text, walk_files
 from pypto_build.chip_build.manifest import MANIFEST_NAME
 

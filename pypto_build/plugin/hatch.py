@@ -14,18 +14,22 @@ hands hooks no ``config_settings``) and runs the engine.
   in insertion order). The compile logs stay beside the chip trees, so no log is shipped; the
   directory is removed once the wheel is written, and kept when a compile fails, so that the
   log path in the error still points at the log.
-* **The tag is explicit.** The kernels are not CPython extensions, so the tag never names an
-  interpreter or ABI. ``sim`` binaries are shared objects for this host, so they are tagged with
-  its platform (``py3-none-linux_x86_64``); ``cann`` binaries run on the NPU (AI Core images,
-  and orchestrations built with the toolkit's aarch64 device compiler), whatever the host, so
-  that wheel is ``py3-none-any`` with ``Root-Is-Purelib: false``. Which chips it holds cannot be
-  said in a tag; the runtime picks ``<package>/<chip>/`` itself.
+* **The tag is explicit** (setting ``platform-tag``). The kernels are not CPython extensions, so
+  the tag never names an interpreter or ABI: ``py3-none-<platform>``. ``sim`` binaries are shared
+  objects for this host, so by default they are tagged with its platform
+  (``py3-none-linux_x86_64``, which ``auditwheel repair`` turns into the manylinux tag their
+  symbols allow); ``cann`` binaries run on the NPU (AI Core images, and orchestrations built
+  with the toolkit's aarch64 device compiler), whatever the host, so that wheel is
+  ``py3-none-any`` with ``Root-Is-Purelib: false``. Which chips it holds cannot be said in a
+  tag; the runtime picks ``<package>/<chip>/`` itself.
 * **Editable installs** build in place: hatchling's editable wheel points the interpreter at the
   source tree, where kernels put into the wheel would never be seen, so the sub-builds are
   written into the source folder of ``package`` (``src/moe/_kernels`` for
   ``package = "moe/_kernels"`` with a ``src`` layout) and re-running ``pip install -e .``
-  refreshes them. That folder belongs in ``.gitignore``: a later standard wheel would otherwise
-  ship it as well, and the hook refuses that build, saying so.
+  refreshes them. That folder is listed in the project's ``.gitignore`` (:mod:`.vcs_ignore`),
+  so git, sdists and later wheels leave it out; ``hatch clean`` removes it (:meth:`clean`).
+  Without ``dev-mode-dirs`` hatchling's editable wheel needs the ``editables`` package; the hook
+  checks for it before it builds anything and says what to add when it is missing.
 * **Reproducible.** Hatchling writes reproducible archives (``SOURCE_DATE_EPOCH``, fixed modes,
   sorted walks); the engine's outputs are pure functions of the inputs, with no absolute path.
 
@@ -36,6 +40,7 @@ with the log's path. hatchling (and pip) print it.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 import sysconfig
@@ -47,10 +52,12 @@ from typing import Any
 
 from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+from packaging.tags import sys_tags
 
 from pypto_build.chip_build.compile import BuildFailed
+from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.fs import walk_files
-from pypto_build.chip_build.subbuild import RenderError
+from pypto_build.chip_build.subbuild import is_render_tree
 from pypto_build.chip_build.toolchains import ToolchainError
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
@@ -59,8 +66,10 @@ from pypto_build.plugin.settings import (
     PyptoSettings,
     SettingsError,
     apply_environment,
+    setting_key,
     settings_from_table,
 )
+from pypto_build.plugin.vcs_ignore import ensure_ignored
 
 PLUGIN_NAME = "pypto"
 #: Keys of a hook's table that hatchling itself reads; pypto-build's own settings live in
@@ -73,8 +82,9 @@ HATCH_HOOK_KEYS = frozenset(
         "enable-by-default",
     }
 )
-#: The tag of a wheel whose kernels run on the NPU only.
-DEVICE_WHEEL_TAG = "py3-none-any"
+#: The platform of a wheel whose kernels run on the NPU only.
+DEVICE_PLATFORM = "any"
+_PLATFORM_KEY = f"{TABLE}.{setting_key('platform_tag')}"
 
 
 class PyptoBuildError(Exception):
@@ -87,12 +97,25 @@ def host_platform_tag() -> str:
     return sysconfig.get_platform().replace("-", "_").replace(".", "_")
 
 
-def wheel_tag(toolchain: str) -> str:
-    """The wheel tag for kernels built by ``toolchain``: host shared objects (``sim``) are
-    tied to this platform, device binaries (``cann``) to none."""
-    if toolchain == "sim":
-        return f"py3-none-{host_platform_tag()}"
-    return DEVICE_WHEEL_TAG
+def wheel_tag(toolchain: str, platform_tag: str = "auto") -> str:
+    """The wheel tag for kernels built by ``toolchain`` with the ``platform-tag`` setting.
+
+    ``auto`` ties host shared objects (``sim``) to this platform and device binaries (``cann``)
+    to none. An explicit platform is taken as given for device binaries; for ``sim`` kernels it
+    must be one this host installs (``manylinux_2_28_x86_64`` on a glibc 2.28+ x86-64 host), since
+    they are loaded by this host's interpreter: ``any`` and foreign platforms are refused."""
+    if platform_tag == "auto":
+        platform_tag = host_platform_tag() if toolchain == "sim" else DEVICE_PLATFORM
+    elif toolchain == "sim":
+        supported = {tag.platform for tag in sys_tags()} - {DEVICE_PLATFORM}
+        if platform_tag not in supported:
+            raise SettingsError(
+                f"{_PLATFORM_KEY}: '{platform_tag}' is not a platform of this host, and sim "
+                "kernels are shared objects for this host; use 'auto' "
+                f"({host_platform_tag()}) or one of the manylinux platforms it installs, "
+                "checked by auditwheel show (docs/packaging.md)"
+            )
+    return f"py3-none-{platform_tag}"
 
 
 def wheel_files(out_dir: Path, chips: Sequence[str], package: str) -> dict[str, str]:
@@ -147,13 +170,14 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
             settings = self._settings()
             package = self._package(settings)
             if version == "editable":
-                self._build(settings, self._in_place_folder(package))
+                self._build_in_place(settings, package)
                 return
             self._refuse_in_place_leftovers(package)
             self._scratch = Path(tempfile.mkdtemp(prefix="pypto-build-wheel-"))
             out = self._scratch / "kernels"
             try:
                 toolchain = self._build(settings, out)
+                tag = wheel_tag(toolchain, settings.platform_tag)
             except BuildFailed:
                 raise  # keep the directory: the error names the log inside it
             except BaseException:
@@ -162,10 +186,21 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         build_data["force_include"].update(wheel_files(out, settings.chips, package))
         build_data["pure_python"] = False
         build_data["infer_tag"] = False
-        build_data["tag"] = wheel_tag(toolchain)
+        build_data["tag"] = tag
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         self._remove_scratch()
+
+    def clean(self, versions: list[str]) -> None:
+        """``hatch clean`` (and ``hatch build -c``): remove the kernels an editable install
+        built in place, when that folder holds nothing but pypto-build's chip trees."""
+        if self.target_name != "wheel":
+            return
+        with _user_errors():
+            folder = self._source_folder(self._package(self._settings()))
+        if folder is not None and folder.is_dir() and is_render_tree(folder):
+            shutil.rmtree(folder)
+            self.app.display_info(f"{PLUGIN_NAME}: removed {folder}")
 
     def _remove_scratch(self) -> None:
         if self._scratch is not None:
@@ -182,8 +217,11 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         unknown = sorted(set(self.config) - HATCH_HOOK_KEYS)
         if unknown:
             raise SettingsError(
-                f"{self._hook_table()}: unknown key '{unknown[0]}'; this table only turns the "
-                f"hook on, pypto-build reads its settings from [{TABLE}]"
+                [
+                    f"{self._hook_table()}: unknown key '{key}'; this table only turns the hook "
+                    f"on, pypto-build reads its settings from [{TABLE}]"
+                    for key in unknown
+                ]
             )
         table = self.metadata.config.get("tool", {}).get("pypto")
         if not isinstance(table, dict):
@@ -193,12 +231,10 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
             )
         return apply_environment(settings_from_table(table))
 
-    def _package(self, settings: PyptoSettings) -> str:
-        if settings.package is None:
-            raise SettingsError(
-                f"{TABLE}.package: missing; the {PLUGIN_NAME} build hook needs to know where the "
-                "kernels go inside the wheel (a package path such as 'moe/_kernels')"
-            )
+    @staticmethod
+    def _package(settings: PyptoSettings) -> str:
+        # A [tool.pypto] table always names one: settings_from_table requires the key.
+        assert settings.package is not None
         return PurePosixPath(settings.package).as_posix()
 
     def _build(self, settings: PyptoSettings, out: Path) -> str:
@@ -222,21 +258,49 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
             )
         return toolchain.name
 
-    def _in_place_folder(self, package: str) -> Path:
-        """Where an editable install's kernels go: the source folder of ``package``."""
-        folder = source_folder(Path(self.root), self.build_config.sources, package)
+    def _source_folder(self, package: str) -> Path | None:
+        return source_folder(Path(self.root), self.build_config.sources, package)
+
+    def _build_in_place(self, settings: PyptoSettings, package: str) -> None:
+        """An editable install's kernels: built into the source folder of ``package``, which
+        the project's ``.gitignore`` then lists."""
+        self._refuse_editable_without_backend()
+        folder = self._source_folder(package)
         if folder is None:
             raise SettingsError(
-                f"{TABLE}.package: '{package}' is not inside a package of this project's source "
-                "tree, so an editable install cannot build its kernels in place; point it into "
-                "one of the wheel's packages or build a regular wheel"
+                f"{TABLE}.package: '{package}' is not inside a package of this project's "
+                "source tree, so an editable install cannot build its kernels in place; point "
+                "it into one of the wheel's packages or build a regular wheel"
             )
-        return folder
+        self._build(settings, folder)
+        where = folder.relative_to(self.root).as_posix()
+        if not self.build_config.path_is_excluded(f"{where}/"):
+            gitignore = ensure_ignored(Path(self.root), folder)
+            if gitignore is not None:
+                self.app.display_info(
+                    f"{PLUGIN_NAME}: listed /{where}/ in {gitignore} (kernels built in place "
+                    "stay out of git, sdists and wheels)"
+                )
+
+    def _refuse_editable_without_backend(self) -> None:
+        """hatchling builds an editable wheel without ``dev-mode-dirs`` with the ``editables``
+        package; fail before building anything, saying what to add, when it is missing."""
+        if self.build_config.dev_mode_dirs or importlib.util.find_spec("editables") is not None:
+            return
+        packages = self.build_config.packages
+        parents = sorted({str(PurePosixPath(p).parent) for p in packages} - {"."})
+        dirs = ", ".join(f'"{parent}"' for parent in parents or ["."])
+        raise SettingsError(
+            f"tool.hatch.build.targets.wheel: an editable install needs dev-mode-dirs (or the "
+            "editables package, which this build environment lacks); add "
+            f"dev-mode-dirs = [{dirs}] to [tool.hatch.build.targets.wheel], the folder that "
+            "holds the packages, as samples/moe_a2a does"
+        )
 
     def _refuse_in_place_leftovers(self, package: str) -> None:
         """Refuse a standard wheel that would ship an editable install's kernels too."""
         root = Path(self.root)
-        folder = source_folder(root, self.build_config.sources, package)
+        folder = self._source_folder(package)
         if folder is None or not folder.is_dir():
             return
         where = folder.relative_to(root).as_posix()
@@ -249,5 +313,5 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
             raise SettingsError(
                 f"{where}/ holds kernels an editable install built in place, and this wheel "
                 f"would ship them besides its own build; add '/{where}/' to .gitignore "
-                "(hatchling then leaves it out) or delete it"
+                "(hatchling then leaves it out), delete it or run hatch clean"
             )

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from pypto_build.chip_build.build import BuildResult, build
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir
-from pypto_build.chip_build.compile import BuildResult, build
 from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import (
@@ -65,8 +65,8 @@ def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
 
 
 def remote_specs(settings: PyptoSettings) -> list[RemoteSpec]:
-    """The remote caches the settings name, in lookup order: ``remote_cache_url``, then the
-    read-only ``remote_cache_fallback_url``."""
+    """The remote caches the settings name, in lookup order: ``remote-cache-url``, then the
+    read-only ``remote-cache-fallback-url``."""
     timeout, read_only = settings.remote_cache_timeout, settings.remote_cache_read_only
     specs = []
     if settings.remote_cache_url is not None:

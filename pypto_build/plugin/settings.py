@@ -1,26 +1,35 @@
-"""The ``[tool.pypto]`` settings: one typed model, validated, with environment overrides and a
-JSON schema generated from it.
+"""The ``[tool.pypto]`` settings: one typed model, validated, with environment overrides, a JSON
+schema and a reference page generated from it.
 
 The model is a frozen dataclass whose fields carry their documentation and constraints in
 ``metadata``; validation, the schema (``settings.schema.json``, shipped for editors and
-checked against the model by a test) and error messages all derive from it, so they cannot
-drift apart. Every error names the key path and what is allowed
-(``tool.pypto.chips[1]: unknown chip 'a9'; valid chips: a2, a3, a5``).
+registered with validate-pyproject), the settings reference (``docs/settings.md``), the
+environment variables and the error messages all derive from it, so they cannot drift apart.
+A test runs one corpus of good and bad tables through both the schema and
+:func:`settings_from_table` and requires them to agree.
 
-Environment variables override the file (hatchling hands hooks no ``config_settings``), one
-``PYPTO_<KEY>`` per key, derived from the model as the schema is (``PYPTO_CHIPS`` with comma-
-or space-separated chips, ``PYPTO_RUNTIME_ROOT``, an empty ``PYPTO_COMPILER_LAUNCHER`` for no
-launcher, ``PYPTO_REMOTE_CACHE_READ_ONLY=1``), with errors naming the variable.
+* **Spelling.** Keys are the field names in kebab-case (``compiler-launcher`` for the field
+  ``compiler_launcher``), as hatch and scikit-build-core spell theirs; a field added to the model
+  gets its key, schema entry, variable and reference row without further code. Any other
+  spelling is refused with a did-you-mean.
+* **Errors** name the key path and what is allowed
+  (``tool.pypto.chips[1]: unknown chip 'a9'; valid chips: a2, a3, a5``); every error of a table is
+  reported at once, one per line.
+* **Environment.** One ``PYPTO_<KEY>`` per key overrides the file (hatchling hands hooks no
+  ``config_settings``): ``PYPTO_CHIPS`` with comma- or space-separated chips,
+  ``PYPTO_RUNTIME_ROOT``, an empty ``PYPTO_COMPILER_LAUNCHER`` for no launcher,
+  ``PYPTO_REMOTE_CACHE_READ_ONLY=1``; errors name the variable.
+* **No credentials.** ``pyproject.toml`` is committed and shipped, so a key named like a
+  credential is an error pointing at the environment variables and netrc the remote cache reads.
 
-No key carries a credential: ``pyproject.toml`` is committed and shipped, so a key named like
-one is an error pointing at the environment variables and netrc the remote cache reads.
-
-Regenerate the schema file with ``python -m pypto_build.plugin.settings``.
+Regenerate the schema file and the reference with ``python -m pypto_build.plugin.settings
+[--docs FILE]``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 import re
@@ -30,7 +39,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Literal
 
 from pypto_build.chip_build.chips import CHIPS
@@ -44,18 +53,39 @@ from pypto_build.chip_build.toolchains.revisions import is_commit
 
 TABLE = "tool.pypto"
 SCHEMA_PATH = Path(__file__).with_name("settings.schema.json")
+#: The schema's identifier. validate-pyproject keys every registered schema by its ``$id``;
+#: nothing is ever fetched from it.
+SCHEMA_ID = "https://pypto-build.invalid/schema/settings.schema.json"
 _CHIP_NAMES = tuple(chip.name for chip in CHIPS)
 
 ToolchainSetting = Literal["auto", "cann", "sim"]
 
 
 class SettingsError(ValueError):
-    """A setting that is missing, of the wrong type or not allowed; names its key path."""
+    """Settings that are missing, of the wrong type or not allowed. The message names each
+    one's key path (or variable, or option), one per line; :attr:`errors` holds the lines."""
+
+    def __init__(self, errors: str | Sequence[str]) -> None:
+        self.errors = (errors,) if isinstance(errors, str) else tuple(errors)
+        super().__init__("\n".join(self.errors))
+
+
+# --- value checks: each has its JSON schema spelling beside it ------------------------------------
+
+#: A relative POSIX path that stays inside the project: not absolute, no ``..`` part, no
+#: backslash, not empty.
+_RELATIVE_PATH_PATTERN = r"^(?!/)(?!.*\\)(?!(?:.*/)?\.\.(?:/|$)).+$"
+_COMMIT_PATTERN = r"^[0-9a-f]{40}$"
+#: A wheel platform tag as ``packaging`` spells them (``linux_x86_64``,
+#: ``manylinux_2_28_x86_64``, ``any``), or ``auto``.
+_PLATFORM_TAG_PATTERN = r"^[a-z0-9_]+$"
+#: An http(s) URL with a host and no user name, password, query or fragment (the schema's
+#: approximation of :func:`~pypto_build.chip_build.remote_cache.url_problem`).
+_URL_PATTERN = r"^https?://[^/?#@\s]+(?:/[^?#\s]*)?$"
 
 
 def _relative_path(value: str, where: str) -> None:
-    path = PurePosixPath(value)
-    if not value or path.is_absolute() or ".." in path.parts or "\\" in value:
+    if re.fullmatch(_RELATIVE_PATH_PATTERN, value) is None:
         raise SettingsError(
             f"{where}: '{value}' must be a relative path inside the project (forward slashes)"
         )
@@ -76,8 +106,12 @@ def _commit(value: str, where: str) -> None:
         )
 
 
-#: The JSON schema's spelling of :func:`_commit`.
-_COMMIT_SCHEMA = {"pattern": "^[0-9a-f]{40}$"}
+def _platform_tag(value: str, where: str) -> None:
+    if re.fullmatch(_PLATFORM_TAG_PATTERN, value) is None:
+        raise SettingsError(
+            f"{where}: '{value}' is not a platform tag; give 'auto', 'any' or the platform part "
+            "of a wheel tag, such as 'manylinux_2_28_x86_64' (lowercase, underscores)"
+        )
 
 
 def _positive(value: int, where: str) -> None:
@@ -98,39 +132,56 @@ def _url(value: str, where: str) -> None:
 
 #: Words that mark a key as a credential, which no settings key may carry.
 _CREDENTIAL_WORDS = frozenset(
-    [
-        "auth",
-        "credential",
-        "credentials",
-        "login",
-        "netrc",
-        "password",
-        "secret",
-        "token",
-        "user",
-        "username",
-    ]
+    {"auth", "credential", "credentials", "login", "netrc", "password", "secret", "token"}
+    | {"user", "username"}
 )
+
+
+def _credential_problem(key: str, where: str) -> str | None:
+    """The error for an unknown key that names a credential, or None."""
+    if not _CREDENTIAL_WORDS & set(re.split(r"[_-]", key.lower())):
+        return None
+    return (
+        f"{where}.{key}: credentials are never read from pyproject.toml; set "
+        f"{USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or {TOKEN_VARIABLE}, in the environment, "
+        "or put the remote cache's host in ~/.netrc"
+    )
 
 
 def _meta(
     doc: str,
     *,
     check: Callable[[Any, str], None] | None = None,
+    required: bool = False,
     unique: bool = False,
     non_empty: bool = False,
     schema: Mapping[str, Any] | None = None,
+    value: str | None = None,
+    default: str | None = None,
 ) -> dict[str, Any]:
-    """A model field's metadata: ``doc`` feeds the schema's description, ``check`` validates
-    one value (each item, for a list), ``unique``/``non_empty`` constrain a list, ``schema``
-    adds JSON schema keywords the type alone does not express."""
+    """A model field's metadata.
+
+    ``doc`` feeds the schema's description and the reference; ``check`` validates one value
+    (each item, for a list) and ``schema`` is its JSON schema spelling; ``required`` keys must be
+    in every table (the dataclass default then only serves settings made without a table, such
+    as a build of program files); ``unique``/``non_empty`` constrain a list. ``value`` and
+    ``default`` describe the value and the default in the reference when the type and the
+    dataclass default do not say it (a default computed at build time)."""
     return {
         "doc": doc,
         "check": check,
+        "required": required,
         "unique": unique,
         "non_empty": non_empty,
         "schema": dict(schema or {}),
+        "value": value,
+        "default": default,
     }
+
+
+_RELATIVE_PATH_SCHEMA = {"pattern": _RELATIVE_PATH_PATTERN}
+_COMMIT_SCHEMA = {"pattern": _COMMIT_PATTERN}
+_URL_SCHEMA = {"pattern": _URL_PATTERN}
 
 
 @dataclass(frozen=True)
@@ -142,7 +193,22 @@ class PyptoSettings:
         metadata=_meta(
             "Python files holding the @pl.program classes to build, relative to the project root.",
             check=_relative_path,
+            required=True,
             unique=True,
+            non_empty=True,
+            schema={"items": _RELATIVE_PATH_SCHEMA},
+            value="list of paths",
+        ),
+    )
+    package: str | None = field(
+        default=None,
+        metadata=_meta(
+            "Where the chip trees land inside the wheel, as <package>/<chip>/ (a package path "
+            "such as 'moe/_kernels'); an editable install builds them into its source folder.",
+            check=_relative_path,
+            required=True,
+            schema=_RELATIVE_PATH_SCHEMA,
+            value="package path",
         ),
     )
     chips: tuple[str, ...] = field(
@@ -153,6 +219,7 @@ class PyptoSettings:
             unique=True,
             non_empty=True,
             schema={"items": {"enum": list(_CHIP_NAMES)}},
+            value="list of " + "/".join(f"`{name}`" for name in _CHIP_NAMES),
         ),
     )
     toolchain: ToolchainSetting = field(
@@ -163,11 +230,17 @@ class PyptoSettings:
             "when a toolkit is found, else sim).",
         ),
     )
-    package: str | None = field(
-        default=None,
+    platform_tag: str = field(
+        default="auto",
         metadata=_meta(
-            "Where the sub-builds land inside the wheel (a package path such as 'moe/_kernels').",
-            check=_relative_path,
+            "The platform part of the wheel's tag (py3-none-<platform>). 'auto': this host's "
+            "platform for sim kernels, which are host shared objects (linux_x86_64, which "
+            "auditwheel repair turns into a manylinux tag), and 'any' for cann kernels, which "
+            "run on the NPU whatever the host. Set a manylinux tag only for kernels that "
+            "auditwheel show accepts for it; a sim build refuses 'any' and platforms this host "
+            "cannot install.",
+            check=_platform_tag,
+            schema={"pattern": _PLATFORM_TAG_PATTERN},
         ),
     )
     compiler_launcher: str | None = field(
@@ -175,14 +248,16 @@ class PyptoSettings:
         metadata=_meta(
             "A command put in front of every compile, as CMake's <LANG>_COMPILER_LAUNCHER "
             "(e.g. 'ccache' or 'sccache').",
+            value="command",
         ),
     )
     jobs: int | None = field(
         default=None,
         metadata=_meta(
-            "Compiler processes run at once; default: the CPU count, capped at one per GiB of "
-            "available memory.",
+            "Compiler processes run at once.",
             check=_positive,
+            schema={"minimum": 1},
+            default="the CPU count, at most one per GiB of available memory",
         ),
     )
     runtime_root: str | None = field(
@@ -193,6 +268,7 @@ class PyptoSettings:
             "orchestrations link its sources and include its headers, and kernels include its "
             "headers, as its own compile path does; required by toolchain 'cann'. Relative to "
             "the project root unless absolute.",
+            value="path",
         ),
     )
     runtime_revision: str | None = field(
@@ -200,49 +276,57 @@ class PyptoSettings:
         metadata=_meta(
             "The runtime's commit (40 hex digits) recorded in each sub-build's "
             "cache/binary_context.json, which PyPTO's runtime checks before reusing the "
-            "binaries; default: the clean git HEAD of runtime_root (set it for an installed "
-            "simpler: its _task_interface.__build_commit__).",
+            "binaries (set it for an installed simpler: its _task_interface.__build_commit__).",
             check=_commit,
             schema=_COMMIT_SCHEMA,
+            value="40-hex commit",
+            default="the clean git `HEAD` of `runtime-root`",
         ),
     )
     pto_isa_root: str | None = field(
         default=None,
         metadata=_meta(
-            "PTO-ISA checkout whose headers CANN kernel compiles include; default: $PTO_ISA_ROOT, "
-            "else the runtime's managed clone <runtime_root>/build/pto-isa. Relative to the "
+            "PTO-ISA checkout whose headers CANN kernel compiles include. Relative to the "
             "project root unless absolute.",
+            value="path",
+            default="`$PTO_ISA_ROOT`, else the runtime's managed clone "
+            "`<runtime-root>/build/pto-isa`",
         ),
     )
     pto_isa_revision: str | None = field(
         default=None,
         metadata=_meta(
-            "PTO-ISA's commit (40 hex digits) recorded in cache/binary_context.json; default: "
-            "the clean git HEAD of the PTO-ISA root.",
+            "PTO-ISA's commit (40 hex digits) recorded in cache/binary_context.json.",
             check=_commit,
             schema=_COMMIT_SCHEMA,
+            value="40-hex commit",
+            default="the clean git `HEAD` of the PTO-ISA root",
         ),
     )
     remote_cache_url: str | None = field(
         default=None,
         metadata=_meta(
             "Base URL of a remote compile cache speaking the HTTP remote-cache protocol "
-            "(bazel-remote, nginx WebDAV, Bazel's --remote_cache): <url>/ac/<key> and "
-            "<url>/cas/<sha256>. Asked after a local miss; compiles are uploaded to it. "
-            "Credentials come from the environment or ~/.netrc, never from this file.",
+            "(bazel-remote, nginx WebDAV, Bazel's --remote_cache; entries at <url>/ac/<key> and "
+            "<url>/cas/<sha256>), asked after a local miss and uploaded to. Credentials come "
+            "from the environment or ~/.netrc, never from this file; see docs/scaling.md.",
             check=_url,
+            schema=_URL_SCHEMA,
+            value="URL",
         ),
     )
     remote_cache_read_only: bool = field(
         default=False,
-        metadata=_meta("Only read from remote_cache_url, never upload to it."),
+        metadata=_meta("Only read from remote-cache-url, never upload to it.", default="`false`"),
     )
     remote_cache_fallback_url: str | None = field(
         default=None,
         metadata=_meta(
-            "A second remote cache, read only, asked after remote_cache_url misses (e.g. the "
+            "A second remote cache, read only, asked after remote-cache-url misses (e.g. the "
             "main branch's cache for a build of another branch).",
             check=_url,
+            schema=_URL_SCHEMA,
+            value="URL",
         ),
     )
     remote_cache_timeout: float = field(
@@ -252,14 +336,30 @@ class PyptoSettings:
             "unreachable or answers errors is dropped for the rest of the build with one "
             "warning.",
             check=_seconds,
+            schema={"exclusiveMinimum": 0},
+            value="seconds > 0",
+            default="`10`",
         ),
     )
 
 
-#: Keys a [tool.pypto] table must have.
-REQUIRED = ("programs",)
 _FIELDS = {f.name: f for f in dataclasses.fields(PyptoSettings)}
 _TYPES = typing.get_type_hints(PyptoSettings)
+
+
+def setting_key(name: str) -> str:
+    """The ``[tool.pypto]`` key of field ``name``: kebab-case (``compiler-launcher``)."""
+    return name.replace("_", "-")
+
+
+def environment_variable(name: str) -> str:
+    """The environment variable that overrides field ``name``: ``PYPTO_<NAME>``."""
+    return f"PYPTO_{name.upper()}"
+
+
+_KEYS = {setting_key(name): name for name in _FIELDS}
+#: Keys a [tool.pypto] table must have.
+REQUIRED = tuple(setting_key(n) for n, f in _FIELDS.items() if f.metadata["required"])
 
 
 def _optional_inner(annotation: Any) -> Any:
@@ -269,6 +369,11 @@ def _optional_inner(annotation: Any) -> Any:
         if len(args) == 1:
             return args[0]
     return None
+
+
+def _value_type(name: str) -> Any:
+    """Field ``name``'s type without ``| None``."""
+    return _optional_inner(_TYPES[name]) or _TYPES[name]
 
 
 def _type_name(annotation: Any) -> str:
@@ -284,8 +389,7 @@ def _type_name(annotation: Any) -> str:
 def _convert(name: str, value: object, where: str) -> Any:
     """``value`` as field ``name``'s type, checked; ``where`` is its key path for errors."""
     spec = _FIELDS[name]
-    annotation = _TYPES[name]
-    annotation = _optional_inner(annotation) or annotation
+    annotation = _value_type(name)
     check: Callable[[Any, str], None] | None = spec.metadata["check"]
     if typing.get_origin(annotation) is tuple:
         if not isinstance(value, list):
@@ -322,29 +426,36 @@ def _convert(name: str, value: object, where: str) -> Any:
     return value
 
 
+def _did_you_mean(key: str) -> str:
+    """The hint for an unknown key: the key it is most likely a misspelling of."""
+    spelled = key.strip().lower().replace("_", "-")
+    if spelled in _KEYS:
+        return f"; did you mean '{spelled}'? (keys are spelled in kebab-case)"
+    close = difflib.get_close_matches(spelled, list(_KEYS), n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    return f"; valid keys: {', '.join(_KEYS)}"
+
+
 def settings_from_table(table: Mapping[str, object], *, where: str = TABLE) -> PyptoSettings:
-    """Validate a ``[tool.pypto]`` table (as ``tomllib`` returns it)."""
-    unknown = sorted(set(table) - set(_FIELDS))
-    credentials = [key for key in unknown if _CREDENTIAL_WORDS & set(re.split(r"[_-]", key))]
-    if credentials:
-        raise SettingsError(
-            f"{where}.{credentials[0]}: credentials are never read from pyproject.toml; set "
-            f"{USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or {TOKEN_VARIABLE}, in the "
-            "environment, or put the remote cache's host in ~/.netrc"
-        )
-    if unknown:
-        valid = ", ".join(_FIELDS)
-        raise SettingsError(f"{where}: unknown key '{unknown[0]}'; valid keys: {valid}")
-    missing = [key for key in REQUIRED if key not in table]
-    if missing:
-        raise SettingsError(f"{where}: missing required key '{missing[0]}'")
-    values = {name: _convert(name, value, f"{where}.{name}") for name, value in table.items()}
+    """Validate a ``[tool.pypto]`` table (as ``tomllib`` returns it); every error of the table
+    is reported in one :class:`SettingsError`."""
+    errors: list[str] = []
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        name = _KEYS.get(key)
+        if name is None:
+            credential = _credential_problem(key, where)
+            errors.append(credential or f"{where}: unknown key '{key}'{_did_you_mean(key)}")
+            continue
+        try:
+            values[name] = _convert(name, value, f"{where}.{key}")
+        except SettingsError as err:
+            errors += err.errors
+    errors += [f"{where}: missing required key '{key}'" for key in REQUIRED if key not in table]
+    if errors:
+        raise SettingsError(errors)
     return PyptoSettings(**values)
-
-
-def environment_variable(name: str) -> str:
-    """The environment variable that overrides setting ``name``: ``PYPTO_<NAME>``."""
-    return f"PYPTO_{name.upper()}"
 
 
 def apply_environment(
@@ -353,24 +464,30 @@ def apply_environment(
     """``settings`` with the ``PYPTO_<KEY>`` variables of ``environ`` applied, one per key of
     the model. A list takes comma- or space-separated entries. A variable set empty turns an
     optional setting off (``PYPTO_COMPILER_LAUNCHER=`` builds without a launcher) and leaves
-    any other unchanged."""
+    any other unchanged. Every bad variable is reported in one :class:`SettingsError`."""
     environ = os.environ if environ is None else environ
     changes: dict[str, Any] = {}
-    for name in _FIELDS:
+    errors: list[str] = []
+    for name, spec in _FIELDS.items():
         variable = environment_variable(name)
         if variable not in environ:
             continue
         text = environ[variable].strip()
-        if text:
-            changes[name] = _convert(name, _from_text(name, text, variable), variable)
-        elif _optional_inner(_TYPES[name]) is not None:
-            changes[name] = None
+        try:
+            if text:
+                changes[name] = _convert(name, _from_text(name, text, variable), variable)
+            elif _optional_inner(_TYPES[name]) is not None and not spec.metadata["required"]:
+                changes[name] = None
+        except SettingsError as err:
+            errors += err.errors
+    if errors:
+        raise SettingsError(errors)
     return dataclasses.replace(settings, **changes)
 
 
 def _from_text(name: str, text: str, variable: str) -> object:
     """An environment variable's text as the value a TOML table would hold for ``name``."""
-    annotation = _optional_inner(_TYPES[name]) or _TYPES[name]
+    annotation = _value_type(name)
     if typing.get_origin(annotation) is tuple:
         return text.replace(",", " ").split()
     if annotation is int:
@@ -424,7 +541,7 @@ def override(settings: PyptoSettings, option: str, name: str, value: object) -> 
 
 def _schema_of(name: str) -> dict[str, Any]:
     spec = _FIELDS[name]
-    annotation = _optional_inner(_TYPES[name]) or _TYPES[name]
+    annotation = _value_type(name)
     schema: dict[str, Any] = {"description": spec.metadata["doc"]}
     if typing.get_origin(annotation) is tuple:
         schema.update(type="array", items={"type": "string"})
@@ -435,16 +552,16 @@ def _schema_of(name: str) -> dict[str, Any]:
     elif typing.get_origin(annotation) is Literal:
         schema.update(type="string", enum=list(typing.get_args(annotation)))
     elif annotation is int:
-        schema.update(type="integer", minimum=1)
+        schema["type"] = "integer"
     elif annotation is bool:
         schema["type"] = "boolean"
     elif annotation is float:
-        schema.update(type="number", exclusiveMinimum=0)
+        schema["type"] = "number"
     else:
         schema["type"] = "string"
     for key, value in spec.metadata["schema"].items():
         schema[key] = {**schema[key], **value} if isinstance(value, dict) else value
-    if spec.default is not None:
+    if spec.default is not None and not spec.metadata["required"]:
         default = spec.default
         schema["default"] = list(default) if isinstance(default, tuple) else default
     return schema
@@ -454,13 +571,20 @@ def settings_schema() -> dict[str, Any]:
     """The JSON schema of a ``[tool.pypto]`` table, generated from :class:`PyptoSettings`."""
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": SCHEMA_ID,
         "title": f"[{TABLE}]",
         "description": "Settings of pypto-build, the PyPTO kernel build plugin.",
         "type": "object",
         "additionalProperties": False,
         "required": list(REQUIRED),
-        "properties": {name: _schema_of(name) for name in _FIELDS},
+        "properties": {setting_key(name): _schema_of(name) for name in _FIELDS},
     }
+
+
+def tool_schema(tool_name: str = "pypto") -> dict[str, Any]:
+    """The schema of ``[tool.<tool_name>]``, for validate-pyproject (its
+    ``validate_pyproject.tool_schema`` entry point ``pypto`` names this function)."""
+    return settings_schema()
 
 
 def schema_text() -> str:
@@ -468,14 +592,99 @@ def schema_text() -> str:
     return json.dumps(settings_schema(), indent=2) + "\n"
 
 
+# --- the settings reference --------------------------------------------------------------------
+
+#: The markers around the generated part of ``docs/settings.md``.
+DOCS_BEGIN = "<!-- settings-reference: generated by python -m pypto_build.plugin.settings -->"
+DOCS_END = "<!-- end of settings-reference -->"
+
+
+def _value_doc(name: str) -> str:
+    spec = _FIELDS[name]
+    if spec.metadata["value"] is not None:
+        return str(spec.metadata["value"])
+    annotation = _value_type(name)
+    if typing.get_origin(annotation) is Literal:
+        return "/".join(f"`{choice}`" for choice in typing.get_args(annotation))
+    return {str: "string", int: "integer ≥ 1", bool: "boolean"}[annotation]
+
+
+def _default_doc(name: str) -> str:
+    spec = _FIELDS[name]
+    if spec.metadata["required"]:
+        return "**required**"
+    if spec.metadata["default"] is not None:
+        return str(spec.metadata["default"])
+    if spec.default is None:
+        return "none"
+    if isinstance(spec.default, tuple):
+        return ", ".join(f"`{item}`" for item in spec.default)
+    return f"`{spec.default}`"
+
+
+_QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)")
+_PLACEHOLDER_WORD = re.compile(r"[\w./$-]*<[\w-]+>[\w./<>-]*")
+
+
+def _markdown(doc: str) -> str:
+    """A field's doc as reference text: quoted values and ``<placeholder>`` paths as code (a
+    bare ``<package>`` would read as an HTML tag), ``|`` escaped for the table."""
+    doc = _PLACEHOLDER_WORD.sub(lambda match: f"`{match.group(0)}`", _QUOTED.sub(r"`\1`", doc))
+    return doc.replace("|", "\\|")
+
+
+def reference_table() -> str:
+    """The settings reference: one row per key, in the model's order."""
+    rows = [
+        "| key | value | default | environment | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, spec in _FIELDS.items():
+        cells = (
+            f"`{setting_key(name)}`",
+            _value_doc(name),
+            _default_doc(name),
+            f"`{environment_variable(name)}`",
+            _markdown(str(spec.metadata["doc"])),
+        )
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def with_reference(document: str) -> str:
+    """``document`` (the text of ``docs/settings.md``) with its generated part replaced by
+    :func:`reference_table`."""
+    begin = document.index(DOCS_BEGIN) + len(DOCS_BEGIN)
+    end = document.index(DOCS_END)
+    return f"{document[:begin]}\n{reference_table()}{document[end:]}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the schema file (``--check``: only report whether it is current)."""
-    args = sys.argv[1:] if argv is None else list(argv)
-    current = SCHEMA_PATH.read_text(encoding="utf-8") if SCHEMA_PATH.exists() else ""
-    if args == ["--check"]:
-        return 0 if current == schema_text() else 1
-    SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")
+    """Write the schema file; ``--docs FILE`` also rewrites the reference in ``FILE``
+    (``docs/settings.md``); ``--check`` only reports whether they are current (exit 1 if not)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    args = [arg for arg in args if arg != "--check"]
+    targets: list[tuple[Path, str]] = [(SCHEMA_PATH, schema_text())]
+    if args[:1] == ["--docs"] and len(args) == 2:
+        docs = Path(args[1])
+        targets.append((docs, with_reference(docs.read_text(encoding="utf-8"))))
+    elif args:
+        print("usage: python -m pypto_build.plugin.settings [--check] [--docs FILE]")
+        return 2
+    stale = [path for path, text in targets if _read(path) != text]
+    if check:
+        for path in stale:
+            print(f"{path} is out of date", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in targets:
+        if path in stale:
+            path.write_text(text, encoding="utf-8")
     return 0
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
 if __name__ == "__main__":

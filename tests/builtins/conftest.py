@@ -25,13 +25,16 @@ rails = ["chip"]
 [op]
 public = "pld.tensor.copy"
 builtin = "builtin.tensor.copy"
+launch_width = "exact"
 
 [[operands]]
 name = "source"
 role = "source"
 direction = "In"
 window = false
+remote = false
 dtype = "payload"
+shapes = [["N"]]
 
 [dtypes.fp32]
 dtype_cpp = "float"

@@ -26,7 +26,12 @@ def test_a_valid_manifest(make_package: MakePackage) -> None:
     package = load_package(make_package())
     assert package.handle == ":acme.kernels.copy"
     assert package.package == "acme.kernels.copy"
-    assert package.operands == (Operand("source", "source", Direction.IN, False, "payload"),)
+    assert package.operands == (
+        Operand("source", "source", Direction.IN, False, False, "payload", (("N",),)),
+    )
+    assert (package.public_op, package.builtin_op) == ("pld.tensor.copy", "builtin.tensor.copy")
+    assert package.launch_width == "exact"
+    assert package.chip_note is None
     assert package.dtypes == (DtypeVariant("fp32", (("dtype_cpp", "float"),)),)
     assert package.abi == KernelAbi(1, 1, EntryAbi(scalars=(), ordering_token=False))
     assert package.templates == (TemplateSpec("kernel.cpp.in", ("dtype_cpp",)),)
@@ -56,8 +61,26 @@ MUTATIONS = [
     (
         'rails = ["chip"]',
         'rails = ["device"]',
-        "rails: must name rails among host, chip, got 'device'",
+        "rails: must name rails among host, chip, incore, got 'device'",
     ),
+    (
+        'launch_width = "exact"',
+        'launch_width = "exact rule"',
+        "op.launch_width: must be a launch-width rule name",
+    ),
+    ("remote = false", "remote = 0", "operands[0].remote: must be a boolean, got a number"),
+    ('shapes = [["N"]]', "shapes = []", "operands[0].shapes: must be a non-empty array of shapes"),
+    (
+        'shapes = [["N"]]',
+        'shapes = [["N", 0]]',
+        "operands[0].shapes: a dimension is a positive integer or a symbol such as 'NR'",
+    ),
+    (
+        'shapes = [["N"]]',
+        'shapes = [["N+1"]]',
+        "operands[0].shapes: a dimension is a positive integer or a symbol such as 'NR'",
+    ),
+    ('chips = ["a5"]', 'chips = ["a5"]\nchip_note = 5', "chip_note: must be a string"),
     ('chips = ["a5"]', "chips = []", "chips: must not be empty"),
     ('public = "pld.tensor.copy"', 'public = "copy"', "op.public: must be a dotted op name"),
     (

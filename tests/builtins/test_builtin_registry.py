@@ -92,14 +92,15 @@ def test_all_to_all_v_manifest() -> None:
     assert (package.core_type, package.chips, package.rails) == (
         "aiv",
         ("a2", "a3", "a5"),
-        ("host", "chip"),
+        ("host", "chip", "incore"),
     )
-    assert [(op.name, op.direction, op.window, op.dtype) for op in package.operands] == [
-        ("input", Direction.IN, False, "payload"),
-        ("target", Direction.INOUT, True, "payload"),
-        ("signal", Direction.INOUT, True, "int32"),
-        ("send_counts", Direction.IN, True, "int32"),
-        ("recv_counts", Direction.INOUT, False, "int32"),
+    operands = [(op.name, op.direction, op.window, op.remote, op.dtype) for op in package.operands]
+    assert operands == [
+        ("input", Direction.IN, False, False, "payload"),
+        ("target", Direction.INOUT, True, True, "payload"),
+        ("signal", Direction.INOUT, True, True, "int32"),
+        ("send_counts", Direction.IN, False, True, "int32"),
+        ("recv_counts", Direction.INOUT, True, False, "int32"),
     ]
     assert [op.role for op in package.operands if op.role == "result"] == ["result"]
     assert package.dtype_variables("fp32") == {"dtype_cpp": "float"}

@@ -14,10 +14,14 @@ from typing import Any
 import filelock
 import pytest
 
+from pypto_build.chip_build import cache as cache_module
 from pypto_build.chip_build.cache import (
+    PACKAGE,
+    PACKAGE_PLACEHOLDER,
     BuildCounts,
     Built,
     CompileCache,
+    PackageFolder,
     compile_key,
     default_cache_dir,
     parse_size,
@@ -177,6 +181,44 @@ def test_in_tree_dependencies_follow_the_tree(
     assert cache.fetch_or_build(KEY, moved, Builder(b"unused", [])).hit
     (moved / "kernels" / "k.h").write_text("// another header\n", encoding="utf-8")
     assert not cache.fetch_or_build(KEY, moved, Builder(b"other", _deps(moved))).hit
+
+
+def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
+    cache: CompileCache, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An isolated build installs pypto-build into a new temporary folder each time: its
+    headers, named on the command line and read by the compiler, must not change the key, and
+    an entry recorded under one installation must hit under another with the same headers."""
+    installs = [tmp_path / "env1" / "pypto_build", tmp_path / "env2" / "pypto_build"]
+    for root in installs:
+        (root / "include").mkdir(parents=True)
+        (root / "include" / "api.h").write_text("// the API\n", encoding="utf-8")
+
+    def key(root: Path) -> str:
+        argv = ["g++", f"-I{root}/include", "-c", "k.cpp"]
+        return compile_key(source=b"int x;", commands=[argv], identity="g++", version="12")
+
+    keys = []
+    for index, root in enumerate(installs):
+        monkeypatch.setattr(cache_module, "PACKAGE", PackageFolder(root))
+        keys.append(key(root))
+        header = [*_deps(tree), root / "include" / "api.h"]
+        fetched = cache.fetch_or_build(keys[-1], tree, Builder(b"binary", header))
+        assert fetched.hit == (index == 1)
+    assert keys[0] == keys[1]
+    # Only the package folder itself is replaced, not a folder whose name merely starts so.
+    folder = PackageFolder(installs[0])
+    assert folder.portable(f"-I{installs[0]}/include") == f"-I{PACKAGE_PLACEHOLDER}/include"
+    assert folder.portable(f"-I{installs[0]}x/include") == f"-I{installs[0]}x/include"
+    (manifest,) = (cache.root / "v1" / "entries").glob("*/*/*/manifest.json")
+    recorded = json.loads(manifest.read_text(encoding="utf-8"))["dependencies"]
+    assert {"in_tree": False, "path": f"{PACKAGE_PLACEHOLDER}/include/api.h"} in [
+        {k: v for k, v in dep.items() if k != "sha256"} for dep in recorded
+    ]
+    # Another installation with other headers misses.
+    (installs[1] / "include" / "api.h").write_text("// changed\n", encoding="utf-8")
+    assert not cache.fetch_or_build(keys[1], tree, Builder(b"new", _deps(tree))).hit
+    assert PACKAGE.local(PACKAGE.portable(str(PACKAGE.root / "x.h"))) == str(PACKAGE.root / "x.h")
 
 
 def test_concurrent_builders_of_one_key_compile_once(cache: CompileCache, tree: Path) -> None:

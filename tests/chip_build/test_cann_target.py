@@ -25,7 +25,7 @@ from pypto_build.chip_build.toolchains import (
 from pypto_build.chip_build.toolchains.includes import include_closure
 from pypto_build.chip_build.toolchains.runtime_tree import read_build_config
 
-KEY = "tool.pypto.runtime_root"
+KEY = "tool.pypto.runtime-root"
 RUNTIME_COMMIT = "1" * 40
 PTO_ISA_COMMIT = "2" * 40
 
@@ -199,7 +199,7 @@ def test_pto_isa_root_setting_then_environment_then_the_managed_clone(
     setting = TargetSettings(runtime_root=runtime, pto_isa_root=managed)
     chosen = resolve_pto_isa_root(setting, environ)
     assert chosen is not None
-    assert (chosen.path, chosen.origin) == (managed, "tool.pypto.pto_isa_root")
+    assert (chosen.path, chosen.origin) == (managed, "tool.pypto.pto-isa-root")
     assert resolve_pto_isa_root(TargetSettings(), {}) is None
 
 
@@ -209,7 +209,7 @@ def test_a_pto_isa_root_without_include_is_refused(tmp_path: Path) -> None:
         resolve_target(TargetSettings(runtime_root=runtime), {}, needed_by="toolchain 'cann'")
     assert str(caught.value) == (
         f"PTO-ISA root {runtime}/build/pto-isa (the runtime's managed clone) is not a PTO-ISA "
-        "checkout (no include/ folder); set tool.pypto.pto_isa_root or PTO_ISA_ROOT to one"
+        "checkout (no include/ folder); set tool.pypto.pto-isa-root or PTO_ISA_ROOT to one"
     )
 
 
@@ -275,7 +275,7 @@ def test_a_dirty_checkout_has_no_revision_and_no_context_is_written(
     assert toolchain.target.unknown_revisions() == (
         "CANN builds write no cache/binary_context.json, as the runtime revision is unknown "
         f"({runtime} has uncommitted changes); PyPTO's runtime will rebuild their binaries "
-        "instead of reusing them (set tool.pypto.runtime_revision)"
+        "instead of reusing them (set tool.pypto.runtime-revision)"
     )
     tree = make_tree(tmp_path / "out")
     stale = tree / "next_levels/pipe/cache/binary_context.json"
@@ -294,6 +294,6 @@ def test_no_git_checkout_means_both_revisions_unknown(
         "CANN builds write no cache/binary_context.json, as the runtime revision is unknown "
         f"({runtime} is not a git checkout), the PTO-ISA revision is unknown "
         f"({runtime}/build/pto-isa is not a git checkout); PyPTO's runtime will rebuild their "
-        "binaries instead of reusing them (set tool.pypto.runtime_revision and "
-        "tool.pypto.pto_isa_revision)"
+        "binaries instead of reusing them (set tool.pypto.runtime-revision and "
+        "tool.pypto.pto-isa-revision)"
     )

@@ -3,28 +3,30 @@ the built-in one when diffoscope is missing or fails)."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from pathlib import Path
 
 import pytest
 
 from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, render_program
-from pypto_build.chip_build import builtin_variants
-from pypto_build.chip_build.check_render import (
-    AGAINST,
-    RAIL_IDENTITY,
-    REPRODUCIBLE,
-    CheckRenderResult,
-    check_render,
-)
-from pypto_build.chip_build.diffreport import (
+from pypto_build.chip_build.checks import render as check_render_module
+from pypto_build.chip_build.checks.diffreport import (
     TreeDiff,
     builtin_report,
     compare_trees,
     find_diffoscope,
     write_report,
 )
+from pypto_build.chip_build.checks.render import (
+    AGAINST,
+    RAIL_IDENTITY,
+    REPRODUCIBLE,
+    CheckRenderResult,
+    check_render,
+)
 from pypto_build.chip_build.subbuild import lower_file
+from pypto_build.lowering.builtin_ops import BuiltinOp
 
 PROGRAM = PROGRAMS_DIR / "host_rail_int8.py"
 ORCHESTRATION = "a3/next_levels/consume_orch/orchestration/consume_orch.cpp"
@@ -110,7 +112,7 @@ def test_rail_identity_catches_variables_that_disagree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The CHIP rail's variables come from the lowering; make them disagree with the manifest.
-    monkeypatch.setattr(builtin_variants, "template_vars", lambda dtype: "dtype_cpp=double")
+    monkeypatch.setattr(BuiltinOp, "template_vars", lambda self, dtype: "dtype_cpp=double")
     result = _check(tmp_path)
     # A render refuses rails that disagree, so the render-based checks do not run.
     assert len(result.checks) == 1
@@ -188,3 +190,66 @@ def test_builtin_report_lists_missing_files_and_binary_offsets(tmp_path: Path) -
         "Binary files differ: blob.bin: first difference at byte offset 2 (sizes 4 and 5)" in text
     )
     assert "Files differ only in line endings or the final newline: crlf.txt" in text
+
+
+#: A render that also writes what its process sees into the tree: installed in this process by
+#: monkeypatching, and in the second render's process by a ``sitecustomize`` module.
+LEAK = """\
+import os
+import tempfile
+from pathlib import Path
+
+import pypto_build.chip_build.subbuild as subbuild
+
+
+def leaky(render):
+    def render_subbuilds(programs, chips, out_dir, *, source_root):
+        result = render(programs, chips, out_dir, source_root=source_root)
+        umask = os.umask(0)
+        os.umask(umask)
+        seen = {
+            "cwd": os.getcwd(),
+            "out": str(out_dir),
+            "temp": tempfile.gettempdir(),
+            "umask": oct(umask),
+            **{name: os.environ.get(name) for name in
+               ("PYTHONHASHSEED", "LC_ALL", "LANG", "TZ", "PYPTO_JOBS")},
+        }
+        lines = "".join(f"{key} {value}\\n" for key, value in seen.items())
+        (Path(out_dir) / "leak.txt").write_text(lines)
+        return result
+
+    return render_subbuilds
+
+
+def install():
+    subbuild.render_subbuilds = leaky(subbuild.render_subbuilds)
+"""
+
+
+def test_reproducible_catches_anything_the_second_render_s_process_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "pypto_check_render_leak.py").write_text(LEAK)
+    (probe / "sitecustomize.py").write_text(
+        "import pypto_check_render_leak as leak\n\nleak.install()\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(probe))
+    monkeypatch.syspath_prepend(str(probe))
+    leak = importlib.import_module("pypto_check_render_leak")
+    monkeypatch.setattr(
+        check_render_module, "render_subbuilds", leak.leaky(check_render_module.render_subbuilds)
+    )
+    result = _check(tmp_path, diffoscope=None)
+    reproducible = result.checks[1]
+    assert (reproducible.name, reproducible.passed, reproducible.error) == (REPRODUCIBLE, False, "")
+    assert reproducible.diff == TreeDiff(changed=("leak.txt",))
+    report = (tmp_path / "report" / "reproducible.txt").read_text()
+    # The two renders saw another value of everything, this process's first render and the
+    # worker's second: no line of the leak is common to both.
+    for key in ("cwd", "out", "temp", "umask", "PYTHONHASHSEED", "LC_ALL", "TZ", "PYPTO_JOBS"):
+        assert f"\n-{key} " in report
+        assert f"\n+{key} " in report
+        assert f"\n {key} " not in report

@@ -328,6 +328,7 @@ def _explicit_host(tmp_path: Path, program: str = EXPLICIT_DOMAIN) -> HostOrches
     """The generated module of ``program``'s HOST orchestrator ``host``."""
     path = tmp_path / "explicit.py"
     path.write_text(program)
+    (tmp_path / "k.cpp").write_text("// the kernel's source\n")
     (source,) = lower_file(path, ("a3",))
     host = source.program.function("host")
     assert host is not None

@@ -118,27 +118,19 @@ def test_runtime_default() -> None:
     assert "# Runtime configuration for tensormap_and_ringbuffer." in text
 
 
-def test_runtime_host_build_graph() -> None:
-    text = render_kernel_config(MAIN, [MATMUL], runtime="host_build_graph")
-    assert '"runtime": "host_build_graph"' in text
-    assert "# Runtime configuration for host_build_graph." in text
-    assert "tensormap_and_ringbuffer" not in text
-
-
 def test_runtime_wire_names_round_trip() -> None:
     for runtime in Runtime:
         assert Runtime.from_name(runtime.value) is runtime
-    assert [runtime.value for runtime in Runtime] == [
-        "tensormap_and_ringbuffer",
-        "host_build_graph",
-    ]
+    assert [runtime.value for runtime in Runtime] == ["tensormap_and_ringbuffer"]
 
 
-def test_unknown_runtime() -> None:
-    with pytest.raises(ValueError, match="Unknown runtime 'ringbuffer'"):
-        Runtime.from_name("ringbuffer")
-    with pytest.raises(ValueError, match="Unknown runtime 'ringbuffer'"):
-        render_kernel_config(MAIN, [MATMUL], runtime="ringbuffer")
+@pytest.mark.parametrize("name", ["ringbuffer", "host_build_graph"])
+def test_unknown_runtime(name: str) -> None:
+    message = f"Unknown runtime '{name}' \\(expected one of: tensormap_and_ringbuffer\\)"
+    with pytest.raises(ValueError, match=message):
+        Runtime.from_name(name)
+    with pytest.raises(ValueError, match=message):
+        render_kernel_config(MAIN, [MATMUL], runtime=name)
 
 
 # --- exact text -----------------------------------------------------------------------------------
@@ -195,7 +187,6 @@ def test_golden_without_signatures_and_with_sdma() -> None:
     text = render_kernel_config(
         OrchestrationEntry("main"),
         [KernelEntry(0, "mm", CoreType.AIC)],
-        runtime="host_build_graph",
         enable_sdma=True,
     )
     assert text == (
@@ -205,10 +196,10 @@ def test_golden_without_signatures_and_with_sdma() -> None:
         "\n"
         "_ROOT_DIR = Path(__file__).parent\n"
         "\n"
-        "# Runtime configuration for host_build_graph.\n"
+        "# Runtime configuration for tensormap_and_ringbuffer.\n"
         "# AICPU thread count 0 selects the runtime's architecture default (a2a3: 4; a5: 5).\n"
         "RUNTIME_CONFIG = {\n"
-        '\t"runtime": "host_build_graph",\n'
+        '\t"runtime": "tensormap_and_ringbuffer",\n'
         '\t"aicpu_thread_num": 0,\n'
         '\t"enable_sdma": True,\n'
         "}\n"
@@ -339,7 +330,7 @@ def test_with_binaries_records_compiled_kernels() -> None:
 
 ROUND_TRIP_CASES = [
     KernelConfig(CHIP_PIPELINE_ORCHESTRATION, CHIP_PIPELINE_KERNELS),
-    KernelConfig(MAIN, (MATMUL,), Runtime.HOST_BUILD_GRAPH, enable_sdma=True),
+    KernelConfig(MAIN, (MATMUL,), enable_sdma=True),
     KernelConfig(None, ()),
     KernelConfig(
         OrchestrationEntry("builtin_tensor_all_to_all_v__fp32", signature=(IN, OUT, OUT, IN, OUT)),

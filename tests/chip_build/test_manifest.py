@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
-from pypto_build.chip_build.manifest import MANIFEST_NAME, verify_manifest, write_manifest
+from pypto_build.chip_build.manifest import (
+    MANIFEST_NAME,
+    ManifestProblem,
+    verify_manifest,
+    write_manifest,
+)
 
 FILES = {
     "next_levels/chip_pipeline/kernel_config.py": b"KERNELS = []\n",
@@ -116,16 +121,28 @@ def test_verify_reports_every_difference_sorted_by_path(tmp_path: Path) -> None:
     atomic_write_bytes(root / "next_levels/chip_pipeline/kernels/aiv/stage_step.o", b"longer bytes")
     atomic_write_bytes(root / "next_levels/chip_pipeline/kernel_config.py", b"KERNELS = ()\n")
     atomic_write_text(root / "extra.txt", "x")
-    assert verify_manifest(root) == [
-        "extra.txt: not in manifest",
-        "next_levels/chip_pipeline/kernel_config.py: sha256 differs from manifest",
-        "next_levels/chip_pipeline/kernels/aiv/stage_step.o: size 12 differs from manifest's 7",
-        "orchestration/host_orch.py: missing",
+    assert [str(problem) for problem in verify_manifest(root)] == [
+        "extra.txt: not in manifest.json",
+        "next_levels/chip_pipeline/kernel_config.py: sha256 differs from manifest.json",
+        "next_levels/chip_pipeline/kernels/aiv/stage_step.o: size 12 differs from "
+        "manifest.json's 7",
+        "orchestration/host_orch.py: missing (manifest.json lists it)",
     ]
 
 
+def test_bytecode_caches_are_not_part_of_the_tree(tmp_path: Path) -> None:
+    root = make_tree(tmp_path)
+    cached = root / "next_levels/chip_pipeline/__pycache__/kernel_config.cpython-311.pyc"
+    atomic_write_bytes(cached, b"written by an installer")
+    path = write(root)
+    listed = [entry["path"] for entry in json.loads(path.read_text())["files"]]
+    assert not [entry for entry in listed if "__pycache__" in entry]
+    atomic_write_bytes(root / "orchestration/__pycache__/host_orch.cpython-311.pyc", b"later")
+    assert verify_manifest(root) == []
+
+
 def test_verify_missing_manifest(tmp_path: Path) -> None:
-    assert verify_manifest(make_tree(tmp_path)) == ["manifest.json: missing"]
+    assert verify_manifest(make_tree(tmp_path)) == [ManifestProblem("manifest.json", "missing")]
 
 
 @pytest.mark.parametrize(
@@ -152,8 +169,9 @@ def test_verify_missing_manifest(tmp_path: Path) -> None:
 def test_verify_unreadable_manifest(tmp_path: Path, content: str, reason: str) -> None:
     atomic_write_text(tmp_path / MANIFEST_NAME, content)
     (problem,) = verify_manifest(tmp_path)
-    assert problem.startswith("manifest.json: unreadable: ")
-    assert reason in problem
+    assert problem.path == "manifest.json"
+    assert problem.what.startswith("unreadable: ")
+    assert reason in problem.what
 
 
 def test_verify_after_copy_elsewhere(tmp_path: Path) -> None:

@@ -212,6 +212,7 @@ def _generate(tmp_path: Path, body: str, extra: str = "") -> None:
     source += textwrap.indent(textwrap.dedent(extra), " " * 4)
     path = tmp_path / "p.py"
     path.write_text(source)
+    (tmp_path / "k.cpp").write_text("// the kernel's source\n")
     (program,) = (source.program for source in lower_file(path, ("a3",)))
     orch = program.function("orch")
     assert orch is not None

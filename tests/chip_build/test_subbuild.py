@@ -12,7 +12,6 @@ import pytest
 
 from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, sub_builds
 from pypto_build.builtins import include_dir
-from pypto_build.chip_build import builtin_variants
 from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.subbuild import (
@@ -23,7 +22,7 @@ from pypto_build.chip_build.subbuild import (
     plan_chip,
     render_subbuilds,
 )
-from pypto_build.lowering import builtin_kernels
+from pypto_build.lowering.builtin_ops import BuiltinOp
 from pypto_build.lowering.diagnostics import ProgramError
 
 VARIANT = "next_levels/builtin.tensor.all_to_all_v__int8"
@@ -321,20 +320,20 @@ def test_chip_pipeline_defaults_to_every_chip() -> None:
 
 
 @pytest.mark.parametrize(
-    ("stem", "variables_of"),
+    "stem",
     [
         # A CHIP-rail kernel takes its variables from the attr the lowering wrote ...
-        ("chip_pipeline", builtin_kernels),
+        "chip_pipeline",
         # ... a HOST-rail variant's are compared with the lowering's for the same dtype.
-        ("host_rail_int8", builtin_variants),
+        "host_rail_int8",
     ],
 )
 def test_every_render_refuses_rails_that_disagree(
-    stem: str, variables_of: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Make the lowering's variables disagree with the package manifest's: the render itself,
     # not only check-render, must refuse, and write nothing.
-    monkeypatch.setattr(variables_of, "template_vars", lambda dtype: "dtype_cpp=double")
+    monkeypatch.setattr(BuiltinOp, "template_vars", lambda self, dtype: "dtype_cpp=double")
     sources = lower_file(PROGRAMS_DIR / f"{stem}.py", ("a3",))
     out = tmp_path / "out"
     with pytest.raises(RenderError, match="HOST and CHIP rails render different kernels"):

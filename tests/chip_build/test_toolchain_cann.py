@@ -171,7 +171,7 @@ def test_cann_needs_a_runtime_root(
         select_toolchain(name, environ=environ, home=home)
     assert str(caught.value) == (
         f"toolchain '{name}' (the CANN toolkit at {fake_cann.root}) builds for PyPTO's runtime, "
-        "and none is configured: set tool.pypto.runtime_root (or PYPTO_RUNTIME_ROOT) to a "
+        "and none is configured: set tool.pypto.runtime-root (or PYPTO_RUNTIME_ROOT) to a "
         "simpler checkout or an installed simpler's simpler_setup/_assets folder; "
         "orchestrations link its sources, and kernels and orchestrations include its headers "
         "for the chip's platform. Or build with toolchain 'sim'."

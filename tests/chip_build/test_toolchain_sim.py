@@ -13,8 +13,9 @@ import pytest
 
 from chip_build.trees import kernel_source, make_tree, write_subbuild
 from pypto_build.builtins import include_dir
+from pypto_build.chip_build.build import build
 from pypto_build.chip_build.chips import CoreType, get_chip
-from pypto_build.chip_build.compile import BuildFailed, build, compile_tree
+from pypto_build.chip_build.compile import BuildFailed, compile_tree
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest

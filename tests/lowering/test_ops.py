@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from pypto_build.lowering.builtin_ops import builtin_ops
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     INDEX,
@@ -29,15 +30,13 @@ from pypto_build.lowering.ir import (
     compact_strides,
 )
 from pypto_build.lowering.ops import (
-    MANAGED_COLLECTIVES,
     deduce_type,
     dsl_spelling,
     is_managed_collective,
     make_call,
     resolve_dsl_name,
 )
-from pypto_build.lowering.ops.collectives import ALL_TO_ALL_V, INDEXED_ALL_TO_ALL_V, Contract
-from pypto_build.lowering.ops.registry import OPS
+from pypto_build.lowering.ops.registry import lookup, program_ops
 
 FP32 = DataType.FP32
 INT32 = DataType.INT32
@@ -139,7 +138,7 @@ def test_dsl_spelling(op: str, spelling: str) -> None:
 
 
 def test_every_op_spelling_resolves_back() -> None:
-    for op in OPS:
+    for op in program_ops():
         assert resolve_dsl_name(dsl_spelling(op)) == op
 
 
@@ -149,7 +148,8 @@ def test_dsl_spelling_of_unknown_op_is_internal_error() -> None:
 
 
 def test_managed_collectives() -> None:
-    assert sorted(MANAGED_COLLECTIVES) == [
+    collectives = sorted(op for op in program_ops() if is_managed_collective(op))
+    assert collectives == [
         "pld.tensor.all_to_all",
         "pld.tensor.all_to_all_v",
         "pld.tensor.allgather",
@@ -239,7 +239,7 @@ def test_too_many_positional_arguments(op: str, count: int, message: str) -> Non
     args = [ConstInt(i, span=at(20 + i)) for i in range(count)]
     err = error_of(op, *args)
     assert err.message == message
-    first_extra = len([spec for spec in OPS[op].operands if not spec.keyword_only])
+    first_extra = len([spec for spec in lookup(op).operands if not spec.keyword_only])
     assert err.span == at(20 + first_extra)
 
 
@@ -718,10 +718,16 @@ def _rejection(build: Build, **overrides: Type | Expr) -> ProgramError:
     return info.value
 
 
-@pytest.mark.parametrize("contract", [ALL_TO_ALL_V, INDEXED_ALL_TO_ALL_V], ids=["a2av", "indexed"])
-def test_contract_roles_cover_the_signature(contract: Contract) -> None:
-    assert sorted(role.name for role in contract.roles) == sorted(contract.signature)
-    assert [role.name for role in contract.roles[:2]] == ["target", "signal"]
+@pytest.mark.parametrize("builtin", builtin_ops(), ids=lambda b: b.stem)
+def test_a_builtin_public_op_takes_its_manifest_operands_then_core_num(builtin: object) -> None:
+    from pypto_build.lowering.builtin_ops import BuiltinOp
+
+    assert isinstance(builtin, BuiltinOp)
+    opdef = lookup(builtin.op)
+    assert [spec.name for spec in opdef.operands] == [*builtin.names, "core_num"]
+    assert opdef.effects.view_of == builtin.result_index
+    internal = lookup(builtin.builtin_op)
+    assert [spec.name for spec in internal.operands] == [*builtin.names, "dtype", "core_num"]
 
 
 def test_all_to_all_v_type_is_target_type() -> None:

@@ -14,8 +14,9 @@ import pytest
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.frontend import parse_source
 from pypto_build.lowering.ir import Call, Function, GlobalVar, Program
+from pypto_build.lowering.ir.names import arg_directions
+from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.passes import Pass, PassManager, Property
-from pypto_build.lowering.passes.rewrite import walk_calls
 from pypto_build.lowering.verifier import verify
 
 #: The file name every test source is parsed under (and so the file of every span).
@@ -25,6 +26,14 @@ FILE = "program.py"
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 
 Location = tuple[str, int, int]
+
+
+def direction_names(call: Call) -> tuple[str, ...]:
+    """The ``arg_directions`` of ``call`` as names: each tensor's direction, ``"Scalar"`` for an
+    argument passed by value."""
+    directions = arg_directions(call)
+    assert directions is not None, f"no valid arg_directions on {call.callee_name}"
+    return tuple("Scalar" if d is None else d.value for d in directions)
 
 
 def parse_one(source: str) -> Program:

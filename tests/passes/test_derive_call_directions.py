@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import textwrap
 
-from passes.helpers import parse_one, run_verified, self_calls
+from passes.helpers import direction_names, parse_one, run_verified, self_calls
 from pypto_build.lowering.ir import GlobalVar, Program, get_attr
+from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.passes import DeriveCallDirections
-from pypto_build.lowering.passes.rewrite import walk_calls
 
 SOURCE = textwrap.dedent(
     """\
@@ -61,7 +61,7 @@ def test_kernel_calls_get_param_directions_and_scalars() -> None:
     calls = self_calls(derived, "chip_orch")
     assert len(calls) == 2  # the plain call in the loop and the pl.submit
     for call in calls:
-        assert get_attr(call.attrs, "arg_directions") == ("In", "Out", "InOut", "Scalar")
+        assert direction_names(call) == ("In", "Out", "InOut", "Scalar")
     assert get_attr(calls[1].attrs, "submit") is True
 
 
@@ -69,7 +69,7 @@ def test_host_dispatches_get_directions_too_and_keep_their_attrs() -> None:
     _, derived = _derive()
     (dispatch,) = self_calls(derived, "host_orch")
     assert dispatch.attrs[0][0] == "device"
-    assert get_attr(dispatch.attrs, "arg_directions") == ("In", "Out", "InOut", "Scalar")
+    assert direction_names(dispatch) == ("In", "Out", "InOut", "Scalar")
 
 
 def test_op_calls_and_kernel_bodies_are_untouched() -> None:
@@ -156,4 +156,4 @@ def test_written_in_parameters_of_wrappers_become_inout() -> None:
         "e": "Out",
     }
     (dispatch,) = self_calls(derived, "host_orch")
-    assert get_attr(dispatch.attrs, "arg_directions") == ("In", "InOut", "InOut", "InOut", "Out")
+    assert direction_names(dispatch) == ("In", "InOut", "InOut", "InOut", "Out")

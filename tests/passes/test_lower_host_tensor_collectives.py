@@ -37,6 +37,7 @@ from pypto_build.lowering.ir import (
     ForStmt,
     Function,
     IfStmt,
+    ParamDirection,
     Program,
     SeqStmts,
     Stmt,
@@ -44,6 +45,7 @@ from pypto_build.lowering.ir import (
     Var,
     get_attr,
 )
+from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.ops import (
     deduce_type,
     dsl_spelling,
@@ -61,13 +63,18 @@ from pypto_build.lowering.passes.lower_host_tensor_collectives import (
     LowerHostTensorCollectives,
     check_static_signal_capacity,
 )
-from pypto_build.lowering.passes.rewrite import walk_calls
 from pypto_build.lowering.printer import print_program
 
 PHASE = "LowerHostTensorCollectives"
 BUILTIN = "builtin.tensor.all_to_all_v"
 ARG_NAMES = ["inp", "data", "signal", "counts", "recv"]
-DIRECTIONS = ("In", "InOut", "InOut", "In", "InOut")
+DIRECTIONS = (
+    ParamDirection.In,
+    ParamDirection.InOut,
+    ParamDirection.InOut,
+    ParamDirection.In,
+    ParamDirection.InOut,
+)
 
 #: The default pipeline up to and including this pass, and the part of it before this pass.
 PIPELINE = default_pipeline().until(PHASE).passes

@@ -412,7 +412,7 @@ def test_plain_tensor_send_counts_is_rejected() -> None:
     error = lowering_error(source)
     assert error.message == (
         "CHIP pld.tensor.all_to_all_v send_counts must be a DistributedTensor: peers read this "
-        "rank's send vector through CommRemotePtr, so a plain Tensor (accepted only on the "
+        "rank's send_counts through CommRemotePtr, so a plain Tensor (accepted only on the "
         "InCore composite path) is not supported on this rail"
     )
     assert located(error) == position(source, "counts, recv)")

@@ -33,6 +33,7 @@ from pypto_build.lowering.ir import (
     Program,
     Stmt,
 )
+from pypto_build.lowering.ir.walk import walk_stmts
 from pypto_build.lowering.passes import (
     PassManager,
     PipelineOrderError,
@@ -42,7 +43,6 @@ from pypto_build.lowering.passes import (
 from pypto_build.lowering.passes.materialize_comm_domain_scopes import (
     MaterializeCommDomainScopes,
 )
-from pypto_build.lowering.passes.rewrite import walk_stmts
 from pypto_build.lowering.printer import print_program
 
 #: The default pipeline's passes before this one.

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import textwrap
 
-from passes.helpers import function, parse_one, pass_error, run_verified, self_calls
+from passes.helpers import (
+    direction_names,
+    function,
+    parse_one,
+    pass_error,
+    run_verified,
+    self_calls,
+)
 from pypto_build.lowering.ir import (
     Call,
     CommCtxType,
@@ -139,7 +146,7 @@ def test_host_dispatch_passes_the_window_contexts() -> None:
 def test_arg_directions_grow_one_scalar_per_context() -> None:
     result = _materialize(_parse(), DeriveCallDirections())
     _, first, _ = self_calls(result, "chip_orch")
-    assert get_attr(first.attrs, "arg_directions") == (
+    assert direction_names(first) == (
         "In",
         "InOut",
         "InOut",
@@ -148,7 +155,7 @@ def test_arg_directions_grow_one_scalar_per_context() -> None:
         "Scalar",
     )
     (dispatch,) = self_calls(result, "host_orch")
-    directions = get_attr(dispatch.attrs, "arg_directions")
+    directions = direction_names(dispatch)
     assert isinstance(directions, tuple) and directions[-3:] == ("Scalar",) * 3
 
 

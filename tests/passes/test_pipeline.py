@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from passes.helpers import PROGRAMS, function, self_calls
+from passes.helpers import PROGRAMS, direction_names, function, self_calls
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
     Call,
@@ -16,6 +16,7 @@ from pypto_build.lowering.ir import (
     Var,
     get_attr,
 )
+from pypto_build.lowering.ir.names import arg_directions
 from pypto_build.lowering.passes import (
     PASS_NAMES,
     AutoDeriveTaskDependencies,
@@ -62,6 +63,7 @@ def test_every_pass_ran_in_order_and_verified(lowered: tuple[Program, list[str]]
         "MaterializeCommDomainScopes",
         "LowerHostTensorCollectives",
         "MaterializeDistTensorCtx",
+        "CheckLegality",
     )
 
 
@@ -109,7 +111,7 @@ def test_builtin_kernel_directions_and_trailing_contexts(
     ]
     assert all(p.var.type == CommCtxType() for p in kernel.params[5:])
     (_, collective, _) = self_calls(program, "chip_pipeline")
-    assert get_attr(collective.attrs, "arg_directions") == (
+    assert direction_names(collective) == (
         "In",
         "InOut",
         "InOut",
@@ -165,4 +167,4 @@ def test_until_cuts_the_pipeline_after_a_named_pass() -> None:
     verify(lowered)
     (_, collective, _) = self_calls(lowered, "chip_pipeline")
     assert collective.callee_name == BUILTIN
-    assert get_attr(collective.attrs, "arg_directions") is None
+    assert arg_directions(collective) is None

@@ -9,6 +9,16 @@ from dataclasses import dataclass
 import pytest
 
 from passes.helpers import function, parse_one
+from pypto_build.lowering.analysis.provenance import (
+    NOTHING,
+    Origin,
+    ProvenanceState,
+    ProvenanceWalker,
+    Root,
+    allocation_root,
+    roots,
+)
+from pypto_build.lowering.analysis.returns import returned_params
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
     INDEX,
@@ -28,17 +38,6 @@ from pypto_build.lowering.ir import (
     Stmt,
     TensorType,
     Var,
-)
-from pypto_build.lowering.passes.provenance import (
-    NOTHING,
-    FlowState,
-    Origin,
-    ProvenanceWalker,
-    Root,
-    allocation_root,
-    join_origins,
-    returned_params,
-    roots,
 )
 
 #: ``TILE`` stands for the one tensor type of the program (the DSL has no type aliases).
@@ -86,7 +85,7 @@ class Flow:
 A, B = Root("a"), Root("b")
 
 
-class _Recorder(ProvenanceWalker[FlowState]):
+class _Recorder(ProvenanceWalker[ProvenanceState]):
     """Keeps the last argument origins of every self-call, by callee."""
 
     def __init__(self, program: Program, func: Function) -> None:
@@ -94,7 +93,7 @@ class _Recorder(ProvenanceWalker[FlowState]):
         self.calls: dict[str, tuple[Origin, ...]] = {}
 
     def on_call(
-        self, call: Call, callee: Function, args: tuple[Origin, ...], state: FlowState
+        self, call: Call, callee: Function, args: tuple[Origin, ...], state: ProvenanceState
     ) -> None:
         self.calls[callee.name] = args
 
@@ -103,7 +102,7 @@ class _Recorder(ProvenanceWalker[FlowState]):
 def walked() -> tuple[dict[str, Origin], dict[str, tuple[Origin, ...]]]:
     program = parse_one(SOURCE)
     walker = _Recorder(program, function(program, "orch"))
-    state = walker.run(FlowState({}))
+    state = walker.run(ProvenanceState({}))
     return state.env, walker.calls
 
 
@@ -167,18 +166,24 @@ def test_every_allocation_site_is_its_own_root() -> None:
     assert allocation_root(first) == allocation_root(first)
 
 
+def _walker() -> ProvenanceWalker[ProvenanceState]:
+    orch = Function("orch", (), (), SeqStmts(()), FunctionType.Orchestration)
+    return ProvenanceWalker[ProvenanceState](Program("P", (orch,)), orch)
+
+
 def test_origin_algebra() -> None:
     pair: Origin = (frozenset({A}), (frozenset({B}), NOTHING))
     assert roots(pair) == {A, B}
-    assert join_origins((frozenset({A}),), (frozenset({B}),)) == (frozenset({A, B}),)
+    join = _walker().join
+    assert join((frozenset({A}),), (frozenset({B}),)) == (frozenset({A, B}),)
     # Tuples of different lengths (or a tuple and a set) collapse to their roots.
-    assert join_origins((frozenset({A}),), frozenset({B})) == frozenset({A, B})
+    assert join((frozenset({A}),), frozenset({B})) == frozenset({A, B})
 
 
 def test_flow_state_join_keeps_names_bound_on_either_path() -> None:
-    left = FlowState({"x": frozenset({A}), "only_left": frozenset({A})})
-    right = FlowState({"x": frozenset({B})})
-    joined = left.join(right)
+    left = ProvenanceState({"x": frozenset({A}), "only_left": frozenset({A})})
+    right = ProvenanceState({"x": frozenset({B})})
+    joined = left.join(right, _walker().join)
     assert joined.env == {"x": frozenset({A, B}), "only_left": frozenset({A})}
     copy = left.copy()
     copy.env["x"] = NOTHING
@@ -221,9 +226,9 @@ def test_a_body_not_ending_in_return_proves_nothing() -> None:
 def test_a_call_of_an_unknown_function_is_an_internal_error() -> None:
     call = Call(GlobalVar("missing"), (), T)
     orch = Function("orch", (), (T,), SeqStmts((ReturnStmt((call,)),)), FunctionType.Orchestration)
-    walker = ProvenanceWalker[FlowState](Program("P", (orch,)), orch)
+    walker = ProvenanceWalker[ProvenanceState](Program("P", (orch,)), orch)
     with pytest.raises(InternalError, match="call of unknown function 'missing'"):
-        walker.run(FlowState({}))
+        walker.run(ProvenanceState({}))
 
 
 def test_an_unknown_statement_kind_is_an_internal_error() -> None:
@@ -232,13 +237,13 @@ def test_an_unknown_statement_kind_is_an_internal_error() -> None:
         pass
 
     orch = Function("orch", (), (), SeqStmts((Odd(),)), FunctionType.Orchestration)
-    walker = ProvenanceWalker[FlowState](Program("P", (orch,)), orch)
+    walker = ProvenanceWalker[ProvenanceState](Program("P", (orch,)), orch)
     with pytest.raises(InternalError, match="unknown statement kind Odd"):
-        walker.run(FlowState({}))
+        walker.run(ProvenanceState({}))
 
 
 def test_scalars_have_no_storage() -> None:
     n = Var("n", INDEX)
     orch = Function("orch", (Param(n),), (), SeqStmts(()), FunctionType.Orchestration)
-    walker = ProvenanceWalker[FlowState](Program("P", (orch,)), orch)
-    assert walker.eval(BinaryOp("+", n, n, INDEX), FlowState({"n": NOTHING})) == NOTHING
+    walker = ProvenanceWalker[ProvenanceState](Program("P", (orch,)), orch)
+    assert walker.eval(BinaryOp("+", n, n, INDEX), ProvenanceState({"n": NOTHING})) == NOTHING

@@ -24,19 +24,16 @@ from pypto_build.lowering.ir import (
     Var,
     WhileStmt,
 )
-from pypto_build.lowering.passes.rewrite import (
-    CallMapper,
-    Mutator,
-    StmtResult,
+from pypto_build.lowering.ir.walk import (
     child_bodies,
     child_exprs,
     defined_names,
-    map_functions,
     stmt_exprs,
     walk_calls,
     walk_exprs,
     walk_stmts,
 )
+from pypto_build.lowering.passes.rewrite import CallMapper, Mutator, StmtResult, map_functions
 
 #: ``VEC`` stands for the one tensor type of the program (the DSL has no type aliases).
 SOURCE = """\

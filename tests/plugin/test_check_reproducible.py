@@ -13,9 +13,10 @@ import pytest
 
 from plugin.console import run_cli
 from plugin.hatch_projects import build_wheel, copy_sample, edit, hook_environment
-from pypto_build.chip_build.diffreport import find_diffoscope
+from pypto_build.chip_build.checks.diffreport import find_diffoscope
+from pypto_build.chip_build.checks.wheel_diff import check_wheels
+from pypto_build.chip_build.checks.wheels import missing_build_requirements
 from pypto_build.plugin.cli import ExitCode
-from pypto_build.plugin.reproducible import check_wheels, missing_build_requirements
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 MANIFEST = "moe_a2a/_kernels/a3/manifest.json"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,9 @@ from fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
 from fakes.fake_simpler import commit_all, make_fake_runtime
 
 from plugin.console import run_cli
+from pypto_build.chip_build.build import BuildResult
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.plugin import project_build
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.settings import PyptoSettings, environment_variable
 
@@ -55,11 +60,19 @@ def test_build_a_project_then_rebuild_from_the_cache(
     project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run_cli(capsys, "build", str(project), "--jobs", "2")
-    assert (code, err) == (ExitCode.OK, "")
+    # The default output folder lies in the project: its .gitignore lists it, once.
+    gitignore = project / ".gitignore"
+    assert (code, err) == (
+        ExitCode.OK,
+        f"pypto-build: listed {project}/build/pypto in {gitignore}: build output stays out of "
+        "git and sdists\n",
+    )
+    assert gitignore.read_text(encoding="utf-8").endswith("\n/build/pypto/\n")
     lines = out.splitlines()
     assert lines[0].startswith(f"a3: 4 compiled, 0 from cache -> {project}/build/pypto/a3 (sim ")
     assert lines[1] == f"cache: 0 hits / 4 misses ({tmp_path / 'cache'})"
-    code, out, _ = run_cli(capsys, "build", str(project), "--json")
+    code, out, err = run_cli(capsys, "build", str(project), "--json")
+    assert err == ""
     document = json.loads(out)
     assert document["chips"]["a3"]["compiled"] == 0
     assert document["chips"]["a3"]["cache_hits"] == 4
@@ -90,6 +103,34 @@ def test_build_a_program_file_for_one_chip(
     assert out == f"a5: 4 compiled, 0 from cache -> {out_dir}/a5 (sim {_gxx_version()})\n"
     assert (out_dir / "a5" / "next_levels" / "chip_pipeline" / "orchestration").is_dir()
     assert not (tmp_path / "cache").exists()
+
+
+@needs_gxx
+@pytest.mark.parametrize(
+    ("variables", "options", "jobs"),
+    [({}, [], 7), ({"PYPTO_JOBS": "3"}, [], 3), ({"PYPTO_JOBS": "3"}, ["--jobs", "2"], 2)],
+)
+def test_the_engine_runs_jobs_from_the_option_else_pypto_jobs_else_the_machine(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variables: dict[str, str],
+    options: list[str],
+    jobs: int,
+) -> None:
+    engine_jobs: list[int] = []
+
+    def engine(paths: object, *, out_dir: Path, jobs: int, **settings: object) -> BuildResult:
+        engine_jobs.append(jobs)
+        return BuildResult(out_dir, ())
+
+    monkeypatch.setattr(project_build, "build", engine)
+    monkeypatch.setattr(project_build, "default_jobs", lambda: 7)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    code, _, _ = run_cli(capsys, "build", str(project), *options)
+    assert code == ExitCode.OK
+    assert engine_jobs == [jobs]
 
 
 @needs_gxx
@@ -217,12 +258,12 @@ def test_doctor_without_a_toolkit(
     ]
     assert f"  default: {environment}/Ascend/cann: does not exist" in lines
     assert (
-        "runtime: not configured (set tool.pypto.runtime_root or PYPTO_RUNTIME_ROOT; toolchain "
+        "runtime: not configured (set tool.pypto.runtime-root or PYPTO_RUNTIME_ROOT; toolchain "
         "'cann' needs it)"
     ) in lines
     assert (
-        "pto-isa: not configured (set tool.pypto.pto_isa_root or PTO_ISA_ROOT, or "
-        "tool.pypto.runtime_root for its managed clone; toolchain 'cann' needs it)"
+        "pto-isa: not configured (set tool.pypto.pto-isa-root or PTO_ISA_ROOT, or "
+        "tool.pypto.runtime-root for its managed clone; toolchain 'cann' needs it)"
     ) in lines
     assert any(line.startswith("sim: ") and "g++" in line for line in lines)
     assert lines[-1] == "toolchain 'auto' selects: sim"
@@ -243,7 +284,7 @@ def _set_runtime_root(project: Path, value: str) -> None:
     pyproject = project / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     pyproject.write_text(
-        text.replace('toolchain = "auto"', f'toolchain = "auto"\nruntime_root = "{value}"'),
+        text.replace('toolchain = "auto"', f'toolchain = "auto"\nruntime-root = "{value}"'),
         encoding="utf-8",
     )
 
@@ -300,7 +341,7 @@ def test_doctor_shows_the_runtime_its_folders_and_revisions(
     assert (
         "warning: CANN builds write no cache/binary_context.json, as the PTO-ISA revision is "
         f"unknown ({pto} is not a git checkout); PyPTO's runtime will rebuild their binaries "
-        "instead of reusing them (set tool.pypto.pto_isa_revision)"
+        "instead of reusing them (set tool.pypto.pto-isa-revision)"
     ) in lines
 
 
@@ -321,7 +362,7 @@ def test_a_cann_build_needs_a_runtime_root(
     assert (code, out) == (ExitCode.PROGRAM_ERROR, "")
     assert err.startswith(
         f"pypto-build: error: toolchain 'cann' (the CANN toolkit at {cann.root}) builds for "
-        "PyPTO's runtime, and none is configured: set tool.pypto.runtime_root (or "
+        "PyPTO's runtime, and none is configured: set tool.pypto.runtime-root (or "
         "PYPTO_RUNTIME_ROOT)"
     )
 
@@ -343,8 +384,8 @@ def test_a_cann_build_warns_once_when_it_cannot_record_the_revisions(
         "pypto-build: warning: CANN builds write no cache/binary_context.json, as the runtime "
         f"revision is unknown ({runtime} is not a git checkout), the PTO-ISA revision is "
         f"unknown ({runtime}/build/pto-isa is not a git checkout); PyPTO's runtime will rebuild "
-        "their binaries instead of reusing them (set tool.pypto.runtime_revision and "
-        "tool.pypto.pto_isa_revision)\n"
+        "their binaries instead of reusing them (set tool.pypto.runtime-revision and "
+        "tool.pypto.pto-isa-revision)\n"
     )
     context = out_dir / "a3" / "next_levels" / "chip_pipeline" / "cache" / "binary_context.json"
     assert not context.exists()
@@ -353,3 +394,25 @@ def test_a_cann_build_warns_once_when_it_cannot_record_the_revisions(
     code, _, err = run_cli(capsys, *build, "--out", str(out_dir))
     assert (code, err) == (ExitCode.OK, "")
     assert json.loads(context.read_text(encoding="utf-8"))["runtime_revision"] == "1" * 40
+
+
+@needs_gxx
+def test_a_build_needs_no_numpy_and_run_says_how_to_get_it(project: Path, tmp_path: Path) -> None:
+    """NumPy is the `sim` extra: a build environment goes without it. Here it cannot be
+    imported at all; the build works, and `run` names the extra."""
+    blocked = (
+        "import sys; sys.modules['numpy'] = None; "
+        "from pypto_build.plugin.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = {**os.environ, "PYPTO_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    argv = [sys.executable, "-c", blocked]
+    build = [*argv, "build", str(project), "--chip", "a3", "--toolchain", "sim", "--out", str(out)]
+    done = subprocess.run(build, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    run = [*argv, "run", str(out), "--ranks", "4"]
+    done = subprocess.run(run, env=env, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (
+        ExitCode.PROGRAM_ERROR,
+        "pypto-build: error: run needs NumPy for the simulator: pip install 'pypto-build[sim]'\n",
+    )

@@ -175,6 +175,29 @@ def test_the_entry_point_names_the_folder_of_the_config_file() -> None:
     assert printed.stdout == f"{cmake_dir()}\n"
 
 
+def test_the_folder_printed_from_a_checkout_is_the_installed_one(tmp_path: Path) -> None:
+    """``python -m`` imports from the working folder first: run in a checkout of pypto-build
+    (here a copy of its package), the command still prints the installed package's folder, the
+    one the config file accepts; without an installed one it says so."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(CMAKE_DIR.parent, checkout / "pypto_build", ignore=_only_cmake)
+    argv = [sys.executable, "-m", "pypto_build.cmake"]
+    printed = subprocess.run(argv, cwd=checkout, capture_output=True, text=True, check=True)
+    assert printed.stdout == f"{CMAKE_DIR}\n"
+    alone = subprocess.run(
+        [sys.executable, "-S", *argv[1:]], cwd=checkout, capture_output=True, text=True, check=False
+    )
+    assert alone.returncode == 1
+    assert alone.stderr.startswith(f"pypto-build is not installed for {sys.executable}")
+
+
+def _only_cmake(folder: str, names: list[str]) -> list[str]:
+    """Copy the package's __init__.py and cmake/ only."""
+    if Path(folder) == CMAKE_DIR.parent:
+        return [name for name in names if name not in ("__init__.py", "cmake")]
+    return ["__pycache__"] if "__pycache__" in names else []
+
+
 @pytest.mark.parametrize("generator", GENERATORS)
 def test_configure_build_install_then_rebuild_only_on_changed_inputs(
     sample: Path, tmp_path: Path, build_env: dict[str, str], generator: str

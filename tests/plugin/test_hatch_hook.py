@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hatchling.builders.wheel import WheelBuilder
 from hatchling.plugin.manager import PluginManager
 from packaging.tags import sys_tags
 
@@ -29,6 +30,7 @@ from pypto_build.plugin.hatch import (
     wheel_files,
     wheel_tag,
 )
+from pypto_build.plugin.settings import SettingsError
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
@@ -126,6 +128,13 @@ def test_the_wheel_is_tagged_for_the_host_platform(sample_wheel: SampleWheel) ->
 def test_sim_kernels_are_tied_to_the_host_and_device_kernels_to_no_platform() -> None:
     assert wheel_tag("sim") == f"py3-none-{host_platform_tag()}"
     assert wheel_tag("cann") == "py3-none-any"
+    # platform-tag: any platform this host installs for sim kernels, anything for device ones.
+    manylinux = next(t.platform for t in sys_tags() if t.platform.startswith("manylinux_"))
+    assert wheel_tag("sim", manylinux) == f"py3-none-{manylinux}"
+    assert wheel_tag("cann", "manylinux_2_28_aarch64") == "py3-none-manylinux_2_28_aarch64"
+    for foreign in ("any", "win_amd64"):
+        with pytest.raises(SettingsError, match=rf"^tool\.pypto\.platform-tag: '{foreign}' is"):
+            wheel_tag("sim", foreign)
 
 
 def test_no_shipped_file_names_a_build_path(sample_wheel: SampleWheel) -> None:
@@ -198,7 +207,7 @@ def test_an_sdist_ships_sources_only_even_with_the_hook_on_for_every_target(
         (
             'package = "moe_a2a/_kernels"\n',
             "",
-            "tool.pypto.package: missing; the pypto build hook needs to know where the kernels go",
+            "tool.pypto: missing required key 'package'",
         ),
         (
             'programs = ["src/moe_a2a/pipelines.py"]',
@@ -290,7 +299,11 @@ def test_a_failed_compile_keeps_the_log_the_error_names(tmp_path: Path) -> None:
         build_wheel(project, tmp_path / "dist")
     message = str(caught.value)
     assert message.startswith("1 of 4 compiles failed for chip a3:")
-    assert "stage_step.cpp" in message
+    # The compiler's error names the user's kernel file and line, not the copy in the tree.
+    kernel = project / "src" / "moe_a2a" / "kernels" / "stage_step.cpp"
+    line = len(kernel.read_text(encoding="utf-8").splitlines())
+    assert f"{kernel}:{line}:1: error: " in message
+    assert f"compiling {kernel} (built as {CHIP_PIPELINE}/kernels/aiv/stage_step.cpp)" in message
     log = Path(message.rsplit("full log: ", 1)[1].strip())
     assert log.name == "a3.log"
     assert log.is_relative_to(tmp_path / "tmp")
@@ -316,6 +329,40 @@ def test_an_editable_install_builds_the_kernels_in_place(tmp_path: Path) -> None
     (project / ".gitignore").unlink()
     with pytest.raises(PyptoBuildError, match=r"^src/moe_a2a/_kernels/ holds kernels an editable"):
         build_wheel(project, tmp_path / "dist")
+
+
+def test_an_editable_install_lists_its_kernels_in_gitignore_and_hatch_clean_removes_them(
+    tmp_path: Path,
+) -> None:
+    project = copy_sample(tmp_path / "moe_a2a", chips=("a3",))
+    (project / ".gitignore").unlink()
+    build_wheel(project, tmp_path / "editable", "editable")
+    in_place = project / "src" / "moe_a2a" / "_kernels"
+    assert (in_place / "a3" / "manifest.json").is_file()
+    assert "\n/src/moe_a2a/_kernels/\n" in (project / ".gitignore").read_text(encoding="utf-8")
+    # A standard wheel then ships its own build only.
+    with zipfile.ZipFile(build_wheel(project, tmp_path / "dist")) as wheel:
+        assert f"{KERNELS}/a3/manifest.json" in wheel.namelist()
+    # hatch clean (hatchling's clean-only build) removes the in-place kernels.
+    assert (
+        list(WheelBuilder(str(project)).build(directory=str(tmp_path / "d"), clean_only=True)) == []
+    )
+    assert not in_place.exists()
+
+
+def test_an_editable_install_without_dev_mode_dirs_or_editables_says_what_to_add(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = copy_sample(tmp_path / "moe_a2a", chips=("a3",))
+    edit(project / "pyproject.toml", 'dev-mode-dirs = ["src"]\n', "")
+    monkeypatch.setitem(sys.modules, "editables", None)  # not installed
+    with pytest.raises(PyptoBuildError) as caught:
+        build_wheel(project, tmp_path / "editable", "editable")
+    assert str(caught.value).startswith(
+        "tool.hatch.build.targets.wheel: an editable install needs dev-mode-dirs (or the "
+        'editables package, which this build environment lacks); add dev-mode-dirs = ["src"]'
+    )
+    assert not (project / "src" / "moe_a2a" / "_kernels").exists()  # nothing was built
 
 
 def test_the_source_folder_of_a_package_path_undoes_the_sources_rewrite(tmp_path: Path) -> None:

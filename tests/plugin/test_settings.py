@@ -1,25 +1,38 @@
-"""The [tool.pypto] settings model: validation messages, environment overrides and the
-shipped JSON schema."""
+"""The [tool.pypto] settings model: validation messages, environment overrides, the shipped JSON
+schema (registered with validate-pyproject, agreeing with the runtime check on one corpus) and
+the generated settings reference."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from validate_pyproject import api as validate_pyproject
+from validate_pyproject.error_reporting import ValidationError
 
+from plugin.settings_corpus import CASES, Case
+from pypto_build.plugin import settings as settings_module
 from pypto_build.plugin.settings import (
+    DOCS_BEGIN,
+    DOCS_END,
+    SCHEMA_ID,
     SCHEMA_PATH,
     PyptoSettings,
     SettingsError,
     apply_environment,
     load_settings,
     override,
+    reference_table,
     schema_text,
     settings_from_table,
     settings_schema,
+    with_reference,
 )
 
 SAMPLE = {
@@ -32,7 +45,7 @@ SAMPLE = {
 
 def test_a_full_table() -> None:
     settings = settings_from_table(
-        {**SAMPLE, "compiler_launcher": "ccache", "jobs": 4, "pto_isa_root": "/opt/pto-isa"}
+        {**SAMPLE, "compiler-launcher": "ccache", "jobs": 4, "pto-isa-root": "/opt/pto-isa"}
     )
     assert settings == PyptoSettings(
         programs=("src/moe/pipelines.py",),
@@ -46,11 +59,11 @@ def test_a_full_table() -> None:
 
 
 def test_defaults() -> None:
-    settings = settings_from_table({"programs": ["p.py"]})
-    assert (settings.chips, settings.toolchain, settings.package) == (
+    settings = settings_from_table({"programs": ["p.py"], "package": "p/_kernels"})
+    assert (settings.chips, settings.toolchain, settings.platform_tag) == (
         ("a2", "a3", "a5"),
         "auto",
-        None,
+        "auto",
     )
     assert (settings.compiler_launcher, settings.jobs, settings.runtime_root) == (None, None, None)
     assert (settings.runtime_revision, settings.pto_isa_root, settings.pto_isa_revision) == (
@@ -78,17 +91,25 @@ BAD_TOOLCHAIN = "tool.pypto.toolchain: expected one of 'auto', 'cann', 'sim', go
         ({"jobs": "4"}, "tool.pypto.jobs: expected an integer, got '4'"),
         ({"package": "/abs"}, "tool.pypto.package: '/abs' must be a relative path"),
         ({"programs": ["../x.py"]}, "tool.pypto.programs[0]: '../x.py' must be a relative path"),
-        ({"compiler_launcher": ["ccache"]}, "tool.pypto.compiler_launcher: expected a string"),
-        ({"runtime_root": ["/opt/simpler"]}, "tool.pypto.runtime_root: expected a string"),
+        ({"compiler-launcher": ["ccache"]}, "tool.pypto.compiler-launcher: expected a string"),
+        ({"runtime-root": ["/opt/simpler"]}, "tool.pypto.runtime-root: expected a string"),
         (
-            {"runtime_revision": "6ebaf77"},
-            "tool.pypto.runtime_revision: '6ebaf77' is not a commit id; 40 lowercase hex digits",
+            {"runtime-revision": "6ebaf77"},
+            "tool.pypto.runtime-revision: '6ebaf77' is not a commit id; 40 lowercase hex digits",
         ),
         (
-            {"pto_isa_revision": "CD4A3D3F7A1A27FCFE536F617E9BCA3008929664"},
-            "tool.pypto.pto_isa_revision: 'CD4A3D3F7A1A27FCFE536F617E9BCA3008929664' is not a",
+            {"pto-isa-revision": "CD4A3D3F7A1A27FCFE536F617E9BCA3008929664"},
+            "tool.pypto.pto-isa-revision: 'CD4A3D3F7A1A27FCFE536F617E9BCA3008929664' is not a",
         ),
-        ({"chip": ["a3"]}, "tool.pypto: unknown key 'chip'; valid keys: programs, chips, "),
+        ({"platform-tag": "py3-none-any"}, "tool.pypto.platform-tag: 'py3-none-any' is not a"),
+        ({"chip": ["a3"]}, "tool.pypto: unknown key 'chip'; did you mean 'chips'?"),
+        ({"chipz": ["a3"]}, "tool.pypto: unknown key 'chipz'; did you mean 'chips'?"),
+        (
+            {"compiler_launcher": "ccache"},
+            "tool.pypto: unknown key 'compiler_launcher'; did you mean 'compiler-launcher'? "
+            "(keys are spelled in kebab-case)",
+        ),
+        ({"optimize": True}, "tool.pypto: unknown key 'optimize'; valid keys: programs, package,"),
     ],
 )
 def test_errors_name_the_key_path(change: dict[str, object], message: str) -> None:
@@ -97,13 +118,39 @@ def test_errors_name_the_key_path(change: dict[str, object], message: str) -> No
     assert str(caught.value).startswith(message)
 
 
-def test_programs_are_required() -> None:
-    with pytest.raises(SettingsError, match=r"tool\.pypto: missing required key 'programs'"):
+def test_programs_and_package_are_required() -> None:
+    with pytest.raises(SettingsError) as caught:
         settings_from_table({"chips": ["a3"]})
+    assert caught.value.errors == (
+        "tool.pypto: missing required key 'programs'",
+        "tool.pypto: missing required key 'package'",
+    )
+
+
+def test_every_error_of_a_table_is_reported_together() -> None:
+    table = {
+        "programs": [],
+        "chip": ["a3"],
+        "toolchain": "gcc",
+        "runtime_root": "/opt/simpler",
+        "jobs": 0,
+    }
+    with pytest.raises(SettingsError) as caught:
+        settings_from_table(table)
+    assert caught.value.errors == (
+        "tool.pypto.programs: at least one entry is needed",
+        "tool.pypto: unknown key 'chip'; did you mean 'chips'?",
+        "tool.pypto.toolchain: expected one of 'auto', 'cann', 'sim', got 'gcc'",
+        "tool.pypto: unknown key 'runtime_root'; did you mean 'runtime-root'? (keys are spelled "
+        "in kebab-case)",
+        "tool.pypto.jobs: 0 is not allowed; at least 1 is needed",
+        "tool.pypto: missing required key 'package'",
+    )
+    assert str(caught.value) == "\n".join(caught.value.errors)
 
 
 def test_environment_overrides() -> None:
-    settings = settings_from_table({**SAMPLE, "compiler_launcher": "ccache"})
+    settings = settings_from_table({**SAMPLE, "compiler-launcher": "ccache"})
     changed = apply_environment(
         settings,
         {
@@ -141,8 +188,18 @@ def test_every_key_has_a_derived_environment_override() -> None:
         pto_isa_root="../pto-isa",
         pto_isa_revision=commit,
     )
-    assert apply_environment(changed, {"PYPTO_RUNTIME_ROOT": "", "PYPTO_PROGRAMS": ""}) == (
-        dataclasses.replace(changed, runtime_root=None)
+    # An empty variable turns an optional setting off, and leaves a required one as it is.
+    cleared = {"PYPTO_RUNTIME_ROOT": "", "PYPTO_PROGRAMS": "", "PYPTO_PACKAGE": ""}
+    assert apply_environment(changed, cleared) == dataclasses.replace(changed, runtime_root=None)
+    assert apply_environment(changed, {"PYPTO_PLATFORM_TAG": "any"}).platform_tag == "any"
+
+
+def test_every_bad_variable_is_reported_together() -> None:
+    with pytest.raises(SettingsError) as caught:
+        apply_environment(PyptoSettings(), {"PYPTO_CHIPS": "a9", "PYPTO_JOBS": "x"})
+    assert caught.value.errors == (
+        "PYPTO_CHIPS[0]: unknown chip 'a9'; valid chips: a2, a3, a5",
+        "PYPTO_JOBS: 'x' is not a whole number",
     )
 
 
@@ -177,6 +234,7 @@ def test_load_from_pyproject(tmp_path: Path) -> None:
 
             [tool.pypto]
             programs = ["src/demo/pipelines.py"]
+            package = "demo/_kernels"
             chips = ["a3"]
             """
         ),
@@ -207,29 +265,34 @@ def test_the_sample_package_is_valid(repo_root: Path) -> None:
 def test_shipped_schema_matches_the_model() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
     assert json.loads(schema_text()) == settings_schema()
+    assert settings_module.main(["--check"]) == 0
 
 
 def test_schema_describes_every_field_and_constraint() -> None:
     schema = settings_schema()
+    assert schema["$id"] == SCHEMA_ID
     properties = schema["properties"]
     assert list(properties) == [
         "programs",
+        "package",
         "chips",
         "toolchain",
-        "package",
-        "compiler_launcher",
+        "platform-tag",
+        "compiler-launcher",
         "jobs",
-        "runtime_root",
-        "runtime_revision",
-        "pto_isa_root",
-        "pto_isa_revision",
-        "remote_cache_url",
-        "remote_cache_read_only",
-        "remote_cache_fallback_url",
-        "remote_cache_timeout",
+        "runtime-root",
+        "runtime-revision",
+        "pto-isa-root",
+        "pto-isa-revision",
+        "remote-cache-url",
+        "remote-cache-read-only",
+        "remote-cache-fallback-url",
+        "remote-cache-timeout",
     ]
     assert schema["additionalProperties"] is False
-    assert schema["required"] == ["programs"]
+    assert schema["required"] == ["programs", "package"]
+    assert "default" not in properties["programs"]
+    assert properties["programs"]["minItems"] == 1
     assert properties["chips"]["items"] == {"type": "string", "enum": ["a2", "a3", "a5"]}
     assert (properties["chips"]["minItems"], properties["chips"]["uniqueItems"]) == (1, True)
     assert properties["toolchain"]["enum"] == ["auto", "cann", "sim"]
@@ -240,5 +303,68 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "minimum": 1,
     }
     assert all(prop["description"] for prop in properties.values())
-    assert properties["remote_cache_read_only"]["type"] == "boolean"
-    assert properties["remote_cache_timeout"]["exclusiveMinimum"] == 0
+    assert properties["remote-cache-read-only"]["type"] == "boolean"
+    assert properties["remote-cache-timeout"]["exclusiveMinimum"] == 0
+
+
+def test_validate_pyproject_finds_the_schema_through_its_entry_point() -> None:
+    (entry,) = importlib.metadata.entry_points(group="validate_pyproject.tool_schema", name="pypto")
+    assert entry.load()("pypto") == settings_schema()
+
+
+@pytest.fixture(scope="module")
+def validator() -> validate_pyproject.Validator:
+    return validate_pyproject.Validator()
+
+
+def _schema_accepts(validator: validate_pyproject.Validator, table: dict[str, object]) -> bool:
+    try:
+        validator({"tool": {"pypto": table}})
+    except ValidationError:
+        return False
+    return True
+
+
+def _runtime_accepts(table: dict[str, object]) -> bool:
+    try:
+        settings_from_table(table)
+    except SettingsError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_schema_and_runtime_check_agree_on_every_table(
+    validator: validate_pyproject.Validator, case: Case
+) -> None:
+    assert (_schema_accepts(validator, case.table), _runtime_accepts(case.table)) == (
+        case.valid,
+        case.valid,
+    )
+
+
+def test_the_validate_pyproject_command_checks_the_table(tmp_path: Path, repo_root: Path) -> None:
+    command = [sys.executable, "-m", "validate_pyproject"]
+    for sample in ("moe_a2a", "moe_a2a_host"):
+        good = repo_root / "samples" / sample / "pyproject.toml"
+        done = subprocess.run([*command, str(good)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    bad = tmp_path / "pyproject.toml"
+    text = (repo_root / "samples" / "moe_a2a" / "pyproject.toml").read_text(encoding="utf-8")
+    bad.write_text(text.replace('chips = ["a3", "a5"]', 'chips = ["a3", "a9"]'), encoding="utf-8")
+    done = subprocess.run([*command, str(bad)], capture_output=True, text=True, check=False)
+    assert done.returncode != 0
+    assert "tool.pypto.chips[1]" in done.stdout + done.stderr
+    # Pointed at the shipped file instead of the entry point, it reads the same schema.
+    tool = f"--tool=pypto={SCHEMA_PATH.as_uri()}"
+    done = subprocess.run([*command, tool, str(bad)], capture_output=True, text=True, check=False)
+    assert done.returncode != 0
+    assert "tool.pypto.chips[1]" in done.stdout + done.stderr
+
+
+def test_the_settings_reference_in_the_docs_is_generated_from_the_model(repo_root: Path) -> None:
+    docs = (repo_root / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert with_reference(docs) == docs, "run python -m pypto_build.plugin.settings --docs ..."
+    table = docs[docs.index(DOCS_BEGIN) : docs.index(DOCS_END)]
+    assert table.count("\n| `") == len(settings_schema()["properties"])
+    assert "| `platform-tag` | string | `auto` | `PYPTO_PLATFORM_TAG` |" in reference_table()

@@ -20,7 +20,7 @@ from pypto_build.plugin.project_build import remote_specs
 from pypto_build.plugin.settings import SettingsError, apply_environment, settings_from_table
 from scaling.samples import SAMPLE_COMPILES, SAMPLE_SOURCES, copy_sample, machine_environment
 
-PROGRAMS = {"programs": ["p.py"]}
+PROGRAMS = {"programs": ["p.py"], "package": "pkg/_kernels"}
 
 
 def _basic(user: str, password: str) -> dict[str, str]:
@@ -32,8 +32,8 @@ def test_settings_and_environment() -> None:
     settings = settings_from_table(
         {
             **PROGRAMS,
-            "remote_cache_url": "http://cache.example:8080/pypto/main",
-            "remote_cache_timeout": 3,
+            "remote-cache-url": "http://cache.example:8080/pypto/main",
+            "remote-cache-timeout": 3,
         }
     )
     main = "http://cache.example:8080/pypto/main"
@@ -57,28 +57,28 @@ def test_settings_and_environment() -> None:
     ("table", "message"),
     [
         (
-            {"remote_cache_url": "ftp://cache/x"},
-            "tool.pypto.remote_cache_url: 'ftp://cache/x' is not an http:// or https:// URL",
+            {"remote-cache-url": "ftp://cache/x"},
+            "tool.pypto.remote-cache-url: 'ftp://cache/x' is not an http:// or https:// URL",
         ),
         (
-            {"remote_cache_url": "http://ci:hunter2@cache/x"},
-            "tool.pypto.remote_cache_url: 'http://ci:hunter2@cache/x' carries credentials; they "
+            {"remote-cache-url": "http://ci:hunter2@cache/x"},
+            "tool.pypto.remote-cache-url: 'http://ci:hunter2@cache/x' carries credentials; they "
             "are never read from settings",
         ),
         (
-            {"remote_cache_fallback_url": "http://cache/x?branch=main"},
+            {"remote-cache-fallback-url": "http://cache/x?branch=main"},
             "has a query or fragment",
         ),
-        ({"remote_cache_timeout": 0}, "tool.pypto.remote_cache_timeout: 0.0 is not allowed"),
-        ({"remote_cache_timeout": "5s"}, "tool.pypto.remote_cache_timeout: expected a number"),
-        ({"remote_cache_read_only": "yes"}, "remote_cache_read_only: expected true or false"),
+        ({"remote-cache-timeout": 0}, "tool.pypto.remote-cache-timeout: 0.0 is not allowed"),
+        ({"remote-cache-timeout": "5s"}, "tool.pypto.remote-cache-timeout: expected a number"),
+        ({"remote-cache-read-only": "yes"}, "remote-cache-read-only: expected true or false"),
         (
-            {"remote_cache_password": "hunter2"},
-            "tool.pypto.remote_cache_password: credentials are never read from pyproject.toml; "
+            {"remote-cache-password": "hunter2"},
+            "tool.pypto.remote-cache-password: credentials are never read from pyproject.toml; "
             "set PYPTO_REMOTE_CACHE_USERNAME and PYPTO_REMOTE_CACHE_PASSWORD, or "
             "PYPTO_REMOTE_CACHE_TOKEN",
         ),
-        ({"remote_cache_token": "t"}, "credentials are never read from pyproject.toml"),
+        ({"remote-cache-token": "t"}, "credentials are never read from pyproject.toml"),
     ],
 )
 def test_invalid_settings(table: dict[str, object], message: str) -> None:
@@ -165,7 +165,8 @@ def test_the_build_command_reports_each_remote(
         )
         monkeypatch.setattr("os.environ", environ)
         project = copy_sample(tmp_path / machine / "project")
-        code, stdout, stderr = run_cli(capsys, "build", str(project))
+        out = str(tmp_path / machine / "out")
+        code, stdout, stderr = run_cli(capsys, "build", str(project), "--out", out)
         assert (code, stderr) == (0, "")
         outputs.append(stdout.splitlines()[2:])
     cache = tmp_path / "one" / "cache"

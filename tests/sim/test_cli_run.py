@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import py_compile
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from pypto_build import sim
 from pypto_build.plugin.cli import UsageError
 from pypto_build.plugin.cli_run import register
+from pypto_build.sim import BuildTreeError
 from sim.goldens import exchange, payload, uniform_counts
 from sim.programs import MAX_RECV, ROUNDS, SIZE, BuildProgram, HostRail
 
@@ -114,3 +119,84 @@ def test_inputs_of_the_wrong_shape_are_a_usage_error(build: Path, tmp_path: Path
     )
     with pytest.raises(UsageError, match=re.escape(message)):
         run_command(str(build), "--ranks", "2", "--inputs", str(tmp_path / "in.npz"))
+
+
+#: Why every refused tree is refused.
+CHANGED = "(the tree was modified after it was built; rebuild it)"
+STAGE = "next_levels/stage_orch"
+
+
+def _change_a_config(tree: Path) -> str:
+    config = tree / STAGE / "kernel_config.py"
+    text = config.read_text()
+    config.write_text(text.replace('"aicpu_thread_num": 0', '"aicpu_thread_num": 1'))
+    return f"{config}: sha256 differs from manifest.json {CHANGED}"
+
+
+def _extend_the_host_orchestrator(tree: Path) -> str:
+    """Code that would leave a file behind if the simulator executed the module."""
+    host = tree / "orchestration" / "host_orch.py"
+    size = host.stat().st_size
+    ran = tree.parent.parent / "host-orchestrator-ran"
+    host.write_text(host.read_text() + f"open({str(ran)!r}, 'w').close()\n")
+    return f"{host}: size {host.stat().st_size} differs from manifest.json's {size} {CHANGED}"
+
+
+def _remove_a_kernel_source(tree: Path) -> str:
+    source = tree / STAGE / "kernels" / "aiv" / "stage_copy.cpp"
+    source.unlink()
+    return f"{source}: missing (manifest.json lists it) {CHANGED}"
+
+
+def _add_a_file(tree: Path) -> str:
+    extra = tree / STAGE / "kernels" / "aiv" / "extra.cpp"
+    extra.write_text("// not built\n")
+    return f"{extra}: not in manifest.json {CHANGED}"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_change_a_config, _extend_the_host_orchestrator, _remove_a_kernel_source, _add_a_file],
+)
+def test_a_tree_that_differs_from_its_manifest_runs_nothing(
+    build: Path, tmp_path: Path, change: Callable[[Path], str]
+) -> None:
+    copy = tmp_path / "copy" / "out"
+    shutil.copytree(build, copy)
+    message = change(copy / "a3")
+    write_inputs(tmp_path / "in.npz", core_num=1)
+    out = tmp_path / "out.npz"
+    argv = [str(copy), "--ranks", "2", "--inputs", str(tmp_path / "in.npz"), "--out", str(out)]
+    with pytest.raises(UsageError) as refused:
+        run_command(*argv)
+    assert str(refused.value) == message
+    assert not out.exists()
+    assert not (tmp_path / "copy" / "host-orchestrator-ran").exists()
+
+
+def test_every_difference_is_named_and_the_api_refuses_the_tree_too(
+    build: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "out"
+    shutil.copytree(build, copy)
+    tree = copy / "a3"
+    # Sorted by path, as manifest.json lists files.
+    problems = [change(tree) for change in (_change_a_config, _add_a_file)]
+    with pytest.raises(BuildTreeError) as refused:
+        sim.SimProgram.open(copy)
+    lines = str(refused.value).splitlines()
+    assert lines[0] == f"{tree} differs from its manifest.json {CHANGED}:"
+    assert lines[1:] == [f"  {problem.removesuffix(f' {CHANGED}')}" for problem in problems]
+
+
+def test_a_copied_tree_runs_with_the_bytecode_an_installer_adds(
+    build: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "installed" / "a3"
+    shutil.copytree(build / "a3", copy)
+    for module in ("orchestration/host_orch.py", f"{STAGE}/kernel_config.py"):
+        py_compile.compile(str(copy / module), doraise=True)
+    assert len(list(copy.rglob("*.pyc"))) == 2
+    write_inputs(tmp_path / "in.npz", core_num=1)
+    assert run_command(str(copy), "--ranks", "2", "--inputs", str(tmp_path / "in.npz")) == 0
+    assert "host_orch (a3) ran on 2 simulated ranks" in capsys.readouterr().out

@@ -343,7 +343,8 @@ def test_the_runtime_library_lives_in_the_cache_only_as_an_entry(
 
 def test_only_trees_compiled_for_the_simulator_open(tmp_path: Path) -> None:
     write_probe_tree(tmp_path / "a3")
-    with pytest.raises(BuildTreeError, match="holds sources only"):
+    render = r"is a render \(sources only\), not a build; build it first"
+    with pytest.raises(BuildTreeError, match=render):
         open_chip_build(tmp_path)
     with pytest.raises(BuildTreeError, match="no tree for chip a5"):
         open_chip_build(tmp_path, "a5")

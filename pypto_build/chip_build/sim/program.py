@@ -6,6 +6,13 @@ kernels with their binaries, ``orchestration/host_orch.py`` is the HOST orchestr
 for PyPTO's runtime, and ``distributed_meta.json`` lists its parameters. Only binaries of the
 ``sim`` toolchain run here; anything else is an error that says how to build them.
 
+Before anything of a tree is read, the tree is checked against its manifest (every file's
+SHA-256, nothing missing, nothing added): a tree is run exactly as it was built, or not at all.
+Opening a tree is the one way every front end (``pypto-build run``, :mod:`pypto_build.sim`)
+reaches a run, so each gets the check. A tree changed since its build would otherwise run
+sources, binaries or parameters no build made, and fail (or pass) for reasons nobody can
+reproduce from the inputs.
+
 The parameters are read from ``distributed_meta.json``, so inputs are checked and outputs
 allocated before anything runs; the module itself is executed only when the program is run.
 """
@@ -23,7 +30,7 @@ from pypto_build.chip_build.chips import Chip, get_chip
 from pypto_build.chip_build.distributed_meta import META_NAME, MetaError, Parameter, read_meta
 from pypto_build.chip_build.host_orch_codegen import ENTRY_MARKER, MODULE_NAME
 from pypto_build.chip_build.kernel_config import KernelConfigError, read_kernel_config
-from pypto_build.chip_build.manifest import MANIFEST_NAME
+from pypto_build.chip_build.manifest import MANIFEST_NAME, verify_manifest
 from pypto_build.chip_build.sim.host_env import HostModuleError, load_host_module
 from pypto_build.chip_build.sim.runtime import KernelBinary
 
@@ -36,8 +43,8 @@ BINARY_SUFFIX = ".so"
 
 
 class BuildTreeError(ValueError):
-    """A build directory the simulator cannot run: not a chip tree, not compiled for the
-    simulator, or without the requested HOST orchestrator."""
+    """A build directory the simulator cannot run: not a chip tree, changed since its build,
+    not compiled for the simulator, or without the requested HOST orchestrator."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,7 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     """The chip tree of ``build_dir``: ``build_dir`` itself if it is one (it holds a
     ``manifest.json``), else its ``<chip>`` folder — the only one when ``chip`` is None."""
     root = _chip_root(Path(build_dir), chip)
+    _verify(root)
     manifest = _read_manifest(root)
     chip_name = manifest.get("chip")
     if not isinstance(chip_name, str):
@@ -119,14 +127,16 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     toolchain = manifest.get("toolchain")
     toolchain_name = toolchain.get("name") if isinstance(toolchain, dict) else None
     if toolchain_name != SIM_TOOLCHAIN:
-        state = (
-            "holds sources only"
-            if toolchain_name == "none"
-            else f"was compiled with toolchain {toolchain_name!r}"
-        )
+        if toolchain_name == "none":
+            raise BuildTreeError(
+                f"{root} is a render (sources only), not a build; build it first: pypto-build "
+                f"build PROJECT --toolchain {SIM_TOOLCHAIN} (or PYPTO_TOOLCHAIN={SIM_TOOLCHAIN} "
+                "for a wheel), then run its output folder"
+            )
         raise BuildTreeError(
-            f"{root} {state}; the simulator runs binaries of the {SIM_TOOLCHAIN!r} toolchain "
-            f"(build with toolchain = {SIM_TOOLCHAIN!r})"
+            f"{root} was compiled with toolchain {toolchain_name!r}; the simulator runs binaries "
+            f"of the {SIM_TOOLCHAIN!r} toolchain (build with --toolchain {SIM_TOOLCHAIN}, or "
+            f"toolchain = {SIM_TOOLCHAIN!r})"
         )
     next_levels = root / NEXT_LEVELS
     sub_builds = {
@@ -152,7 +162,25 @@ def _chip_root(build_dir: Path, chip: str | None) -> Path:
         return build_dir / chips[0]
     if not chips:
         raise BuildTreeError(f"{build_dir} is not a build directory (no <chip>/{MANIFEST_NAME})")
-    raise BuildTreeError(f"{build_dir} holds trees for chips {', '.join(chips)}; choose one")
+    raise BuildTreeError(
+        f"{build_dir} holds trees for chips {', '.join(chips)}; choose one with --chip "
+        f"(pypto_build.sim: chip=), e.g. --chip {chips[0]}"
+    )
+
+
+#: How a tree that differs from its manifest came to be, and the way out.
+_CHANGED = "the tree was modified after it was built; rebuild it"
+
+
+def _verify(root: Path) -> None:
+    """Refuse a tree that differs from its ``manifest.json``, naming each file and what is
+    wrong with it."""
+    problems = [f"{root / problem.path}: {problem.what}" for problem in verify_manifest(root)]
+    if len(problems) == 1:
+        raise BuildTreeError(f"{problems[0]} ({_CHANGED})")
+    if problems:
+        listed = "".join(f"\n  {problem}" for problem in problems)
+        raise BuildTreeError(f"{root} differs from its {MANIFEST_NAME} ({_CHANGED}):{listed}")
 
 
 def _read_manifest(root: Path) -> dict[str, object]:

@@ -31,7 +31,7 @@ class Revision:
 
     #: The 40-hex commit; None when unknown.
     commit: str | None
-    #: Where the commit came from (``tool.pypto.runtime_revision``, ``git HEAD of <root>``), or
+    #: Where the commit came from (``tool.pypto.runtime-revision``, ``git HEAD of <root>``), or
     #: why it is unknown.
     source: str
 

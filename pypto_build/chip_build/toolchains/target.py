@@ -4,13 +4,13 @@ A CANN build compiles against the runtime's headers and links its sources (see
 :mod:`~pypto_build.chip_build.toolchains.runtime_tree`), and its kernels include PTO-ISA. The
 settings name them; paths arrive resolved against the project:
 
-* the runtime: ``tool.pypto.runtime_root``, required (nothing guesses which runtime the
+* the runtime: ``tool.pypto.runtime-root``, required (nothing guesses which runtime the
   binaries must run under);
-* PTO-ISA: ``tool.pypto.pto_isa_root``, else ``$PTO_ISA_ROOT``, else the runtime's managed
-  clone ``<runtime_root>/build/pto-isa``, the one PyPTO's runtime itself compiles with
+* PTO-ISA: ``tool.pypto.pto-isa-root``, else ``$PTO_ISA_ROOT``, else the runtime's managed
+  clone ``<runtime-root>/build/pto-isa``, the one PyPTO's runtime itself compiles with
   (``simpler_setup/pto_isa.py``, ``get_pto_isa_clone_path``);
 * the revisions recorded in each sub-build's ``cache/binary_context.json``:
-  ``tool.pypto.runtime_revision`` / ``tool.pypto.pto_isa_revision``, else the folders' clean
+  ``tool.pypto.runtime-revision`` / ``tool.pypto.pto-isa-revision``, else the folders' clean
   git ``HEAD`` (:mod:`~pypto_build.chip_build.toolchains.revisions`). When one is unknown the
   build writes no context, and PyPTO's runtime rebuilds those binaries instead of trusting them.
 """
@@ -27,10 +27,10 @@ from pypto_build.chip_build.toolchains.base import ToolchainError
 from pypto_build.chip_build.toolchains.revisions import Revision, settled_revision
 from pypto_build.chip_build.toolchains.runtime_tree import RUNTIME_NAME, RuntimeTree
 
-RUNTIME_ROOT_KEY = "tool.pypto.runtime_root"
-PTO_ISA_ROOT_KEY = "tool.pypto.pto_isa_root"
-RUNTIME_REVISION_KEY = "tool.pypto.runtime_revision"
-PTO_ISA_REVISION_KEY = "tool.pypto.pto_isa_revision"
+RUNTIME_ROOT_KEY = "tool.pypto.runtime-root"
+PTO_ISA_ROOT_KEY = "tool.pypto.pto-isa-root"
+RUNTIME_REVISION_KEY = "tool.pypto.runtime-revision"
+PTO_ISA_REVISION_KEY = "tool.pypto.pto-isa-revision"
 #: The managed PTO-ISA clone inside a runtime root.
 MANAGED_PTO_ISA = Path("build/pto-isa")
 #: ``_BINARY_CONTEXT_SCHEMA`` of ``pypto/runtime/_binary_cache.py``.
@@ -52,7 +52,7 @@ class PtoIsaRoot:
     """A PTO-ISA checkout and which setting named it."""
 
     path: Path
-    #: ``tool.pypto.pto_isa_root``, ``PTO_ISA_ROOT`` or ``the runtime's managed clone``.
+    #: ``tool.pypto.pto-isa-root``, ``PTO_ISA_ROOT`` or ``the runtime's managed clone``.
     origin: str
 
 

@@ -21,9 +21,11 @@ from pypto_build.lowering.ir import (
     ConstFloat,
     Expr,
     GlobalVar,
+    ParamDirection,
     TupleType,
     Type,
 )
+from pypto_build.lowering.ir.names import CallAttr
 from pypto_build.lowering.ops import make_call, resolve_dsl_name
 from pypto_build.lowering.printer import format_type
 
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from pypto_build.lowering.frontend.exprs import ExprConverter
 
 #: Keywords of a program-function call: attributes of the call site, in the IR's ``Call.attrs``.
-CALL_ATTRS = ("device", "core_num", "sync_start", "arg_directions")
+CALL_ATTRS = (CallAttr.DEVICE, CallAttr.CORE_NUM, CallAttr.SYNC_START, CallAttr.ARG_DIRECTIONS)
 
 #: DSL names that are valid only in one syntactic position, with where that is.
 _PLACED = {
@@ -100,7 +102,7 @@ def _function_call(
     if signature is None:
         conv.source.error(callee, f"program '{conv.ctx.program}' has no function '{name}'")
     params = signature.params
-    attrs: list[tuple[str, AttrValue]] = [("submit", True)] if submit else []
+    attrs: list[tuple[str, AttrValue]] = [(CallAttr.SUBMIT, True)] if submit else []
     for keyword in node.keywords:
         key = keyword_name(keyword)
         if key not in CALL_ATTRS:
@@ -109,7 +111,10 @@ def _function_call(
             else:
                 detail = "call attributes are " + ", ".join(CALL_ATTRS)
             conv.source.error(keyword, f"unexpected keyword '{key}' in call of '{name}' ({detail})")
-        attrs.append((key, conv.value(keyword.value)))
+        value = conv.value(keyword.value)
+        if key == CallAttr.ARG_DIRECTIONS:
+            value = _arg_directions(conv, keyword, value)
+        attrs.append((CallAttr(key), value))
     if len(arg_nodes) != len(params):
         plural = "" if len(params) == 1 else "s"
         conv.source.error(
@@ -131,6 +136,17 @@ def _function_call(
     return Call(
         GlobalVar(name), tuple(args), result, attrs=tuple(attrs), span=conv.source.span(node)
     )
+
+
+def _arg_directions(conv: ExprConverter, node: ast.keyword, value: AttrValue) -> AttrValue:
+    """A printed ``arg_directions`` read back: ``"In"``/``"Out"``/``"InOut"`` per tensor, None
+    per scalar (DeriveCallDirections derives them again)."""
+    if isinstance(value, tuple) and all(item is None or item in _DIRECTIONS for item in value):
+        return tuple(None if item is None else _DIRECTIONS[str(item)] for item in value)
+    conv.source.error(node, 'arg_directions must be a tuple of "In", "Out", "InOut" or None')
+
+
+_DIRECTIONS = {direction.value: direction for direction in ParamDirection}
 
 
 def call_result_type(return_types: tuple[Type, ...]) -> Type:

@@ -34,8 +34,9 @@ from pypto_build.lowering.ir import (
     SeqStmts,
     Var,
 )
+from pypto_build.lowering.ir.names import FunctionAttr
 
-_OPTIONS = ("type", "level", "role", "external_source")
+_OPTIONS = ("type", "level", "role", FunctionAttr.EXTERNAL_SOURCE)
 _E = TypeVar("_E")
 
 
@@ -68,7 +69,7 @@ def parse_function(node: ast.FunctionDef, ctx: ModuleContext) -> ParsedFunction:
         body = body[1:]
     attrs: list[tuple[str, AttrValue]] = []
     if options.external_source is not None:
-        attrs.append(("external_source", options.external_source))
+        attrs.append((FunctionAttr.EXTERNAL_SOURCE, options.external_source))
     func_attr = _func_attr_call(body[0], ctx) if body else None
     if func_attr is not None:
         attrs.extend(_func_attrs(func_attr, ctx))
@@ -145,7 +146,7 @@ def _resolve_options(given: Mapping[str, ast.keyword], ctx: ModuleContext) -> _O
             given["level"].value,
             f"a {func_type.value} kernel runs on the chip; level=pl.Level.HOST is not allowed",
         )
-    external_source = _external_source(given.get("external_source"), func_type, ctx)
+    external_source = _external_source(given.get(FunctionAttr.EXTERNAL_SOURCE), func_type, ctx)
     return _Options(func_type, level or Level.CHIP, external_source)
 
 

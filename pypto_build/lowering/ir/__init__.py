@@ -23,7 +23,6 @@ from pypto_build.lowering.ir.function import (
     FunctionType,
     Level,
     Param,
-    ParamDirection,
     Program,
     Role,
 )
@@ -46,6 +45,7 @@ from pypto_build.lowering.ir.types import (
     DataType,
     DistributedTensorType,
     Layout,
+    ParamDirection,
     ScalarType,
     Shape,
     TensorType,

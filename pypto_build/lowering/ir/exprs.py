@@ -11,10 +11,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
-from pypto_build.lowering.ir.types import BOOL, FP32, INDEX, DataType, Layout, TupleType, Type
+from pypto_build.lowering.ir.types import (
+    BOOL,
+    FP32,
+    INDEX,
+    DataType,
+    Layout,
+    ParamDirection,
+    TupleType,
+    Type,
+)
 
 #: A literal keyword/attribute value that is not an expression.
-Literal = int | float | bool | str | DataType | Layout | None
+Literal = int | float | bool | str | DataType | Layout | ParamDirection | None
 
 
 class Expr:

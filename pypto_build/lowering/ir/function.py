@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
 from pypto_build.lowering.ir.exprs import Attrs, AttrValue, Var, get_attr
 from pypto_build.lowering.ir.stmts import SeqStmts
-from pypto_build.lowering.ir.types import Type
+from pypto_build.lowering.ir.types import ParamDirection, Type
 
 
 class FunctionType(enum.Enum):
@@ -45,14 +45,6 @@ class Role(enum.Enum):
 
     Orchestrator = "Orchestrator"
     SubWorker = "SubWorker"
-
-
-class ParamDirection(enum.Enum):
-    """Direction of a function parameter (``pl.Out[...]``, ``pl.InOut[...]``, plain = In)."""
-
-    In = "In"
-    Out = "Out"
-    InOut = "InOut"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,15 @@ import enum
 from dataclasses import dataclass
 
 
+class ParamDirection(enum.Enum):
+    """Direction of a function parameter (``pl.Out[...]``, ``pl.InOut[...]``, plain = In); a
+    call's ``arg_directions`` attr holds one per argument (None for a scalar passed by value)."""
+
+    In = "In"
+    Out = "Out"
+    InOut = "InOut"
+
+
 class DataType(enum.Enum):
     """Element types; ``value`` is upstream's ``DataType::ToString()`` spelling (variant suffix)."""
 

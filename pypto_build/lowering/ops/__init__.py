@@ -7,14 +7,12 @@ find it through the functions re-exported here.
 
 from pypto_build.lowering.ops.binding import deduce_type, make_call
 from pypto_build.lowering.ops.registry import (
-    MANAGED_COLLECTIVES,
     dsl_spelling,
     is_managed_collective,
     resolve_dsl_name,
 )
 
 __all__ = [
-    "MANAGED_COLLECTIVES",
     "deduce_type",
     "dsl_spelling",
     "is_managed_collective",

@@ -1,38 +1,45 @@
 """Managed collectives ``pld.tensor.*``: operand contracts and type deduction.
 
-Each lowered collective is described by a :class:`Contract`: one :class:`TensorRole` per tensor
-operand giving its kind (any tensor or window only), its dtype (INT32 or the payload dtype of
-``target``) and its accepted shapes as symbolic patterns. Symbols are bound by the first role
-that mentions them, so roles are checked in an order where ``target`` and ``signal`` (which
-define the geometry) come first and every later operand is checked against them.
+The operand contract of a collective backed by a builtin package comes from its manifest (DESIGN
+§6): each tensor operand's kind (a window, or any tensor), its dtype (a fixed one such as INT32,
+or the payload dtype of the result) and its accepted shapes as symbolic patterns. Symbols are
+bound by the first operand that mentions them, so operands are checked in an order where the
+result (which binds the payload dtype and the geometry) and the signal (which binds the rank
+count) come first; a product symbol (``NR*MAX_RECV``) must be a multiple of each factor bound
+elsewhere.
 
 Every contract also rejects what the operand types alone prove unsupported by the kernels:
-non-ND layout, a non-packed stride vector, a valid_shape narrower than shape, and ``input``
-being the same expression as ``target``. Range checks on ``core_num`` and dtype allowlists
+non-ND layout, a non-packed stride vector, a valid_shape narrower than shape, and the source
+being the same expression as the result. Range checks on ``core_num`` and dtype allowlists
 belong to the lowering passes; here ``core_num`` only has to be an integer (constant or scalar
-variable). The result is ``target``'s type: the window is the result (``data = ...(stage,
+variable). The result is the result operand's type: the window is the result (``data = ...(stage,
 data, ...)`` rebinds the target's name).
 
 The other managed collectives only parse, so the passes can reject them with their own
 diagnostics; their result is likewise the type of their ``target`` operand.
 
-``builtin.tensor.all_to_all_v`` is internal: only the HOST rail creates it (one call per
-participating device), no DSL spelling resolves to it, and it is not a managed collective.
+A package's internal op (``builtin.tensor.all_to_all_v``) is created only by the HOST rail (one
+call per participating device); no DSL spelling resolves to it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pypto_build.builtins.manifest import PAYLOAD_DTYPE, Dim
+from pypto_build.builtins.manifest import Operand as ManifestOperand
+from pypto_build.lowering.builtin_ops import RESULT, SIGNAL, SOURCE, BuiltinOp
 from pypto_build.lowering.ir import (
     ConstInt,
     DataType,
     DistributedTensorType,
+    ParamDirection,
     Shape,
     TensorType,
     Type,
     Var,
 )
+from pypto_build.lowering.ir.names import Kwarg, Op
 from pypto_build.lowering.ops.checks import (
     dims_text,
     expr_text,
@@ -44,35 +51,18 @@ from pypto_build.lowering.ops.checks import (
     require_positive_dims,
     require_tensor,
 )
-from pypto_build.lowering.ops.signature import Deducer, Kind, OpDef, Operand, Operands, optional
+from pypto_build.lowering.ops.signature import (
+    Deducer,
+    Effects,
+    Kind,
+    OpDef,
+    Operand,
+    Operands,
+    optional,
+)
 
 #: A symbolic shape: integers are fixed extents, strings name extents shared between operands.
-Pattern = tuple[int | str, ...]
-
-NR = "NR"
-ROWS = "NR*MAX_RECV"
-
-
-@dataclass(frozen=True)
-class TensorRole:
-    """How one tensor operand of a collective is constrained. ``dtype`` None means the payload
-    dtype, i.e. equal to ``target``'s."""
-
-    name: str
-    dtype: DataType | None
-    shapes: tuple[Pattern, ...]
-    window: bool = False
-
-
-@dataclass(frozen=True)
-class Contract:
-    """The operand contract of one lowered collective. ``roles`` are in checking order:
-    ``target`` (which binds the payload dtype and ``NR*MAX_RECV``) first, then ``signal``
-    (which binds ``NR``; right after it, ``NR`` must divide the target's rows)."""
-
-    op: str
-    signature: tuple[str, ...]
-    roles: tuple[TensorRole, ...]
+Pattern = tuple[Dim, ...]
 
 
 @dataclass(frozen=True)
@@ -103,114 +93,168 @@ def _match(pattern: Pattern, shape: Shape, symbols: dict[str, _Binding]) -> bool
 
 
 def _check_shape(
-    ops: Operands, role: TensorRole, shape: Shape, symbols: dict[str, _Binding]
+    ops: Operands, operand: ManifestOperand, shape: Shape, symbols: dict[str, _Binding]
 ) -> None:
-    """Match ``shape`` against the role's patterns and bind the symbols it introduces."""
-    pattern = next((p for p in role.shapes if _match(p, shape, symbols)), None)
+    """Match ``shape`` against the operand's patterns and bind the symbols it introduces."""
+    pattern = next((p for p in operand.shapes if _match(p, shape, symbols)), None)
     if pattern is None:
-        named = {dim for p in role.shapes for dim in p if isinstance(dim, str)}
+        named = {dim for p in operand.shapes for dim in p if isinstance(dim, str)}
         known = [
             f"{symbol} = {symbols[symbol].value} from {symbols[symbol].role} dim "
             f"{symbols[symbol].dim}"
             for symbol in sorted(named & symbols.keys())
         ]
-        alternatives = " or ".join(_pattern_text(p) for p in role.shapes)
+        alternatives = " or ".join(_pattern_text(p) for p in operand.shapes)
         context = f" ({', '.join(known)})" if known else ""
-        ops.error(role.name, f"must have shape {alternatives}, got {dims_text(shape)}{context}")
+        ops.error(operand.name, f"must have shape {alternatives}, got {dims_text(shape)}{context}")
     for dim, (want, got) in enumerate(zip(pattern, shape, strict=True)):
         if isinstance(want, str) and want not in symbols:
-            symbols[want] = _Binding(got, role.name, dim)
+            symbols[want] = _Binding(got, operand.name, dim)
 
 
-def _check_role(ops: Operands, role: TensorRole, payload: DataType | None) -> TensorType:
-    ty = require_distributed(ops, role.name) if role.window else require_tensor(ops, role.name)
-    if role.dtype is not None:
-        require_dtype(ops, role.name, ty, role.dtype)
+def _check_operand(
+    ops: Operands, operand: ManifestOperand, payload: DataType | None, result: str
+) -> TensorType:
+    name = operand.name
+    ty = require_distributed(ops, name) if operand.window else require_tensor(ops, name)
+    if operand.dtype != PAYLOAD_DTYPE:
+        require_dtype(ops, name, ty, DataType(operand.dtype))
     elif payload is not None and ty.dtype is not payload:
-        ops.error(role.name, f"dtype {ty.dtype.value} does not match target dtype {payload.value}")
-    require_layout_compact(ops, role.name, ty)
-    require_full_valid_shape(ops, role.name, ty)
-    require_positive_dims(ops, role.name, ty)
+        ops.error(name, f"dtype {ty.dtype.value} does not match {result} dtype {payload.value}")
+    require_layout_compact(ops, name, ty)
+    require_full_valid_shape(ops, name, ty)
+    require_positive_dims(ops, name, ty)
     return ty
 
 
 def _check_core_num(ops: Operands) -> None:
-    core_num = ops.optional_expr("core_num")
+    core_num = ops.optional_expr(Kwarg.CORE_NUM)
     if core_num is None or isinstance(core_num, ConstInt):
         return
     if not (isinstance(core_num, Var) and is_integer_scalar(core_num)):
         ops.error(
-            "core_num",
+            Kwarg.CORE_NUM,
             "must be a compile-time integer or an integer scalar variable, "
             f"got {expr_text(core_num)}",
         )
 
 
-def _check_rows_divisible(ops: Operands, symbols: dict[str, _Binding]) -> None:
-    rows, ranks = symbols[ROWS], symbols[NR]
-    if rows.value % ranks.value != 0:
-        ops.error(
-            rows.role,
-            f"dim {rows.dim} ({rows.value}) must be divisible by NR ({ranks.value}, "
-            f"{ranks.role} dim {ranks.dim}): round the window's row count up to a multiple of NR",
-        )
+def _check_products(
+    ops: Operands, symbols: dict[str, _Binding], checked: set[tuple[str, str]]
+) -> None:
+    """A bound product symbol (``NR*MAX_RECV``) must be a multiple of each factor bound by
+    another operand; checked once, as soon as both are bound."""
+    for symbol, product in list(symbols.items()):
+        if "*" not in symbol:
+            continue
+        for factor in symbol.split("*"):
+            bound = symbols.get(factor)
+            if bound is None or (symbol, factor) in checked:
+                continue
+            checked.add((symbol, factor))
+            if product.value % bound.value != 0:
+                ops.error(
+                    product.role,
+                    f"dim {product.dim} ({product.value}) must be divisible by {factor} "
+                    f"({bound.value}, {bound.role} dim {bound.dim}): round the window's row "
+                    f"count up to a multiple of {factor}",
+                )
 
 
-def _deducer(contract: Contract) -> Deducer:
+def _checking_order(builtin: BuiltinOp) -> list[ManifestOperand]:
+    """The result first (it binds the payload dtype and the geometry), then the signal (the
+    rank count), then the others in argument order."""
+    operands = list(builtin.package.operands)
+    first = [op for role in (RESULT, SIGNAL) for op in operands if op.role == role]
+    return [*first, *(op for op in operands if op not in first)]
+
+
+def _deducer(builtin: BuiltinOp) -> Deducer:
+    result = builtin.package.operands[builtin.result_index].name
+    order = _checking_order(builtin)
+    source = builtin.role_index(SOURCE)
+
     def deduce(ops: Operands) -> Type:
         symbols: dict[str, _Binding] = {}
+        checked: set[tuple[str, str]] = set()
         payload: DataType | None = None
-        for role in contract.roles:
-            ty = _check_role(ops, role, payload)
-            if role.name == "target":
+        for operand in order:
+            ty = _check_operand(ops, operand, payload, result)
+            if operand.name == result:
                 payload = ty.dtype
-            _check_shape(ops, role, ty.shape, symbols)
-            if role.name == "signal":
-                _check_rows_divisible(ops, symbols)
-        if ops.expr("input") == ops.expr("target"):
-            ops.error(
-                "input",
-                "must not be the same expression as target: peers write target while this "
-                "rank still reads input",
-            )
+            _check_shape(ops, operand, ty.shape, symbols)
+            _check_products(ops, symbols, checked)
+        if source is not None:
+            source_name = builtin.names[source]
+            if ops.expr(source_name) == ops.expr(result):
+                ops.error(
+                    source_name,
+                    f"must not be the same expression as {result}: peers write {result} while "
+                    f"this rank still reads {source_name}",
+                )
         _check_core_num(ops)
-        return ops.expr("target").type
+        return ops.expr(result).type
 
     return deduce
 
 
-def _contract_op(contract: Contract) -> OpDef:
-    operands = tuple(Operand(name) for name in contract.signature)
-    return OpDef(contract.op, (*operands, optional("core_num")), _deducer(contract))
+def _effects(builtin: BuiltinOp) -> Effects:
+    """The window is the result, written in place with every other written operand; each
+    operand moves as one dense block, so the result is as dense as the window it returns."""
+    written = tuple(
+        position
+        for position in range(len(builtin.names))
+        if builtin.direction(position) is not ParamDirection.In
+    )
+    return Effects(view_of=builtin.result_index, writes=written, keeps_density=True)
 
 
-_TARGET_FIRST = (
-    TensorRole("target", None, ((ROWS, "SIZE"),), window=True),
-    TensorRole("signal", DataType.INT32, ((NR, "S"),), window=True),
-)
+def public_op(builtin: BuiltinOp) -> OpDef:
+    """The public op of ``builtin`` (``pld.tensor.all_to_all_v``)."""
+    operands = tuple(Operand(name) for name in builtin.names)
+    return OpDef(
+        builtin.op,
+        (*operands, optional(Kwarg.CORE_NUM)),
+        _deducer(builtin),
+        _effects(builtin),
+    )
 
-ALL_TO_ALL_V = Contract(
-    "pld.tensor.all_to_all_v",
-    ("input", "target", "signal", "send_counts", "recv_counts"),
-    (
-        *_TARGET_FIRST,
-        TensorRole("input", None, ((ROWS, "SIZE"),)),
-        TensorRole("send_counts", DataType.INT32, ((NR,), (NR, 1))),
-        TensorRole("recv_counts", DataType.INT32, ((NR, 1),), window=True),
-    ),
-)
 
-INDEXED_ALL_TO_ALL_V = Contract(
-    "pld.tensor.indexed_all_to_all_v",
-    ("input", "target", "signal", "send_counts", "recv_counts", "index"),
-    (
-        *_TARGET_FIRST,
-        TensorRole("input", None, (("N", "SIZE"),)),
-        TensorRole("send_counts", DataType.INT32, ((NR,),), window=True),
-        TensorRole("recv_counts", DataType.INT32, ((NR, 1),)),
-        TensorRole("index", DataType.INT32, ((ROWS,),)),
-    ),
-)
+def internal_op(builtin: BuiltinOp) -> OpDef:
+    """The HOST rail's per-device dispatch op of ``builtin`` (``builtin.tensor.all_to_all_v``):
+    the public contract, plus what a per-device dispatch relies on. It hands the chip the
+    windows by their comm-domain handle, so every operand must be a view of an allocated
+    window, and the ``dtype`` selecting the kernel variant must be the payload's."""
+    public = _deducer(builtin)
+    result = builtin.names[builtin.result_index]
+
+    def deduce(ops: Operands) -> Type:
+        deduced = public(ops)
+        for name in builtin.names:
+            ty = ops.expr(name).type
+            if not (isinstance(ty, DistributedTensorType) and ty.window is not None):
+                ops.error(
+                    name,
+                    "must be a window-bound DistributedTensor (a view of an "
+                    f"alloc_window_buffer), got {expr_text(ops.expr(name))}",
+                )
+        dtype = ops.dtype(Kwarg.DTYPE)
+        assert dtype is not None, "a required operand"
+        payload = require_tensor(ops, result).dtype
+        if dtype is not payload:
+            ops.error(Kwarg.DTYPE, f"{dtype.value} does not match {result} dtype {payload.value}")
+        return deduced
+
+    return OpDef(
+        builtin.builtin_op,
+        (
+            *(Operand(name) for name in builtin.names),
+            Operand(Kwarg.DTYPE, Kind.DTYPE),
+            optional(Kwarg.CORE_NUM),
+        ),
+        deduce,
+        _effects(builtin),
+    )
 
 
 def _target_type(ops: Operands) -> Type:
@@ -218,65 +262,26 @@ def _target_type(ops: Operands) -> Type:
 
 
 #: Collectives that only parse (a later pass rejects them), with their optional keywords.
-_PARSE_ONLY: dict[str, tuple[str, ...]] = {
-    "pld.tensor.allreduce": ("op",),
-    "pld.tensor.allgather": (),
-    "pld.tensor.reduce_scatter": ("op",),
-    "pld.tensor.broadcast": ("root",),
-    "pld.tensor.all_to_all": (),
+_PARSE_ONLY: dict[Op, tuple[str, ...]] = {
+    Op.ALLREDUCE: ("op",),
+    Op.ALLGATHER: (),
+    Op.REDUCE_SCATTER: ("op",),
+    Op.BROADCAST: ("root",),
+    Op.ALL_TO_ALL: (),
 }
 
-COLLECTIVE_OPS: tuple[OpDef, ...] = (
-    *(_contract_op(contract) for contract in (ALL_TO_ALL_V, INDEXED_ALL_TO_ALL_V)),
-    *(
-        OpDef(
-            name,
-            (
-                Operand("input"),
-                Operand("target"),
-                Operand("signal"),
-                *(optional(key, Kind.ANY, keyword_only=True) for key in keywords),
-            ),
-            _target_type,
-        )
-        for name, keywords in _PARSE_ONLY.items()
-    ),
-)
-
-
-def _builtin_all_to_all_v(ops: Operands) -> Type:
-    """The public contract, plus what a per-device dispatch relies on: it hands the chip the
-    windows by their comm-domain handle, so ``input`` and ``send_counts`` (which the public op
-    also accepts as local tensors) must be views of an allocated window, and the ``dtype``
-    selecting the kernel variant must be the payload's."""
-    result = _deducer(ALL_TO_ALL_V)(ops)
-    for name in ("input", "send_counts"):
-        ty = ops.expr(name).type
-        if not (isinstance(ty, DistributedTensorType) and ty.window is not None):
-            ops.error(
-                name,
-                "must be a window-bound DistributedTensor (a view of an alloc_window_buffer), "
-                f"got {expr_text(ops.expr(name))}",
-            )
-    dtype = ops.dtype("dtype")
-    assert dtype is not None, "a required operand"
-    payload = require_tensor(ops, "target").dtype
-    if dtype is not payload:
-        ops.error("dtype", f"{dtype.value} does not match target dtype {payload.value}")
-    return result
-
-
-BUILTIN_ALL_TO_ALL_V = "builtin.tensor.all_to_all_v"
-
-#: Internal ops, created only by passes (never resolved from a DSL name).
-BUILTIN_OPS: tuple[OpDef, ...] = (
+#: The collectives that only parse, as ops; a builtin package may implement any of them.
+PARSE_ONLY_OPS: tuple[OpDef, ...] = tuple(
     OpDef(
-        BUILTIN_ALL_TO_ALL_V,
+        name,
         (
-            *(Operand(name) for name in ALL_TO_ALL_V.signature),
-            Operand("dtype", Kind.DTYPE),
-            optional("core_num"),
+            Operand("input"),
+            Operand("target"),
+            Operand("signal"),
+            *(optional(key, Kind.ANY, keyword_only=True) for key in keywords),
         ),
-        _builtin_all_to_all_v,
-    ),
+        _target_type,
+        Effects(view_of=1, writes=(1, 2)),
+    )
+    for name, keywords in _PARSE_ONLY.items()
 )

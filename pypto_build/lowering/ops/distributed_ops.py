@@ -19,8 +19,9 @@ from pypto_build.lowering.ir import (
     Var,
     WindowBufferType,
 )
+from pypto_build.lowering.ir.names import Kwarg, Op
 from pypto_build.lowering.ops.checks import dims_text, expr_text, static_shape
-from pypto_build.lowering.ops.signature import Kind, OpDef, Operand, Operands, optional
+from pypto_build.lowering.ops.signature import Effects, Kind, OpDef, Operand, Operands, optional
 
 
 def _alloc_window_buffer(ops: Operands) -> Type:
@@ -76,19 +77,25 @@ def _get_comm_ctx(ops: Operands) -> Type:
 
 DISTRIBUTED_OPS: tuple[OpDef, ...] = (
     OpDef(
-        "pld.alloc_window_buffer",
+        Op.ALLOC_WINDOW_BUFFER,
         (
             Operand("size"),
-            optional("dtype", Kind.DTYPE, keyword_only=True),
-            optional("name", Kind.STR, keyword_only=True, default=""),
+            optional(Kwarg.DTYPE, Kind.DTYPE, keyword_only=True),
+            optional(Kwarg.NAME, Kind.STR, keyword_only=True, default=""),
         ),
         _alloc_window_buffer,
+        Effects(allocates=True),
     ),
     OpDef(
-        "pld.window",
-        (Operand("buf"), Operand("shape"), Operand("dtype", Kind.DTYPE, keyword_only=True)),
+        Op.WINDOW,
+        (
+            Operand("buf"),
+            Operand(Kwarg.SHAPE),
+            Operand(Kwarg.DTYPE, Kind.DTYPE, keyword_only=True),
+        ),
         _window,
+        Effects(view_of=0, dense=True),
     ),
-    OpDef("pld.world_size", (), _world_size),
-    OpDef("pld.get_comm_ctx", (Operand("tensor"),), _get_comm_ctx),
+    OpDef(Op.WORLD_SIZE, (), _world_size),
+    OpDef(Op.GET_COMM_CTX, (Operand("tensor"),), _get_comm_ctx),
 )

@@ -1,9 +1,10 @@
 """Op signatures and the bound view of a call's operands that deducers read.
 
-An op is described by data (:class:`OpDef`): its IR name, extra DSL spellings, its operands and
-a deducer. Binding (``binding.py``) and re-deduction of an existing ``Call`` both produce the same
-:class:`Operands` view, so a deducer cannot tell whether it runs in the front end or in the
-verifier, and the two always agree.
+An op is described by data (:class:`OpDef`): its IR name, extra DSL spellings, its operands, a
+deducer, and its effects on storage (:class:`Effects`), which the analyses query instead of
+listing ops by name. Binding (``binding.py``) and re-deduction of an existing ``Call`` both
+produce the same :class:`Operands` view, so a deducer cannot tell whether it runs in the front
+end or in the verifier, and the two always agree.
 """
 
 from __future__ import annotations
@@ -56,13 +57,38 @@ Deducer = Callable[["Operands"], Type]
 
 
 @dataclass(frozen=True)
+class Effects:
+    """What an op does to storage, as the dataflow analyses see it (provenance, dependency
+    derivation, directions, contiguity). The defaults describe a pure op on scalars."""
+
+    #: The result shares storage with this operand: a view of it, or the operand itself
+    #: written in place and returned.
+    view_of: int | None = None
+    #: The result is new storage.
+    allocates: bool = False
+    #: Operands the op writes in place.
+    writes: tuple[int, ...] = ()
+    #: The result is dense row-major whatever the operands are (fresh storage or a fresh
+    #: view of a window buffer).
+    dense: bool = False
+    #: The result is dense row-major when the operand it views is (a change of metadata only).
+    keeps_density: bool = False
+
+
+#: A view of operand 0 that only changes metadata.
+METADATA_VIEW = Effects(view_of=0, keeps_density=True)
+
+
+@dataclass(frozen=True)
 class OpDef:
-    """An op of the program model: IR name, extra DSL spellings, parameters, type deducer."""
+    """An op of the program model: IR name, parameters, type deducer, effects on storage and
+    extra DSL spellings."""
 
     name: str
     operands: tuple[Operand, ...]
     deduce: Deducer
-    aliases: tuple[str, ...] = ()
+    effects: Effects = Effects()
+    spellings: tuple[str, ...] = ()
 
     def operand(self, name: str) -> Operand | None:
         return next((spec for spec in self.operands if spec.name == name), None)

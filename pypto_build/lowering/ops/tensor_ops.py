@@ -20,6 +20,7 @@ from pypto_build.lowering.ir import (
     Type,
     compact_strides,
 )
+from pypto_build.lowering.ir.names import Kwarg, Op
 from pypto_build.lowering.ops.checks import (
     carried_valid_shape,
     check_region,
@@ -36,7 +37,15 @@ from pypto_build.lowering.ops.checks import (
     static_shape,
     type_text,
 )
-from pypto_build.lowering.ops.signature import Kind, OpDef, Operand, Operands, optional
+from pypto_build.lowering.ops.signature import (
+    METADATA_VIEW,
+    Effects,
+    Kind,
+    OpDef,
+    Operand,
+    Operands,
+    optional,
+)
 
 
 def _create(ops: Operands) -> Type:
@@ -161,55 +170,68 @@ def _write(ops: Operands) -> Type:
 
 TENSOR_OPS: tuple[OpDef, ...] = (
     OpDef(
-        "tensor.create",
+        Op.TENSOR_CREATE,
         (
-            Operand("shape"),
-            Operand("dtype", Kind.DTYPE),
+            Operand(Kwarg.SHAPE),
+            Operand(Kwarg.DTYPE, Kind.DTYPE),
             optional("layout", Kind.LAYOUT, default=Layout.ND),
         ),
         _create,
-        aliases=("pl.create_tensor",),
+        Effects(allocates=True, dense=True),
+        spellings=("pl.create_tensor",),
     ),
     OpDef(
-        "tensor.slice",
-        (Operand("tensor"), Operand("shape"), Operand("offset"), optional("valid_shape")),
+        Op.TENSOR_SLICE,
+        (Operand("tensor"), Operand(Kwarg.SHAPE), Operand("offset"), optional("valid_shape")),
         _slice,
-        aliases=("pl.slice",),
+        Effects(view_of=0),
+        spellings=("pl.slice",),
     ),
-    OpDef("tensor.reshape", (Operand("tensor"), Operand("shape")), _reshape, ("pl.reshape",)),
     OpDef(
-        "tensor.view",
+        Op.TENSOR_RESHAPE,
+        (Operand("tensor"), Operand(Kwarg.SHAPE)),
+        _reshape,
+        METADATA_VIEW,
+        spellings=("pl.reshape",),
+    ),
+    OpDef(
+        Op.TENSOR_VIEW,
         (
             Operand("tensor"),
-            optional("shape"),
+            optional(Kwarg.SHAPE),
             optional("valid_shape"),
             optional("layout", Kind.LAYOUT, keyword_only=True),
         ),
         _view,
-        aliases=("pl.view",),
+        METADATA_VIEW,
+        spellings=("pl.view",),
     ),
     OpDef(
-        "tensor.assemble",
+        Op.TENSOR_ASSEMBLE,
         (Operand("target"), Operand("source"), Operand("offset")),
         _assemble,
-        aliases=("pl.assemble",),
+        Effects(view_of=0, writes=(0,), keeps_density=True),
+        spellings=("pl.assemble",),
     ),
     OpDef(
-        "tensor.transpose",
+        Op.TENSOR_TRANSPOSE,
         (Operand("tensor"), Operand("axis1"), Operand("axis2")),
         _transpose,
-        aliases=("pl.transpose",),
+        Effects(view_of=0),
+        spellings=("pl.transpose",),
     ),
     OpDef(
-        "tensor.set_validshape",
+        Op.TENSOR_SET_VALIDSHAPE,
         (Operand("tensor"), Operand("valid_rows"), Operand("valid_cols")),
         _set_validshape,
-        aliases=("pl.set_validshape",),
+        METADATA_VIEW,
+        spellings=("pl.set_validshape",),
     ),
     OpDef(
-        "tensor.write",
+        Op.TENSOR_WRITE,
         (Operand("tensor"), Operand("indices"), Operand("value")),
         _write,
-        aliases=("pl.write",),
+        Effects(view_of=0, writes=(0,)),
+        spellings=("pl.write",),
     ),
 )

@@ -4,8 +4,9 @@ The order is the seed's and it is a correctness condition, not a preference: the
 rewrite must come before DeriveCallDirections and AutoDeriveTaskDependencies (so the builtin
 collective gets directions and TensorMap edges like any kernel); the HOST rail needs the comm
 domains made explicit first; both rails run before MaterializeDistTensorCtx (which adds the
-kernels' CommCtx arguments). Each pass declares what it
-requires and produces, so the :class:`PassManager` refuses any other order.
+kernels' CommCtx arguments); CheckLegality closes the pipeline, owning every diagnostic about
+what a build can generate from the lowered program. Each pass declares what it requires and
+produces, so the :class:`PassManager` refuses any other order.
 """
 
 from pypto_build.lowering.passes.auto_derive_task_dependencies import AutoDeriveTaskDependencies
@@ -16,6 +17,7 @@ from pypto_build.lowering.passes.base import (
     PipelineOrderError,
     Property,
 )
+from pypto_build.lowering.passes.check_legality import CheckLegality
 from pypto_build.lowering.passes.derive_call_directions import DeriveCallDirections
 from pypto_build.lowering.passes.fuse_create_assemble_to_slice import FuseCreateAssembleToSlice
 from pypto_build.lowering.passes.lower_composite_ops import LowerCompositeOps
@@ -35,8 +37,9 @@ def default_pipeline(chips: tuple[str, ...] = ()) -> PassManager:
             DeriveCallDirections(),
             AutoDeriveTaskDependencies(),
             MaterializeCommDomainScopes(),
-            LowerHostTensorCollectives(),
+            LowerHostTensorCollectives(chips),
             MaterializeDistTensorCtx(),
+            CheckLegality(chips),
         )
     )
 
@@ -47,6 +50,7 @@ PASS_NAMES: tuple[str, ...] = default_pipeline().names()
 __all__ = [
     "PASS_NAMES",
     "AutoDeriveTaskDependencies",
+    "CheckLegality",
     "DeriveCallDirections",
     "FuseCreateAssembleToSlice",
     "Instrument",

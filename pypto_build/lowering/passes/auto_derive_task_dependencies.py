@@ -30,36 +30,34 @@ of one chip's TensorMap.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Self
 
+from pypto_build.lowering.analysis.provenance import (
+    Origin,
+    ProvenanceState,
+    ProvenanceWalker,
+    Root,
+    roots,
+)
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
     Call,
     Expr,
     Function,
     GlobalVar,
+    ParamDirection,
     Program,
-    get_attr,
     set_attr,
 )
+from pypto_build.lowering.ir.names import ArgDirection, CallAttr, Op, arg_directions
+from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.passes.base import Pass, Property
-from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS
-from pypto_build.lowering.passes.provenance import (
-    ASSEMBLE,
-    FlowState,
-    Origin,
-    ProvenanceWalker,
-    Root,
-    roots,
-)
-from pypto_build.lowering.passes.rewrite import Mutator, map_functions, walk_calls
+from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 
-TASK_ID = "task_id"
-DEPS = "deps"
-
-_READS = frozenset({"In", "InOut"})
-_WRITES = frozenset({"Out", "InOut"})
+_READS = frozenset({ParamDirection.In, ParamDirection.InOut})
+_WRITES = frozenset({ParamDirection.Out, ParamDirection.InOut})
 
 _Tasks = frozenset[int]
 
@@ -104,7 +102,7 @@ def _union(a: dict[Root, _Tasks], b: dict[Root, _Tasks]) -> dict[Root, _Tasks]:
 
 
 @dataclass
-class _TaskState(FlowState):
+class _TaskState(ProvenanceState):
     """Per storage root: the tasks that may have written it last, and those that read it since."""
 
     writers: dict[Root, _Tasks] = field(default_factory=dict)
@@ -115,9 +113,9 @@ class _TaskState(FlowState):
             super().copy(), writers=dict(self.writers), readers=dict(self.readers)
         )
 
-    def join(self, other: Self) -> Self:
+    def join(self, other: Self, join: Callable[[Origin, Origin], Origin]) -> Self:
         return dataclasses.replace(
-            super().join(other),
+            super().join(other, join),
             writers=_union(self.writers, other.writers),
             readers=_union(self.readers, other.readers),
         )
@@ -133,7 +131,7 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
     def op_result(self, call: Call, args: tuple[Origin, ...]) -> Origin:
         """An assemble's result holds its source's data too: whoever reads it must wait for
         the source's writers, not only for the target's."""
-        if call.op == ASSEMBLE:
+        if call.op == Op.TENSOR_ASSEMBLE:
             return roots(args[0]) | roots(args[1])
         return super().op_result(call, args)
 
@@ -164,18 +162,14 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
             state.readers[root] = frozenset()
 
 
-def _directions(call: Call, callee: Function) -> tuple[str, ...]:
-    directions = get_attr(call.attrs, ARG_DIRECTIONS)
-    if not (
-        isinstance(directions, tuple)
-        and len(directions) == len(call.args)
-        and all(isinstance(d, str) for d in directions)
-    ):
+def _directions(call: Call, callee: Function) -> tuple[ArgDirection, ...]:
+    directions = arg_directions(call)
+    if directions is None:
         raise InternalError(
             f"AutoDeriveTaskDependencies: call of '{callee.name}' lacks a valid "
-            f"{ARG_DIRECTIONS} attr (got {directions!r}); DeriveCallDirections must run first"
+            f"{CallAttr.ARG_DIRECTIONS} attr; DeriveCallDirections must run first"
         )
-    return tuple(str(d) for d in directions)
+    return directions
 
 
 class _Annotate(Mutator):
@@ -191,6 +185,6 @@ class _Annotate(Mutator):
         task = self._task_ids.get(key)
         if task is None or not isinstance(rebuilt, Call):
             return rebuilt
-        attrs = set_attr(rebuilt.attrs, TASK_ID, task)
-        attrs = set_attr(attrs, DEPS, self._deps[key])
+        attrs = set_attr(rebuilt.attrs, CallAttr.TASK_ID, task)
+        attrs = set_attr(attrs, CallAttr.DEPS, self._deps[key])
         return dataclasses.replace(rebuilt, attrs=attrs)

@@ -3,8 +3,8 @@
 The orchestration runtime's TensorMap orders tasks by what each one reads and writes, and the
 orchestration codegen passes tensors as inputs, outputs or in-outs accordingly. Both read it
 from one place: the call attr ``arg_directions``, one name per argument, derived here from the
-callee's parameters — ``"In"``, ``"Out"`` or ``"InOut"`` for a tensor, ``"Scalar"`` for anything
-passed by value (scalars, and the ``CommContext*`` arguments added later).
+callee's parameters — its :class:`ParamDirection` for a tensor, None for anything passed by value
+(scalars, and the ``CommContext*`` arguments added later).
 
 Every self-call in an orchestration-like body gets it, including the builtin kernel calls that
 LowerL2TensorCollectives synthesized just before: that is why this pass must run after it (the
@@ -23,6 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from pypto_build.lowering.analysis.provenance import (
+    Origin,
+    ProvenanceState,
+    ProvenanceWalker,
+    roots,
+)
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
     Call,
@@ -33,25 +39,17 @@ from pypto_build.lowering.ir import (
     ParamDirection,
     Program,
     TensorType,
-    set_attr,
 )
+from pypto_build.lowering.ir.names import ArgDirection, with_arg_directions
+from pypto_build.lowering.ops.registry import lookup
 from pypto_build.lowering.passes.base import Pass, Property
-from pypto_build.lowering.passes.provenance import (
-    ASSEMBLE,
-    FlowState,
-    Origin,
-    ProvenanceWalker,
-    roots,
-)
 from pypto_build.lowering.passes.rewrite import CallMapper, map_functions
 
-ARG_DIRECTIONS = "arg_directions"
-SCALAR = "Scalar"
 
-
-def arg_direction(param: Param) -> str:
-    """How an argument bound to ``param`` is passed: its direction for a tensor, else Scalar."""
-    return param.direction.value if isinstance(param.var.type, TensorType) else SCALAR
+def arg_direction(param: Param) -> ArgDirection:
+    """How an argument bound to ``param`` is passed: its direction for a tensor, else None (by
+    value)."""
+    return param.direction if isinstance(param.var.type, TensorType) else None
 
 
 @dataclass(frozen=True)
@@ -79,15 +77,10 @@ def _with_directions(program: Program, call: Call) -> Expr:
             f"DeriveCallDirections: call of '{callee.name}' has {len(call.args)} arguments "
             f"for {len(callee.params)} parameters"
         )
-    directions = tuple(arg_direction(p) for p in callee.params)
-    return replace(call, attrs=set_attr(call.attrs, ARG_DIRECTIONS, directions))
+    return with_arg_directions(call, tuple(arg_direction(p) for p in callee.params))
 
 
-#: Ops that write their first operand in place.
-_WRITING_OPS = frozenset({ASSEMBLE, "tensor.write"})
-
-
-class _WrittenParams(ProvenanceWalker[FlowState]):
+class _WrittenParams(ProvenanceWalker[ProvenanceState]):
     """Collects the parameters of one function whose storage some call of its body writes."""
 
     def __init__(self, program: Program, func: Function) -> None:
@@ -95,15 +88,15 @@ class _WrittenParams(ProvenanceWalker[FlowState]):
         self.written: set[str] = set()
 
     def on_call(
-        self, call: Call, callee: Function, args: tuple[Origin, ...], state: FlowState
+        self, call: Call, callee: Function, args: tuple[Origin, ...], state: ProvenanceState
     ) -> None:
         for param, origin in zip(callee.params, args, strict=True):
             if param.direction is not ParamDirection.In:
                 self._write(origin)
 
     def op_result(self, call: Call, args: tuple[Origin, ...]) -> Origin:
-        if call.op in _WRITING_OPS:
-            self._write(args[0])
+        for position in lookup(call.callee_name).effects.writes:
+            self._write(args[position])
         return super().op_result(call, args)
 
     def _write(self, origin: Origin) -> None:
@@ -128,7 +121,7 @@ def _materialize_wrapper_directions(program: Program) -> Program:
 
 def _upgraded(program: Program, func: Function) -> Function:
     walker = _WrittenParams(program, func)
-    walker.run(FlowState({}))
+    walker.run(ProvenanceState({}))
     params = tuple(
         replace(p, direction=ParamDirection.InOut)
         if p.direction is ParamDirection.In

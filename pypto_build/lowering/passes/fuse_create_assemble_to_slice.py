@@ -40,6 +40,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
+from pypto_build.lowering.analysis.provenance import (
+    NOTHING,
+    Origin,
+    ProvenanceState,
+    ProvenanceWalker,
+    Root,
+    allocation_root,
+    roots,
+)
 from pypto_build.lowering.ir import (
     AssignStmt,
     Call,
@@ -53,27 +62,12 @@ from pypto_build.lowering.ir import (
     SeqStmts,
     Stmt,
     Var,
-    get_attr,
 )
+from pypto_build.lowering.ir.names import Op, is_submit
+from pypto_build.lowering.ir.walk import child_bodies, defined_names, walk_exprs, walk_stmts
 from pypto_build.lowering.ops import make_call
 from pypto_build.lowering.passes.base import Pass, Property
-from pypto_build.lowering.passes.provenance import (
-    NOTHING,
-    FlowState,
-    Origin,
-    ProvenanceWalker,
-    Root,
-    allocation_root,
-    roots,
-)
-from pypto_build.lowering.passes.rewrite import (
-    Mutator,
-    child_bodies,
-    defined_names,
-    map_functions,
-    walk_exprs,
-    walk_stmts,
-)
+from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 
 
 @dataclass(frozen=True)
@@ -98,14 +92,14 @@ def _fuse_function(program: Program, func: Function) -> Function:
         func = _ReplaceBlock(*fusion).function(func)
 
 
-class _UseRecorder(ProvenanceWalker[FlowState]):
+class _UseRecorder(ProvenanceWalker[ProvenanceState]):
     """Records, for every variable use (by node identity), the roots it may refer to."""
 
     def __init__(self, program: Program, func: Function) -> None:
         super().__init__(program, func)
         self.use_roots: dict[int, frozenset[Root]] = {}
 
-    def eval(self, expr: Expr, state: FlowState) -> Origin:
+    def eval(self, expr: Expr, state: ProvenanceState) -> Origin:
         origin = super().eval(expr, state)
         if isinstance(expr, Var):
             self.use_roots[id(expr)] = self.use_roots.get(id(expr), NOTHING) | roots(origin)
@@ -130,7 +124,7 @@ def _blocks(func: Function) -> Iterator[SeqStmts]:
 def _find_fusion(program: Program, func: Function) -> tuple[SeqStmts, SeqStmts] | None:
     """The first fusable create/assemble pair: (its block, the block rewritten)."""
     recorder = _UseRecorder(program, func)
-    recorder.run(FlowState({}))
+    recorder.run(ProvenanceState({}))
     matcher = _Matcher(program, func, recorder.use_roots)
     for block in _blocks(func):
         for i in range(len(block.stmts)):
@@ -176,7 +170,7 @@ class _Matcher:
 
     def match(self, block: SeqStmts, i: int) -> SeqStmts | None:
         """``block`` with the create at ``i`` fused into its assemble, if that is sound."""
-        create = _as_op_assign(block.stmts[i], "tensor.create")
+        create = _as_op_assign(block.stmts[i], Op.TENSOR_CREATE)
         if create is None:
             return None
         created = allocation_root(create.call)
@@ -202,7 +196,7 @@ class _Matcher:
         if self._used_elsewhere(created, block.stmts[i + 1 : j + 1]):
             return None
         view = make_call(
-            "tensor.slice",
+            Op.TENSOR_SLICE,
             (dataclasses.replace(parent), create.call.args[0], offset),
             (),
             create.call.span,
@@ -223,7 +217,7 @@ class _Matcher:
         """The first later assemble of the block whose source may be the created tensor, if
         its source is certainly that tensor."""
         for j in range(i + 1, len(block.stmts)):
-            found = _as_op_assign(block.stmts[j], "tensor.assemble")
+            found = _as_op_assign(block.stmts[j], Op.TENSOR_ASSEMBLE)
             if found is None:
                 continue
             source = found.call.args[1]
@@ -255,9 +249,7 @@ class _Matcher:
             else None
         )
         if not (
-            isinstance(value, Call)
-            and isinstance(value.op, GlobalVar)
-            and get_attr(value.attrs, "submit") is not True
+            isinstance(value, Call) and isinstance(value.op, GlobalVar) and not is_submit(value)
         ):
             return frozenset()
         callee = self._program.function(value.op.name)

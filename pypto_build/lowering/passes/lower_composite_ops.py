@@ -7,12 +7,13 @@ into: the pass leaves the IR unchanged and only enforces the rail's rules, so th
 cannot work on the InCore rail is rejected here, at the call, by the pass that owns the rail —
 not later by a pass that would point at the wrong cause.
 
-Rules, on InCore-family bodies (InCore, AIC, AIV) only:
+Rules, on InCore-family bodies (InCore, AIC, AIV) only, for the collectives of builtin
+packages (their manifests say which have an ``incore`` rail):
 
-* ``pld.tensor.all_to_all_v`` runs as a single block on this rail: its ``core_num`` must be
-  the compile-time constant 1 (or absent). A multi-block exchange needs the managed CHIP rail,
-  which launches the builtin kernel with a synchronized block count.
-* ``pld.tensor.indexed_all_to_all_v`` exists only as a managed A5 task; it has no InCore form.
+* a collective with an InCore form (``pld.tensor.all_to_all_v``) runs as a single block on this
+  rail: its ``core_num`` must be the compile-time constant 1 (or absent). A multi-block exchange
+  needs the managed CHIP rail, which launches the builtin kernel with a synchronized block count.
+* one without (``pld.tensor.indexed_all_to_all_v``, a managed A5 task only) is rejected.
 
 The static geometry rules of the InCore expansion (target rows divisible by the signal's NR)
 are not repeated here: the op's type deducer enforces them on every rail, and the verifier
@@ -27,13 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pypto_build.lowering.builtin_ops import CHIP_RAIL, HOST_RAIL, INCORE_RAIL, public_builtin
 from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.lowering.ir import Call, ConstInt, Function, Program, get_attr
+from pypto_build.lowering.ir import Call, ConstInt, Function, Program
+from pypto_build.lowering.ir.names import Kwarg, kwarg
+from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.passes.base import Pass, Property
-from pypto_build.lowering.passes.rewrite import walk_calls
-
-ALL_TO_ALL_V = "pld.tensor.all_to_all_v"
-INDEXED_ALL_TO_ALL_V = "pld.tensor.indexed_all_to_all_v"
 
 
 @dataclass(frozen=True)
@@ -50,25 +50,36 @@ class LowerCompositeOps(Pass):
 
 def _check_incore_body(func: Function) -> None:
     for call in walk_calls(func.body):
-        if call.op == ALL_TO_ALL_V:
+        builtin = public_builtin(call.op) if isinstance(call.op, str) else None
+        if builtin is None:
+            continue
+        if builtin.supports(INCORE_RAIL):
             _check_single_core(call)
-        elif call.op == INDEXED_ALL_TO_ALL_V:
-            raise ProgramError(
-                f"{INDEXED_ALL_TO_ALL_V} is not supported in an InCore function: it runs only "
-                "as a managed A5 URMA task of a CHIP orchestration, which has no InCore "
-                "(composite) form; call it from a CHIP Orchestration function",
-                call.span,
-                LowerCompositeOps.name,
+            continue
+        where = " or ".join(
+            name
+            for rail, name in (
+                (CHIP_RAIL, "a CHIP Orchestration function"),
+                (HOST_RAIL, "a HOST orchestrator"),
             )
+            if builtin.supports(rail)
+        )
+        raise ProgramError(
+            f"{call.op} is not supported in an InCore function: it runs only as a managed "
+            f"task of its builtin package, which has no InCore (composite) form; call it from "
+            f"{where}",
+            call.span,
+            LowerCompositeOps.name,
+        )
 
 
 def _check_single_core(call: Call) -> None:
-    core_num = get_attr(call.kwargs, "core_num")
+    core_num = kwarg(call, Kwarg.CORE_NUM)
     if core_num is None or (isinstance(core_num, ConstInt) and core_num.value == 1):
         return
     got = str(core_num.value) if isinstance(core_num, ConstInt) else "a dynamic value"
     raise ProgramError(
-        f"InCore {ALL_TO_ALL_V} requires a compile-time core_num=1, got {got}; call it from a "
+        f"InCore {call.op} requires a compile-time core_num=1, got {got}; call it from a "
         "CHIP Orchestration function to use the managed multi-AIV path",
         call.span,
         LowerCompositeOps.name,

@@ -1,32 +1,32 @@
 """LowerHostTensorCollectives: the HOST rail of the managed collectives.
 
-A ``pld.tensor.all_to_all_v`` written in a HOST orchestrator is fanned out into one internal
-``builtin.tensor.all_to_all_v`` call per participating device of its communication domain. Each
+A collective of a builtin package with a HOST rail (``pld.tensor.all_to_all_v``) written in a
+HOST orchestrator is fanned out into one call of the package's internal op
+(``builtin.tensor.all_to_all_v``) per participating device of its communication domain. Each
 such call is a whole chip dispatch whose only work is to launch the builtin AIV kernel (the same
 kernel the CHIP rail calls in-pipeline), so a compute -> collective -> consume sequence costs
 three L3 -> L2 round trips per card here, against one on the CHIP rail.
 
 The pass runs after MaterializeCommDomainScopes: every window buffer then lives in a
-``CommDomainScopeStmt``, and the scope holding all five operands' buffers gives the devices.
+``CommDomainScopeStmt``, and the scope holding all operands' buffers gives the devices.
 
 * explicit ``devices`` -> a ``SeqStmts`` of one ``EvalStmt`` per device, in list order, each
   call with attr ``device=<d>``;
 * the world (``devices=None``) -> ``for r in pl.range(pld.world_size()):`` around one call with
   ``device=r``.
 
-Every builtin call carries the operands in role order, kwargs ``dtype`` (the payload's, which
-selects the kernel variant) and ``core_num`` (the requested block limit, forwarded: the HOST
-entry folds it against the rank count at run time, so a runtime value is accepted here), and
-attrs ``dtype``, ``device`` and ``arg_directions`` (In, InOut, InOut, In, InOut). An assigned
-result is rebound to ``target`` afterwards (the window is the result), preserving the user's
-``data = pld.tensor.all_to_all_v(stage, data, ...)`` idiom.
+Every builtin call carries the operands in the manifest's order, kwargs ``dtype`` (the
+payload's, which selects the kernel variant) and ``core_num`` (the requested block limit,
+forwarded: the HOST entry folds it against the rank count at run time, so a runtime value is
+accepted here), and attrs ``dtype``, ``device`` and ``arg_directions`` (the manifest's operand
+directions). An assigned result is rebound to the result operand afterwards (the window is the
+result), preserving the user's ``data = pld.tensor.all_to_all_v(stage, data, ...)`` idiom.
 
 Before emitting, the rail checks what only it can see: every operand is a view of a window
 allocated here, no two operands view the same allocation (CheckPairwiseDistinctWindows), the
 payload dtype has a kernel variant, and, for an explicit device list, the signal has a row per
 participating device (CheckStaticSignalCapacity). Other managed collectives are rejected in HOST
-orchestrators: the HOST rail of this tool lowers only ``all_to_all_v``, and
-``indexed_all_to_all_v`` runs only on the CHIP rail.
+orchestrators, naming the rails that do run them.
 """
 
 from __future__ import annotations
@@ -35,7 +35,14 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from pypto_build.lowering.builtin_kernels import ALL_TO_ALL_V, require_supported_dtype
+from pypto_build.lowering.builtin_ops import (
+    HOST_RAIL,
+    SIGNAL,
+    BuiltinOp,
+    builtin_op,
+    builtin_ops,
+    public_builtin,
+)
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     INDEX,
@@ -49,61 +56,53 @@ from pypto_build.lowering.ir import (
     Expr,
     ForStmt,
     Function,
+    ParamDirection,
     Program,
     SeqStmts,
     Stmt,
     TensorType,
     Type,
     Var,
-    get_attr,
 )
+from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, kwarg
+from pypto_build.lowering.ir.walk import defined_names, stmt_exprs, walk_calls, walk_stmts
 from pypto_build.lowering.launch_width import INT32_MAX
 from pypto_build.lowering.ops import is_managed_collective, make_call
-from pypto_build.lowering.ops.collectives import BUILTIN_ALL_TO_ALL_V
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.base import Pass, Property
-from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS
-from pypto_build.lowering.passes.rewrite import (
-    Mutator,
-    StmtResult,
-    defined_names,
-    map_functions,
-    stmt_exprs,
-    walk_calls,
-    walk_stmts,
-)
+from pypto_build.lowering.passes.rewrite import Mutator, StmtResult, map_functions
 from pypto_build.lowering.passes.window_aliases import (
     WindowOperand,
     check_pairwise_distinct_windows,
 )
 
 PHASE = "LowerHostTensorCollectives"
-INDEXED_ALL_TO_ALL_V = "pld.tensor.indexed_all_to_all_v"
-WORLD_SIZE = "pld.world_size"
-
-#: Per-argument directions of the builtin dispatch, in role order.
-DIRECTIONS: tuple[str, ...] = tuple(operand.direction.value for operand in ALL_TO_ALL_V.operands)
-
-INDEXED_MESSAGE = (
-    f"{INDEXED_ALL_TO_ALL_V} is not supported in a HOST orchestrator: it runs only on the CHIP "
-    "rail (call it from a CHIP Orchestration function)"
-)
 
 
 @dataclass(frozen=True)
 class LowerHostTensorCollectives(Pass):
+    """Fan HOST-orchestrator collectives out into per-device builtin dispatches.
+
+    ``chips`` are the build's target chips; an op whose package does not support one of them
+    is refused. Empty means "not known here" and refuses nothing.
+    """
+
     name: ClassVar[str] = PHASE
     requires: ClassVar[frozenset[Property]] = frozenset({Property.COMM_DOMAIN_SCOPES_MATERIALIZED})
     produces: ClassVar[frozenset[Property]] = frozenset({Property.HOST_COLLECTIVES_LOWERED})
 
+    chips: tuple[str, ...] = ()
+
     def apply(self, program: Program) -> Program:
-        return map_functions(program, lambda f: _lower(f) if f.is_host_orchestrator else f)
+        return map_functions(
+            program, lambda f: _lower(f, self.chips) if f.is_host_orchestrator else f
+        )
 
 
-def _lower(func: Function) -> Function:
+def _lower(func: Function, chips: tuple[str, ...]) -> Function:
     _check_collectives(func)
     taken = {p.var.name for p in func.params} | defined_names(func.body)
-    body = _HostLowering(_fresh_name("r", taken)).body(func.body)
+    body = _HostLowering(_fresh_name("r", taken), chips).body(func.body)
     return func if body is func.body else replace(func, body=body)
 
 
@@ -115,24 +114,17 @@ def _fresh_name(base: str, taken: set[str]) -> str:
 
 
 def _check_collectives(func: Function) -> None:
-    """Reject, in source order, every managed collective this rail cannot lower: any other
-    than all_to_all_v, and an all_to_all_v that is not a statement of its own (the rail
-    replaces the whole statement with the per-device dispatches)."""
+    """Reject, in source order, every managed collective this rail cannot lower: one whose
+    package has no HOST rail (or that has no package), and one that is not a statement of its
+    own (the rail replaces the whole statement with the per-device dispatches)."""
     for stmt in walk_stmts(func.body):
         direct = _direct_call(stmt)
         for expr in stmt_exprs(stmt):
             for call in walk_calls(expr):
                 if not (isinstance(call.op, str) and is_managed_collective(call.op)):
                     continue
-                if call.op == INDEXED_ALL_TO_ALL_V:
-                    raise ProgramError(INDEXED_MESSAGE, call.span, PHASE)
-                if call.op != ALL_TO_ALL_V.op:
-                    raise ProgramError(
-                        f"{call.op} is not supported in a HOST orchestrator: the HOST rail of "
-                        f"pypto-build lowers only {ALL_TO_ALL_V.op}",
-                        call.span,
-                        PHASE,
-                    )
+                if public_builtin(call.op, HOST_RAIL) is None:
+                    raise ProgramError(_unsupported_message(call.op), call.span, PHASE)
                 if call is not direct:
                     raise ProgramError(
                         f"{call.op} in a HOST orchestrator must be a statement of its own "
@@ -141,6 +133,21 @@ def _check_collectives(func: Function) -> None:
                         call.span,
                         PHASE,
                     )
+
+
+def _unsupported_message(op: str) -> str:
+    builtin = builtin_op(op)
+    if builtin is not None:
+        rails = " and ".join(rail.upper() for rail in builtin.package.rails)
+        return (
+            f"{op} is not supported in a HOST orchestrator: it runs only on the {rails} rail "
+            "(call it from a CHIP Orchestration function)"
+        )
+    lowered = " and ".join(b.op for b in builtin_ops() if b.supports(HOST_RAIL))
+    return (
+        f"{op} is not supported in a HOST orchestrator: the HOST rail of pypto-build lowers "
+        f"only {lowered or 'builtin collectives'}"
+    )
 
 
 def _direct_call(stmt: Stmt) -> Expr | None:
@@ -152,16 +159,21 @@ def _direct_call(stmt: Stmt) -> Expr | None:
     return None
 
 
-def _all_to_all_v(expr: Expr) -> Call | None:
-    return expr if isinstance(expr, Call) and expr.op == ALL_TO_ALL_V.op else None
+def _host_collective(expr: Expr) -> tuple[Call, BuiltinOp] | None:
+    if isinstance(expr, Call) and isinstance(expr.op, str):
+        builtin = public_builtin(expr.op, HOST_RAIL)
+        if builtin is not None:
+            return expr, builtin
+    return None
 
 
 class _HostLowering(Mutator):
-    """Replaces each all_to_all_v statement of one HOST orchestrator with its fan-out, tracking
+    """Replaces each collective statement of one HOST orchestrator with its fan-out, tracking
     the enclosing comm-domain scopes (innermost last)."""
 
-    def __init__(self, rank_name: str) -> None:
+    def __init__(self, rank_name: str, chips: tuple[str, ...]) -> None:
         self._rank_name = rank_name
+        self._chips = chips
         self._scopes: list[CommDomainScopeStmt] = []
 
     def visit_scope(self, stmt: CommDomainScopeStmt) -> StmtResult:
@@ -171,48 +183,63 @@ class _HostLowering(Mutator):
         return result
 
     def visit_assign(self, stmt: AssignStmt) -> StmtResult:
-        call = _all_to_all_v(stmt.value)
-        if call is None:
+        found = _host_collective(stmt.value)
+        if found is None:
             return super().visit_assign(stmt)
-        # The window is the result: rebind the assigned name to the target operand.
-        target = call.args[ALL_TO_ALL_V.role_index("target")]
-        return (self._lower(call, stmt.span), AssignStmt(stmt.targets, target, stmt.span))
+        call, builtin = found
+        # The window is the result: rebind the assigned name to the result operand.
+        result = call.args[builtin.result_index]
+        return (self._lower(call, builtin, stmt.span), AssignStmt(stmt.targets, result, stmt.span))
 
     def visit_eval(self, stmt: EvalStmt) -> StmtResult:
-        call = _all_to_all_v(stmt.expr)
-        return super().visit_eval(stmt) if call is None else self._lower(call, stmt.span)
+        found = _host_collective(stmt.expr)
+        return super().visit_eval(stmt) if found is None else self._lower(*found, stmt.span)
 
-    def _lower(self, call: Call, span: Span) -> Stmt:
+    def _lower(self, call: Call, builtin: BuiltinOp, span: Span) -> Stmt:
+        builtin.require_chips(self._chips, call.span, PHASE)
         windows = tuple(
-            WindowOperand(role, _host_bound_window(call, role, arg), expr_span(arg, call.span))
-            for role, arg in zip(ALL_TO_ALL_V.roles, call.args, strict=True)
+            WindowOperand(name, _host_bound_window(call, name, arg), expr_span(arg, call.span))
+            for name, arg in zip(builtin.names, call.args, strict=True)
         )
-        check_pairwise_distinct_windows(ALL_TO_ALL_V.op, windows, PHASE)
-        dtype = _payload_dtype(call)
+        check_pairwise_distinct_windows(call.callee_name, windows, PHASE)
+        dtype = _payload_dtype(call, builtin)
         core_num = _core_num(call)
         devices = self._find_scope(call, {w.buffer for w in windows}).devices
-        signal = call.args[ALL_TO_ALL_V.role_index("signal")]
-        check_static_signal_capacity(
-            signal.type, 0 if devices is None else len(devices), expr_span(signal, call.span)
-        )
-        kwargs = (("dtype", dtype), ("core_num", core_num))
-        builtin = make_call(BUILTIN_ALL_TO_ALL_V, call.args, kwargs, call.span)
-        return self._fan_out(builtin, dtype, devices, span)
+        signal = builtin.role_index(SIGNAL)
+        if signal is not None:
+            check_static_signal_capacity(
+                call.args[signal].type,
+                0 if devices is None else len(devices),
+                expr_span(call.args[signal], call.span),
+            )
+        kwargs = ((Kwarg.DTYPE, dtype), (Kwarg.CORE_NUM, core_num))
+        dispatch = make_call(builtin.builtin_op, call.args, kwargs, call.span)
+        directions = tuple(builtin.direction(i) for i in range(len(builtin.names)))
+        return self._fan_out(dispatch, dtype, directions, devices, span)
 
     def _fan_out(
-        self, builtin: Call, dtype: DataType, devices: tuple[int, ...] | None, span: Span
+        self,
+        dispatch: Call,
+        dtype: DataType,
+        directions: tuple[ParamDirection, ...],
+        devices: tuple[int, ...] | None,
+        span: Span,
     ) -> Stmt:
-        """One dispatch of ``builtin`` per device: listed in order, or a loop over the world."""
+        """One ``dispatch`` per device: listed in order, or a loop over the world."""
 
-        def dispatch(device: Expr) -> EvalStmt:
-            attrs = (("dtype", dtype), ("device", device), (ARG_DIRECTIONS, DIRECTIONS))
-            return EvalStmt(replace(builtin, attrs=attrs), span)
+        def on(device: Expr) -> EvalStmt:
+            attrs = (
+                (CallAttr.DTYPE, dtype),
+                (CallAttr.DEVICE, device),
+                (CallAttr.ARG_DIRECTIONS, directions),
+            )
+            return EvalStmt(replace(dispatch, attrs=attrs), span)
 
         if devices is not None:
-            return SeqStmts(tuple(dispatch(ConstInt(d, span=span)) for d in devices), span)
+            return SeqStmts(tuple(on(ConstInt(d, span=span)) for d in devices), span)
         rank = Var(self._rank_name, INDEX, span)
-        world_size = make_call(WORLD_SIZE, (), (), span)
-        body = SeqStmts((dispatch(rank),), span)
+        world_size = make_call(Op.WORLD_SIZE, (), (), span)
+        body = SeqStmts((on(rank),), span)
         return ForStmt(rank, ConstInt(0, span=span), world_size, ConstInt(1, span=span), body, span)
 
     def _find_scope(self, call: Call, buffers: set[str]) -> CommDomainScopeStmt:
@@ -240,20 +267,20 @@ def _host_bound_window(call: Call, role: str, arg: Expr) -> str:
     )
 
 
-def _payload_dtype(call: Call) -> DataType:
-    """The target's dtype, which must have a kernel variant (the same allowlist as the CHIP
+def _payload_dtype(call: Call, builtin: BuiltinOp) -> DataType:
+    """The result's dtype, which must have a kernel variant (the same allowlist as the CHIP
     rail, since both rails render the same template)."""
-    target = call.type
-    if not isinstance(target, TensorType):
-        raise InternalError(f"{PHASE}: {call.op} result must be a tensor, got {target}")
-    require_supported_dtype(call.callee_name, target.dtype, call.span, PHASE)
-    return target.dtype
+    result = call.type
+    if not isinstance(result, TensorType):
+        raise InternalError(f"{PHASE}: {call.op} result must be a tensor, got {result}")
+    builtin.require_supported_dtype(result.dtype, call.span, PHASE)
+    return result.dtype
 
 
 def _core_num(call: Call) -> Expr:
     """The requested block limit L, forwarded to the entry (1 when not given). A runtime value
     is range-checked by the entry; a constant one is checked here, before any narrowing."""
-    value = get_attr(call.kwargs, "core_num")
+    value = kwarg(call, Kwarg.CORE_NUM)
     if value is None:
         return ConstInt(1, span=call.span)
     if not isinstance(value, Expr):

@@ -33,7 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pypto_build.lowering.builtin_kernels import ALL_TO_ALL_V
+from pypto_build.lowering.builtin_ops import HOST_RAIL, public_builtin
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,
@@ -50,23 +50,14 @@ from pypto_build.lowering.ir import (
     WhileStmt,
     WindowBufferType,
 )
+from pypto_build.lowering.ir.names import Op
+from pypto_build.lowering.ir.walk import child_bodies, stmt_exprs, walk_calls, walk_exprs
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.base import Pass, Property
-from pypto_build.lowering.passes.rewrite import (
-    Mutator,
-    StmtResult,
-    child_bodies,
-    map_functions,
-    stmt_exprs,
-    walk_calls,
-    walk_exprs,
-)
+from pypto_build.lowering.passes.rewrite import Mutator, StmtResult, map_functions
 
 PHASE = "MaterializeCommDomainScopes"
-ALLOC_WINDOW_BUFFER = "pld.alloc_window_buffer"
-
-#: The collectives the HOST rail lowers (by op name), with their operand roles in order.
-HOST_RAIL_COLLECTIVES: dict[str, tuple[str, ...]] = {ALL_TO_ALL_V.op: ALL_TO_ALL_V.roles}
+ALLOC_WINDOW_BUFFER = Op.ALLOC_WINDOW_BUFFER
 
 
 @dataclass(frozen=True)
@@ -131,7 +122,7 @@ def _reject_call_in_loop(call: Call, loop: ForStmt | WhileStmt) -> None:
             call.span,
             PHASE,
         )
-    if isinstance(call.op, str) and call.op in HOST_RAIL_COLLECTIVES:
+    if isinstance(call.op, str) and public_builtin(call.op, HOST_RAIL) is not None:
         raise ProgramError(
             f"{call.op} {where}: the HOST rail fans a collective out into one builtin "
             "dispatch per device of its comm domain, once per run, so a collective nested in "
@@ -239,9 +230,9 @@ class _ScopeChecker:
             if isinstance(node, Var):
                 self._use(node)
             elif isinstance(node, Call) and isinstance(node.op, str):
-                roles = HOST_RAIL_COLLECTIVES.get(node.op)
-                if roles is not None:
-                    self._same_domain(node, roles)
+                builtin = public_builtin(node.op, HOST_RAIL)
+                if builtin is not None:
+                    self._same_domain(node, builtin.names)
 
     def _use(self, var: Var) -> None:
         buffer, what = _viewed_buffer(var)

@@ -31,6 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pypto_build.lowering.analysis.provenance import (
+    Origin,
+    ProvenanceState,
+    ProvenanceWalker,
+    roots,
+)
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import (
     Call,
@@ -43,28 +49,17 @@ from pypto_build.lowering.ir import (
     ParamDirection,
     Program,
     Var,
-    get_attr,
-    set_attr,
 )
+from pypto_build.lowering.ir.names import Op, arg_directions, with_arg_directions
+from pypto_build.lowering.ir.walk import defined_names, walk_calls
 from pypto_build.lowering.ops import make_call
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.base import Pass, Property
-from pypto_build.lowering.passes.derive_call_directions import ARG_DIRECTIONS, arg_direction
-from pypto_build.lowering.passes.provenance import (
-    FlowState,
-    Origin,
-    ProvenanceWalker,
-    roots,
-)
-from pypto_build.lowering.passes.rewrite import (
-    Mutator,
-    defined_names,
-    map_functions,
-    walk_calls,
-)
+from pypto_build.lowering.passes.derive_call_directions import arg_direction
+from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 
 CTX_SUFFIX = "__ctx"
-GET_COMM_CTX = "pld.get_comm_ctx"
+GET_COMM_CTX = Op.GET_COMM_CTX
 
 
 def ctx_param_name(param_name: str) -> str:
@@ -124,7 +119,7 @@ def _materialize(
     if not any(_gains_ctx_args(call, signatures) for call in walk_calls(func.body)):
         return func
     resolver = _CtxResolver(program, func, signatures, own)
-    resolver.run(FlowState({}))
+    resolver.run(ProvenanceState({}))
     for call in walk_calls(func.body):
         failure = resolver.failures.get(id(call))
         if failure is not None:
@@ -139,7 +134,7 @@ def _gains_ctx_args(call: Call, signatures: Mapping[str, _CtxSignature]) -> bool
     return signature is not None and bool(signature.slots)
 
 
-class _CtxResolver(ProvenanceWalker[FlowState]):
+class _CtxResolver(ProvenanceWalker[ProvenanceState]):
     """Finds the context argument for each DistributedTensor argument of each call."""
 
     def __init__(
@@ -156,7 +151,7 @@ class _CtxResolver(ProvenanceWalker[FlowState]):
         self.failures: dict[int, ProgramError] = {}
 
     def on_call(
-        self, call: Call, callee: Function, args: tuple[Origin, ...], state: FlowState
+        self, call: Call, callee: Function, args: tuple[Origin, ...], state: ProvenanceState
     ) -> None:
         signature = self._signatures[callee.name]
         if not signature.slots:
@@ -203,9 +198,9 @@ class _AppendCtxArgs(Mutator):
         if found is None or not isinstance(rebuilt, Call):
             return rebuilt
         ctx, params = found
-        attrs = rebuilt.attrs
-        directions = get_attr(attrs, ARG_DIRECTIONS)
-        if isinstance(directions, tuple):
-            added = tuple(arg_direction(p) for p in params)
-            attrs = set_attr(attrs, ARG_DIRECTIONS, (*directions, *added))
-        return dataclasses.replace(rebuilt, args=(*rebuilt.args, *ctx), attrs=attrs)
+        directions = arg_directions(rebuilt)
+        extended = dataclasses.replace(rebuilt, args=(*rebuilt.args, *ctx))
+        if directions is None:
+            return extended
+        added = tuple(arg_direction(p) for p in params)
+        return with_arg_directions(extended, (*directions, *added))

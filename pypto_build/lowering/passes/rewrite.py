@@ -1,4 +1,5 @@
-"""Generic IR traversal for passes: one rebuilding mapper and a few read-only walks.
+"""Generic IR rewriting for passes: one rebuilding mapper (the read-only walks live in
+:mod:`pypto_build.lowering.ir.walk`).
 
 Passes override only the hooks for the nodes they change and inherit the structural recursion
 for everything else, so no pass re-implements tree walking (and none forgets a node kind, e.g.
@@ -12,7 +13,7 @@ keeps passes cheap and lets tests and callers detect a no-op without a structura
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pypto_build.lowering.ir import (
@@ -228,99 +229,3 @@ def map_functions(program: Program, fn: Callable[[Function], Function]) -> Progr
     if _same_items(program.functions, functions):
         return program
     return _replace(program, functions=functions)
-
-
-# -- read-only walks --------------------------------------------------------------------------
-
-
-def child_exprs(expr: Expr) -> tuple[Expr, ...]:
-    """Direct sub-expressions of ``expr`` in evaluation order (call attrs included)."""
-    if isinstance(expr, Call):
-        extras = tuple(_attr_exprs(v) for _, v in (*expr.kwargs, *expr.attrs))
-        return (*expr.args, *(e for group in extras for e in group))
-    if isinstance(expr, BinaryOp):
-        return (expr.lhs, expr.rhs)
-    if isinstance(expr, UnaryOp):
-        return (expr.operand,)
-    if isinstance(expr, MakeTuple):
-        return expr.items
-    if isinstance(expr, TupleGetItem):
-        return (expr.tuple,)
-    return ()
-
-
-def _attr_exprs(value: AttrValue) -> tuple[Expr, ...]:
-    if isinstance(value, Expr):
-        return (value,)
-    if isinstance(value, tuple):
-        return tuple(e for item in value for e in _attr_exprs(item))
-    return ()
-
-
-def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
-    """The expressions a statement evaluates itself (not those of nested bodies)."""
-    if isinstance(stmt, AssignStmt):
-        return (stmt.value,)
-    if isinstance(stmt, EvalStmt):
-        return (stmt.expr,)
-    if isinstance(stmt, ReturnStmt):
-        return stmt.values
-    if isinstance(stmt, IfStmt | WhileStmt):
-        return (stmt.cond,)
-    if isinstance(stmt, ForStmt):
-        return (stmt.start, stmt.stop, stmt.step)
-    return ()
-
-
-def child_bodies(stmt: Stmt) -> tuple[SeqStmts, ...]:
-    """Nested statement bodies of ``stmt`` (branches, loop bodies, scope bodies)."""
-    if isinstance(stmt, IfStmt):
-        return (stmt.then_body,) if stmt.else_body is None else (stmt.then_body, stmt.else_body)
-    if isinstance(stmt, ForStmt | WhileStmt | CommDomainScopeStmt):
-        return (stmt.body,)
-    if isinstance(stmt, SeqStmts):
-        return (stmt,)
-    return ()
-
-
-def walk_exprs(node: Stmt | Expr) -> Iterator[Expr]:
-    """Every expression under ``node``, each after its sub-expressions (evaluation order),
-    statements in program order."""
-    if isinstance(node, Expr):
-        for child in child_exprs(node):
-            yield from walk_exprs(child)
-        yield node
-        return
-    if isinstance(node, SeqStmts):
-        for stmt in node.stmts:
-            yield from walk_exprs(stmt)
-        return
-    for expr in stmt_exprs(node):
-        yield from walk_exprs(expr)
-    for body in child_bodies(node):
-        yield from walk_exprs(body)
-
-
-def walk_calls(node: Stmt | Expr) -> Iterator[Call]:
-    """Every call under ``node`` in evaluation order."""
-    return (e for e in walk_exprs(node) if isinstance(e, Call))
-
-
-def walk_stmts(node: Stmt) -> Iterator[Stmt]:
-    """``node`` and every statement nested in it, pre-order (``SeqStmts`` containers omitted)."""
-    if not isinstance(node, SeqStmts):
-        yield node
-    for body in child_bodies(node):
-        for stmt in body.stmts:
-            yield from walk_stmts(stmt)
-
-
-def defined_names(stmt: Stmt) -> frozenset[str]:
-    """Names ``stmt`` (or any statement nested in it) binds."""
-    names: set[str] = set()
-    for s in walk_stmts(stmt):
-        if isinstance(s, AssignStmt):
-            names.update(t.name for t in s.targets)
-        elif isinstance(s, ForStmt):
-            names.add(s.var.name)
-    return frozenset(names)

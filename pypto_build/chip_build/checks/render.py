@@ -1,7 +1,7 @@
 """``check-render``: prove that a render is a pure function of its inputs.
 
 Three checks, each comparing two trees byte for byte and, on a difference, writing a report
-(:mod:`pypto_build.chip_build.diffreport`):
+(:mod:`.diffreport`):
 
 ``rail-identity``
     Every builtin kernel the program uses is rendered through the HOST rail (the variant
@@ -9,9 +9,11 @@ Three checks, each comparing two trees byte for byte and, on a difference, writi
     CHIP rail (variables from the ``builtin_template_vars`` the lowering writes) for every chip;
     the two must be the same bytes, so a collective behaves alike on both rails.
 ``reproducible``
-    The whole tree is rendered twice: once in this process, once by ``python -m pypto_build
-    render`` in a subprocess with another output path, working directory, ``PYTHONHASHSEED``,
-    locale, time zone and umask. Any difference is an input that leaked into the output.
+    The whole tree is rendered twice: once in this process, once by :mod:`.render_worker` in a
+    subprocess whose environment differs from this process's in everything
+    :mod:`.environment` varies (output path, working and temporary directories,
+    ``PYTHONHASHSEED``, locale, time zone, umask, job count). Any difference is an input that
+    leaked into the output.
 ``against``
     With a reference tree (one shipped in a wheel, say), a fresh render must equal it.
 """
@@ -19,7 +21,6 @@ Three checks, each comparing two trees byte for byte and, on a difference, writi
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -27,10 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pypto_build
 from pypto_build.chip_build.builtin_variants import rail_renders
+from pypto_build.chip_build.checks import render_worker
+from pypto_build.chip_build.checks.diffreport import Report, TreeDiff, compare_trees, write_report
+from pypto_build.chip_build.checks.environment import (
+    current_umask,
+    run_varied,
+    unlike_this_process,
+)
 from pypto_build.chip_build.chips import get_chip
-from pypto_build.chip_build.diffreport import Report, TreeDiff, compare_trees, write_report
 from pypto_build.chip_build.fs import atomic_write_text
 from pypto_build.chip_build.subbuild import RUNTIME, SourceProgram, render_subbuilds
 
@@ -176,17 +182,15 @@ def _reproducible(
     diffoscope: str | None,
 ) -> Check:
     description = (
-        "two renders (different output path, working directory, PYTHONHASHSEED, locale, "
-        "time zone and umask) are identical"
+        "two renders (different output path, working and temporary directories, "
+        "PYTHONHASHSEED, locale, time zone, umask and job count) are identical"
     )
-    second_cwd = workspace / "second-render-from-another-directory"
-    second_cwd.mkdir()
-    second = second_cwd / "nested" / "tree"
+    folder = workspace / "second-render-from-another-directory"
+    second = folder / "nested" / "tree"
     command = [
         sys.executable,
         "-m",
-        "pypto_build",
-        "render",
+        render_worker.__name__,
         str(path.resolve()),
         "--out",
         str(second),
@@ -195,33 +199,10 @@ def _reproducible(
     ]
     for chip in chips:
         command += ["--chip", chip]
-    result = subprocess.run(
-        command,
-        cwd=second_cwd,
-        env=_varied_environment(),
-        umask=0o077,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    variant = unlike_this_process(os.environ, current_umask())
+    result = run_varied(command, variant, folder, os.environ)
     if result.returncode != 0:
         error = f"the second render failed (exit status {result.returncode}): "
-        error += result.stderr.strip() or result.stdout.strip()
+        error += result.stdout.strip()
         return Check(REPRODUCIBLE, description, TreeDiff(), error=error)
     return _compare(REPRODUCIBLE, description, first, second, report_dir, diffoscope)
-
-
-def _varied_environment() -> dict[str, str]:
-    """This process's environment with everything a render must not depend on changed, and
-    this checkout first on the import path (the subprocess must run the same code)."""
-    env = dict(os.environ)
-
-    def other(name: str, choices: tuple[str, str]) -> None:
-        env[name] = choices[1] if os.environ.get(name) == choices[0] else choices[0]
-
-    other("PYTHONHASHSEED", ("1", "2"))
-    other("LC_ALL", ("C", "C.UTF-8"))
-    other("TZ", ("Pacific/Kiritimati", "UTC"))
-    package_parent = str(Path(pypto_build.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
-    return env

@@ -1,0 +1,1 @@
+"""Dataflow analyses of function bodies, on one forward driver (:mod:`.dataflow`)."""

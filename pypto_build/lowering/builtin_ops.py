@@ -1,0 +1,240 @@
+"""Builtin collectives as the lowering sees them: the registered builtin packages, read for the
+facts both rails rely on, and the builtin kernel declaration synthesized from them.
+
+A managed collective that runs as an AIV (or MIX) task is backed by a template package, not by
+generated code (DESIGN §6). Its manifest is the single source of truth for the op: its operands in
+kernel-argument order with their directions, which are windows and which a peer reaches, the
+payload dtypes and their template variables, the chips and rails, and the launch-width rule by
+name. This module reads it into a :class:`BuiltinOp`, so the type deducer, both rails and the
+sub-build writer work from one description; what a manifest cannot say lives in code keyed by the
+op's rule (:mod:`pypto_build.lowering.launch_width`) or is generic over every builtin (the
+contiguity proof of :mod:`pypto_build.lowering.analysis.contiguity`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pypto_build.builtins import BuiltinPackage, all_packages
+from pypto_build.builtins.manifest import PAYLOAD_DTYPE, Rail
+from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
+from pypto_build.lowering.ir import (
+    DataType,
+    DistributedTensorType,
+    Function,
+    FunctionType,
+    Level,
+    Param,
+    ParamDirection,
+    ReturnStmt,
+    SeqStmts,
+    TensorType,
+    Type,
+    Var,
+)
+from pypto_build.lowering.ir.names import FunctionAttr
+from pypto_build.lowering.launch_width import LaunchWidthRule, launch_width_rule
+
+#: The rails a builtin package may declare: a HOST orchestrator (one builtin dispatch per
+#: device), a CHIP orchestration (a task of its pipeline), an InCore kernel body (the composite
+#: form, single block).
+HOST_RAIL: Rail = "host"
+CHIP_RAIL: Rail = "chip"
+INCORE_RAIL: Rail = "incore"
+
+#: Operand roles the rails and the deducer single out.
+RESULT = "result"
+SOURCE = "source"
+SIGNAL = "signal"
+
+
+@dataclass(frozen=True)
+class BuiltinOp:
+    """A registered builtin package, as an op of the program model."""
+
+    package: BuiltinPackage
+    launch_width: LaunchWidthRule
+
+    @property
+    def op(self) -> str:
+        """The public DSL op (``pld.tensor.all_to_all_v``)."""
+        return self.package.public_op
+
+    @property
+    def builtin_op(self) -> str:
+        """The HOST rail's internal per-device dispatch op (``builtin.tensor.all_to_all_v``)."""
+        return self.package.builtin_op
+
+    @property
+    def stem(self) -> str:
+        """The op's own name (``all_to_all_v``): it names the synthesized kernels."""
+        return self.op.rsplit(".", 1)[-1]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The operand names, in kernel-argument order."""
+        return tuple(operand.name for operand in self.package.operands)
+
+    def index(self, name: str) -> int:
+        """The position of operand ``name``."""
+        return self.names.index(name)
+
+    def role_index(self, role: str) -> int | None:
+        """The position of the (first) operand with ``role``, if any."""
+        for position, operand in enumerate(self.package.operands):
+            if operand.role == role:
+                return position
+        return None
+
+    @property
+    def result_index(self) -> int:
+        """The operand the op returns (window-as-result), which the kernel body returns too."""
+        position = self.role_index(RESULT)
+        if position is None:
+            raise InternalError(f"builtin {self.package.handle} declares no '{RESULT}' operand")
+        return position
+
+    def direction(self, position: int) -> ParamDirection:
+        return ParamDirection(self.package.operands[position].direction.value)
+
+    @property
+    def dtypes(self) -> tuple[DataType, ...]:
+        """The payload element types with a kernel variant, in manifest order."""
+        return tuple(DataType(variant.name) for variant in self.package.dtypes)
+
+    def supports(self, rail: Rail) -> bool:
+        return rail in self.package.rails
+
+    def kernel_name(self, dtype: DataType) -> str:
+        """Name of the synthesized CHIP-rail kernel of the ``dtype`` variant."""
+        return f"__builtin_{self.stem}__{dtype.value}"
+
+    def template_vars(self, dtype: DataType) -> str:
+        """The variant's ``builtin_template_vars``: its manifest variables, ``k=v`` joined by ``,``
+        (both rails render the kernel from these, which is why their renders are identical)."""
+        variables = self.package.dtype_variables(dtype.value)
+        return ",".join(f"{key}={value}" for key, value in variables.items())
+
+    def require_supported_dtype(self, dtype: DataType, span: Span, phase: str) -> None:
+        """Reject a payload ``dtype`` with no kernel variant; both rails render the same
+        templates, so they admit the same dtypes."""
+        if dtype not in self.dtypes:
+            names = " or ".join(supported.name for supported in self.dtypes)
+            raise ProgramError(
+                f"managed {self.op} currently supports only dtype={names}, got {dtype.value}",
+                span,
+                phase,
+            )
+
+    def require_chips(self, chips: Sequence[str], span: Span, phase: str) -> None:
+        """Reject a build for a chip the package does not support."""
+        for chip in chips:
+            if chip not in self.package.chips:
+                supported = " or ".join(self.package.chips)
+                note = f" ({self.package.chip_note})" if self.package.chip_note else ""
+                raise ProgramError(
+                    f"{self.op} requires chip {supported}{note}; the build targets {chip}",
+                    span,
+                    phase,
+                )
+
+    def canonical_type(self, position: int, arg_type: Type) -> TensorType:
+        """The declared type of parameter ``position`` for an argument of type ``arg_type``:
+        a DistributedTensor where the op takes a window, else a plain tensor."""
+        operand = self.package.operands[position]
+        if operand.window:
+            if not isinstance(arg_type, DistributedTensorType):
+                raise InternalError(
+                    f"{self.op} {operand.name} must be a DistributedTensorType, got {arg_type}"
+                )
+            return arg_type.unbound()
+        if not isinstance(arg_type, TensorType):
+            raise InternalError(f"{self.op} {operand.name} must be a tensor, got {arg_type}")
+        return arg_type.plain()
+
+    def synthesize_kernel(self, dtype: DataType, arg_types: Sequence[Type]) -> Function:
+        """The AIV declaration of the ``dtype`` variant, typed after one call site.
+
+        The body is a single ``return <result>``: it is never compiled, but it keeps returns
+        explicit and lets MaterializeDistTensorCtx map the returned DistributedTensor back to
+        the parameter it writes. Baking the first call site's shapes into a variant shared by
+        every call is safe: the kernel reads extents from the runtime descriptors and the name
+        pins the dtype.
+        """
+        operands = self.package.operands
+        if len(arg_types) != len(operands):
+            raise InternalError(
+                f"{self.op} kernel signature has {len(operands)} tensor parameters, "
+                f"got {len(arg_types)} arguments"
+            )
+        params = tuple(
+            Param(Var(operand.name, self.canonical_type(i, arg_type)), self.direction(i))
+            for i, (operand, arg_type) in enumerate(zip(operands, arg_types, strict=True))
+        )
+        result = params[self.result_index].var
+        return Function(
+            name=self.kernel_name(dtype),
+            params=params,
+            return_types=(result.type,),
+            body=SeqStmts((ReturnStmt((result,)),)),
+            func_type=FunctionType.AIV,
+            level=Level.CHIP,
+            attrs=(
+                (FunctionAttr.TEMPLATE_DIR, self.package.handle),
+                (FunctionAttr.TEMPLATE_VARS, self.template_vars(dtype)),
+                (FunctionAttr.REQUIRE_CONTIGUOUS, True),
+            ),
+        )
+
+    def payload_position(self) -> int:
+        """The first payload-typed operand (its dtype selects the variant)."""
+        for position, operand in enumerate(self.package.operands):
+            if operand.dtype == PAYLOAD_DTYPE:
+                return position
+        raise InternalError(f"builtin {self.package.handle} has no payload operand")
+
+
+@functools.cache
+def builtin_ops() -> tuple[BuiltinOp, ...]:
+    """Every registered builtin package as an op, sorted by handle."""
+    return tuple(
+        BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
+        for package in all_packages()
+    )
+
+
+def builtin_op(op: str) -> BuiltinOp | None:
+    """The builtin whose public or internal op is ``op``, if any."""
+    for found in builtin_ops():
+        if op in (found.op, found.builtin_op):
+            return found
+    return None
+
+
+def public_builtin(op: str, rail: Rail | None = None) -> BuiltinOp | None:
+    """The builtin whose public op is ``op`` (and whose package runs on ``rail``, if given)."""
+    found = builtin_op(op)
+    if found is None or found.op != op or (rail is not None and not found.supports(rail)):
+        return None
+    return found
+
+
+def parse_template_vars(text: str, function: str) -> dict[str, str]:
+    """A ``builtin_template_vars`` value (``k=v`` pairs joined by ``,``) as a dict.
+
+    Parts are stripped and empty parts dropped; a part without ``=`` is upstream's error.
+    """
+    variables: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, equals, value = item.partition("=")
+        if not equals:
+            raise ValueError(
+                f"Invalid builtin_template_vars entry '{item}' on function '{function}': "
+                "expected 'key=value'"
+            )
+        variables[key.strip()] = value.strip()
+    return variables

@@ -1,0 +1,29 @@
+"""What the runtime can represent, as the legality checks of both orchestration kinds need it.
+
+The orchestrations a build generates hand tensors to PyPTO's runtime as descriptors and compute
+their own scalars; these facts bound what a program may write there, whatever language the
+orchestration is generated in.
+"""
+
+from __future__ import annotations
+
+from pypto_build.lowering.ir import DataType, ScalarType, Type
+
+#: Element types a runtime tensor can hold (a task id is not data).
+RUNTIME_DTYPES = frozenset(DataType) - {DataType.TASK_ID}
+
+#: A dimension of a runtime tensor descriptor is a ``uint32_t``.
+DESCRIPTOR_DIM_MAX = 2**32 - 1
+
+#: The binary operators orchestration scalars compute with (Python's floor division and
+#: modulo included).
+BINARY_OPERATORS = frozenset(
+    {"+", "-", "*", "//", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or"}
+)
+
+
+def type_text(ty: Type) -> str:
+    """A type as diagnostics name it: ``Scalar[int32]``, ``Tensor``, ``CommCtx``."""
+    if isinstance(ty, ScalarType):
+        return f"Scalar[{ty.dtype.value}]"
+    return type(ty).__name__.removesuffix("Type")
