@@ -43,6 +43,10 @@ class BuildResult:
     def cache_hits(self) -> int:
         return sum(report.cache_hits for report in self.reports)
 
+    @property
+    def remote_hits(self) -> int:
+        return sum(report.remote_hits for report in self.reports)
+
 
 def render(
     program_files: Sequence[Path], *, chips: Sequence[str], out_dir: Path, source_root: Path
@@ -71,24 +75,29 @@ def build(
     """Lower ``program_files``, render a tree per chip into ``out_dir/<chip>`` and compile it.
 
     ``source_root`` is the folder inputs are recorded relative to (the project). The cache, if
-    given, remembers this build's hits and misses for ``pypto-build cache stats``.
+    given, remembers this build's hits and misses for ``pypto-build cache stats``, and its
+    remote tier's uploads have landed (or been given up) when this returns.
     """
     chips = list(dict.fromkeys(chips))
     render(program_files, chips=chips, out_dir=out_dir, source_root=source_root)
-    reports = tuple(
-        compile_tree(
-            out_dir / chip,
-            chip,
-            toolchain,
-            jobs=jobs,
-            cache=cache,
-            launcher=launcher,
-            progress=progress,
-            source_root=source_root,
+    try:
+        reports = tuple(
+            compile_tree(
+                out_dir / chip,
+                chip,
+                toolchain,
+                jobs=jobs,
+                cache=cache,
+                launcher=launcher,
+                progress=progress,
+                source_root=source_root,
+            )
+            for chip in chips
         )
-        for chip in chips
-    )
+    finally:
+        if cache is not None:
+            cache.flush()
     result = BuildResult(out_dir, reports)
     if cache is not None:
-        cache.record_build(BuildCounts(hits=result.cache_hits, misses=result.compiled))
+        cache.record_build(BuildCounts(result.cache_hits, result.compiled, result.remote_hits))
     return result

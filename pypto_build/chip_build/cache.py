@@ -32,6 +32,10 @@ verify the manifest and the artifact's hash; anything else is a miss and the ent
 The per-key file lock only keeps two builders from compiling the same key at once; a lock that
 cannot be had in time means compiling without the cache, never failing or hanging the build.
 A hit refreshes the manifest's modification time, the "last use" that pruning evicts by.
+
+An optional remote tier (:mod:`pypto_build.chip_build.remote_cache`) is asked on a local miss,
+under the key's lock; its entries are verified as local ones are and a hit is published locally
+like a compile. Every entry this cache publishes from a compile is queued for upload.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from pathlib import Path
 import filelock
 
 from pypto_build.chip_build.fs import atomic_write_text, sha256_file
+from pypto_build.chip_build.remote_cache import RemoteTier
 
 FORMAT = "v1"
 #: How cache keys and entries name pypto-build's package folder.
@@ -161,18 +166,21 @@ class Built:
 
 @dataclass(frozen=True)
 class Fetched:
-    """The artifact's bytes, and whether they came from the cache."""
+    """The artifact's bytes, whether they came from the cache, and whether from its remote
+    tier."""
 
     data: bytes
     hit: bool
+    remote: bool = False
 
 
 @dataclass(frozen=True)
 class BuildCounts:
-    """Cache hits and misses of one build."""
+    """Cache hits and misses of one build; ``remote_hits`` of the hits came from the remote."""
 
     hits: int
     misses: int
+    remote_hits: int = 0
 
 
 @dataclass(frozen=True)
@@ -223,9 +231,12 @@ class _Entry:
 class CompileCache:
     """The cache at ``root`` (see the module docstring)."""
 
-    def __init__(self, root: Path, *, lock_timeout: float = 600.0) -> None:
+    def __init__(
+        self, root: Path, *, lock_timeout: float = 600.0, remote: RemoteTier | None = None
+    ) -> None:
         self.root = root
         self.lock_timeout = lock_timeout
+        self.remote = remote
         self._base = root / FORMAT
         # File hashes by (path, size, mtime, inode): dependency checks of many kernels share
         # the same headers. Files are not expected to change during one build.
@@ -246,6 +257,9 @@ class CompileCache:
                 data = self._lookup(key, tree)  # another builder may have just published it
                 if data is not None:
                     return Fetched(data, hit=True)
+                data = self._remote_lookup(key, tree)
+                if data is not None:
+                    return Fetched(data, hit=True, remote=True)
                 return Fetched(self._build_and_publish(key, tree, build), hit=False)
         except filelock.Timeout:
             with self._staging() as work:
@@ -315,37 +329,72 @@ class CompileCache:
             self._hashes[memo_key] = digest
         return digest
 
+    def _remote_lookup(self, key: str, tree: Path) -> bytes | None:
+        """The artifact of the first remote entry whose manifest is sound and whose recorded
+        files all have their recorded hashes here, published locally; None on a miss."""
+        if self.remote is None:
+            return None
+        for entry in self.remote.entries(key):
+            try:
+                artifact, dependencies = _parse_manifest(entry.manifest, key)
+            except ValueError as exc:
+                entry.damaged(str(exc))
+                continue
+            if not all(self._matches(dep, tree) for dep in dependencies):
+                continue
+            data = entry.artifact(artifact)
+            if data is not None:
+                with self._staging() as work:
+                    self._publish(work, key, data, dependencies)
+                return data
+        return None
+
+    def flush(self) -> None:
+        """Wait for the remote tier's uploads (a no-op without one); a build calls this last."""
+        if self.remote is not None:
+            self.remote.flush()
+
     def _build_and_publish(self, key: str, tree: Path, build: Callable[[Path], Built]) -> bytes:
         with self._staging() as work:
             staging = work / "build"
             staging.mkdir()
             built = build(staging)
+            data = built.artifact.read_bytes()
             recorded = [self._record(path, tree) for path in built.dependencies]
             dependencies = [dep for dep in recorded if dep is not None]
             if len(dependencies) != len(recorded):
                 # A file the compiler read is gone: nothing could verify this entry later.
-                return built.artifact.read_bytes()
-            entry = work / "entry"
-            entry.mkdir()
-            os.replace(built.artifact, entry / _ARTIFACT)
-            data = (entry / _ARTIFACT).read_bytes()
-            manifest = {
-                "artifact_sha256": hashlib.sha256(data).hexdigest(),
-                "dependencies": [dep.as_json() for dep in dependencies],
-                "format": FORMAT,
-                "key": key,
-            }
-            atomic_write_text(
-                entry / _MANIFEST, json.dumps(manifest, indent=1, sort_keys=True), fsync=True
-            )
-            name = _digest_json([key, manifest["dependencies"]])
-            final = self._key_dir(key) / name
-            try:
-                final.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(entry, final)
-            except OSError:
-                pass  # the same entry is already published, or a prune removed the key dir
-            return data
+                return data
+            manifest = self._publish(work, key, data, dependencies)
+        if self.remote is not None:
+            self.remote.upload(key, manifest, data)
+        return data
+
+    def _publish(
+        self, work: Path, key: str, data: bytes, dependencies: Sequence[_Dependency]
+    ) -> dict[str, object]:
+        """Publish ``data`` as an entry of ``key`` (staged in ``work``, manifest last, one
+        rename) and return its manifest."""
+        entry = work / "entry"
+        entry.mkdir()
+        (entry / _ARTIFACT).write_bytes(data)
+        manifest: dict[str, object] = {
+            "artifact_sha256": hashlib.sha256(data).hexdigest(),
+            "dependencies": [dep.as_json() for dep in dependencies],
+            "format": FORMAT,
+            "key": key,
+        }
+        atomic_write_text(
+            entry / _MANIFEST, json.dumps(manifest, indent=1, sort_keys=True), fsync=True
+        )
+        name = _digest_json([key, manifest["dependencies"]])
+        final = self._key_dir(key) / name
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(entry, final)
+        except OSError:
+            pass  # the same entry is already published, or a prune removed the key dir
+        return manifest
 
     def _record(self, path: Path, tree: Path) -> _Dependency | None:
         digest = self._file_hash(path)
@@ -379,7 +428,11 @@ class CompileCache:
 
     def record_build(self, counts: BuildCounts) -> None:
         """Remember a build's hits and misses for :meth:`stats`."""
-        document = {"hits": counts.hits, "misses": counts.misses}
+        document = {
+            "hits": counts.hits,
+            "misses": counts.misses,
+            "remote_hits": counts.remote_hits,
+        }
         atomic_write_text(self._base / _LAST_BUILD, json.dumps(document, sort_keys=True) + "\n")
 
     def stats(self) -> CacheStats:
@@ -395,7 +448,11 @@ class CompileCache:
     def _last_build(self) -> BuildCounts | None:
         try:
             document = json.loads((self._base / _LAST_BUILD).read_text(encoding="utf-8"))
-            return BuildCounts(hits=int(document["hits"]), misses=int(document["misses"]))
+            return BuildCounts(
+                hits=int(document["hits"]),
+                misses=int(document["misses"]),
+                remote_hits=int(document.get("remote_hits", 0)),
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -451,7 +508,8 @@ class CompileCache:
 
 
 def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]:
-    """The artifact hash and dependencies of an entry manifest; ValueError if malformed."""
+    """The artifact hash and dependencies of an entry manifest, local or remote; ValueError if
+    malformed."""
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ValueError("not a cache entry manifest")
     if document.get("key") != key:
@@ -460,6 +518,8 @@ def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]
     raw = document.get("dependencies")
     if not isinstance(artifact, str) or not isinstance(raw, list):
         raise ValueError("malformed manifest")
+    if _SHA256.fullmatch(artifact) is None:
+        raise ValueError("artifact hash is not a SHA-256")
     dependencies: list[_Dependency] = []
     for item in raw:
         if not isinstance(item, dict):
@@ -471,6 +531,7 @@ def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]
     return artifact, dependencies
 
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _SIZE = re.compile(r"(?i)\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*")
 _SIZE_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
 

@@ -81,6 +81,8 @@ class CompileResult:
     plan: CompilePlan
     #: What the compiler printed (warnings); empty for a cache hit.
     output: str
+    #: Whether the cache hit came from the cache's remote tier.
+    remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,11 @@ class CompileReport:
     @property
     def cache_hits(self) -> int:
         return sum(result.cached for result in self.results)
+
+    @property
+    def remote_hits(self) -> int:
+        """The cache hits served by the remote tier."""
+        return sum(result.remote for result in self.results)
 
 
 class BuildFailed(Exception):
@@ -201,7 +208,7 @@ class _Compiler:
         if self.cache is None:
             with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
                 data = build(Path(stage)).artifact.read_bytes()
-            cached = False
+            cached = remote = False
         else:
             key = compile_key(
                 source=job.source_path.read_bytes(),
@@ -210,11 +217,11 @@ class _Compiler:
                 version=self.toolchain.version,
             )
             fetched = self.cache.fetch_or_build(key, job.tree, build)
-            data, cached = fetched.data, fetched.hit
+            data, cached, remote = fetched.data, fetched.hit, fetched.remote
         artifact = job.artifact(suffix, self.toolchain.binary_dir)
         _remove_binaries(job, keep=artifact)
         atomic_write_bytes(job.tree / artifact, data)
-        return CompileResult(job, artifact, cached, key_plan, "".join(outputs))
+        return CompileResult(job, artifact, cached, key_plan, "".join(outputs), remote)
 
 
 def _remove_binaries(job: CompileJob, keep: PurePosixPath | None) -> None:
@@ -362,7 +369,9 @@ def _write_log(
         if isinstance(outcome, str):
             lines += [f"== {source}: FAILED", outcome.rstrip("\n")]
             continue
-        state = "cache hit" if outcome.cached else "compiled"
+        state = "compiled"
+        if outcome.cached:
+            state = "cache hit (remote)" if outcome.remote else "cache hit"
         lines.append(f"== {source}: {state} -> {outcome.artifact.as_posix()}")
         directory = job.source.parent.as_posix()
         for step in outcome.plan.steps:

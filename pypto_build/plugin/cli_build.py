@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir, parse_size
 from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.remote_cache import RemoteSummary
 from pypto_build.chip_build.toolchains import (
     TOOLCHAIN_NAMES,
     Revision,
@@ -207,7 +208,7 @@ def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.compile import BuildFailed
     from pypto_build.chip_build.errors import RenderError
     from pypto_build.plugin.depfile import write_build_files
-    from pypto_build.plugin.project_build import build_project, project_toolchain
+    from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
     from pypto_build.plugin.vcs_ignore import ensure_ignored
 
     if args.depfile is not None and args.stamp is None:
@@ -215,7 +216,7 @@ def _build(args: argparse.Namespace) -> int:
     try:
         project, settings = _build_settings(args)
         toolchain = project_toolchain(project, settings)
-        cache = None if args.no_cache else CompileCache(default_cache_dir())
+        cache = None if args.no_cache else project_cache(settings)
         out = Path(args.out) if args.out else project / "build" / "pypto"
         result = build_project(
             project, settings, out, toolchain=toolchain, cache=cache, progress=sys.stderr
@@ -325,12 +326,14 @@ def _print_build(
                 report.chip: {
                     "compiled": report.compiled,
                     "cache_hits": report.cache_hits,
+                    "remote_hits": report.remote_hits,
                     "binaries": [r.artifact.as_posix() for r in report.results],
                     "log": str(report.log),
                 }
                 for report in result.reports
             },
             "cache": None if cache is None else str(cache.root),
+            "remote_caches": [dataclasses.asdict(remote) for remote in _remotes(cache)],
         }
         print_json(document)
         return
@@ -340,7 +343,18 @@ def _print_build(
             f"{result.out_dir / report.chip} ({toolchain.name} {toolchain.version})"
         )
     if cache is not None:
-        print(f"cache: {result.cache_hits} hits / {result.compiled} misses ({cache.root})")
+        remote = f" ({result.remote_hits} from the remote)" if result.remote_hits else ""
+        hits = f"{result.cache_hits} hits{remote}"
+        print(f"cache: {hits} / {result.compiled} misses ({cache.root})")
+    for summary in _remotes(cache):
+        mode = "read only" if summary.read_only else f"{summary.uploaded} uploaded"
+        state = "" if summary.problem is None else f"; {summary.problem}"
+        print(f"remote cache: {mode}, {summary.damaged} damaged{state} ({summary.url})")
+
+
+def _remotes(cache: CompileCache | None) -> tuple[RemoteSummary, ...]:
+    """What each remote cache of the build did (none without a remote tier)."""
+    return () if cache is None or cache.remote is None else cache.remote.summaries()
 
 
 # --- cache -------------------------------------------------------------------------------------
@@ -366,14 +380,17 @@ def _cache_stats(args: argparse.Namespace) -> int:
             "root": str(stats.root),
             "entries": stats.entries,
             "bytes": stats.size,
-            "last_build": None if last is None else {"hits": last.hits, "misses": last.misses},
+            "last_build": None if last is None else dataclasses.asdict(last),
         }
         print_json(document)
         return ExitCode.OK
     print(f"cache: {stats.root}")
     print(f"entries: {stats.entries}")
     print(f"size: {_human_size(stats.size)}")
-    recorded = "none recorded" if last is None else f"{last.hits} hits / {last.misses} misses"
+    recorded = "none recorded"
+    if last is not None:
+        remote = f" ({last.remote_hits} from the remote)" if last.remote_hits else ""
+        recorded = f"{last.hits} hits{remote} / {last.misses} misses"
     print(f"last build: {recorded}")
     return ExitCode.OK
 

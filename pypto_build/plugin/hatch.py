@@ -54,14 +54,13 @@ from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from packaging.tags import sys_tags
 
-from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.compile import BuildFailed
 from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.subbuild import is_render_tree
 from pypto_build.chip_build.toolchains import ToolchainError
 from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.plugin.project_build import build_project, project_toolchain
+from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
 from pypto_build.plugin.settings import (
     TABLE,
     PyptoSettings,
@@ -249,7 +248,7 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
             settings,
             out,
             toolchain=toolchain,
-            cache=CompileCache(default_cache_dir()),
+            cache=project_cache(settings),
             progress=sys.stderr,
         )
         for report in result.reports:

@@ -3,9 +3,9 @@ reading ``[tool.pypto]`` and calling the engine.
 
 The hatch hook and ``pypto-build build`` (which the CMake package runs) must resolve the
 settings exactly alike: program files and path settings relative to the project folder, the
-toolchain the ``toolchain`` setting selects, the compiler launcher, the job count. Both call
-these functions, which keeps a wheel's kernels the same as the ones ``pypto-build build`` makes
-from the same settings.
+toolchain the ``toolchain`` setting selects, the compiler launcher, the job count, the compile
+cache with its remote tier. Both call these functions, which keeps a wheel's kernels the same
+as the ones ``pypto-build build`` makes from the same settings.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TextIO
 
 from pypto_build.chip_build.build import BuildResult, build
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.jobs import default_jobs
+from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import (
     CannToolchain,
     TargetSettings,
     Toolchain,
+    launcher_jobs,
     resolve_launcher,
     select_toolchain,
 )
@@ -62,6 +64,30 @@ def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
     return select_toolchain(settings.toolchain, target=target_settings(project, settings))
 
 
+def remote_specs(settings: PyptoSettings) -> list[RemoteSpec]:
+    """The remote caches the settings name, in lookup order: ``remote-cache-url``, then the
+    read-only ``remote-cache-fallback-url``."""
+    timeout, read_only = settings.remote_cache_timeout, settings.remote_cache_read_only
+    specs = []
+    if settings.remote_cache_url is not None:
+        specs.append(RemoteSpec(settings.remote_cache_url, read_only, timeout))
+    if settings.remote_cache_fallback_url is not None:
+        specs.append(RemoteSpec(settings.remote_cache_fallback_url, True, timeout))
+    return specs
+
+
+def project_cache(settings: PyptoSettings, *, warnings: TextIO = sys.stderr) -> CompileCache:
+    """The user's compile cache (``$PYPTO_CACHE_DIR``, else the default folder) with the remote
+    tier the settings name; the remote's warnings go to ``warnings``."""
+    specs = remote_specs(settings)
+
+    def warn(message: str) -> None:
+        print(f"pypto-build: warning: {message}", file=warnings, flush=True)
+
+    remote = RemoteTier(specs, warn=warn) if specs else None
+    return CompileCache(default_cache_dir(), remote=remote)
+
+
 def build_project(
     project: Path,
     settings: PyptoSettings,
@@ -85,14 +111,17 @@ def build_project(
         unknown = toolchain.target.unknown_revisions()
         if unknown is not None:
             print(f"pypto-build: warning: {unknown}", file=progress)
+    launcher = resolve_launcher(settings.compiler_launcher)
+    # A launcher that sends compiles to other hosts (distcc) says how many it can take.
+    jobs = settings.jobs or launcher_jobs(launcher) or default_jobs()
     return build(
         paths,
         chips=settings.chips,
         out_dir=out_dir,
         source_root=project,
         toolchain=toolchain,
-        jobs=settings.jobs or default_jobs(),
+        jobs=jobs,
         cache=cache,
-        launcher=resolve_launcher(settings.compiler_launcher),
+        launcher=launcher,
         progress=progress,
     )

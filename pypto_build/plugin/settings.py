@@ -17,8 +17,10 @@ A test runs one corpus of good and bad tables through both the schema and
   reported at once, one per line.
 * **Environment.** One ``PYPTO_<KEY>`` per key overrides the file (hatchling hands hooks no
   ``config_settings``): ``PYPTO_CHIPS`` with comma- or space-separated chips,
-  ``PYPTO_RUNTIME_ROOT``, an empty ``PYPTO_COMPILER_LAUNCHER`` for no launcher; errors name the
-  variable.
+  ``PYPTO_RUNTIME_ROOT``, an empty ``PYPTO_COMPILER_LAUNCHER`` for no launcher,
+  ``PYPTO_REMOTE_CACHE_READ_ONLY=1``; errors name the variable.
+* **No credentials.** ``pyproject.toml`` is committed and shipped, so a key named like a
+  credential is an error pointing at the environment variables and netrc the remote cache reads.
 
 Regenerate the schema file and the reference with ``python -m pypto_build.plugin.settings
 [--docs FILE]``.
@@ -41,6 +43,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pypto_build.chip_build.chips import CHIPS
+from pypto_build.chip_build.remote_cache import (
+    PASSWORD_VARIABLE,
+    TOKEN_VARIABLE,
+    USERNAME_VARIABLE,
+    url_problem,
+)
 from pypto_build.chip_build.toolchains.revisions import is_commit
 
 TABLE = "tool.pypto"
@@ -71,6 +79,9 @@ _COMMIT_PATTERN = r"^[0-9a-f]{40}$"
 #: A wheel platform tag as ``packaging`` spells them (``linux_x86_64``,
 #: ``manylinux_2_28_x86_64``, ``any``), or ``auto``.
 _PLATFORM_TAG_PATTERN = r"^[a-z0-9_]+$"
+#: An http(s) URL with a host and no user name, password, query or fragment (the schema's
+#: approximation of :func:`~pypto_build.chip_build.remote_cache.url_problem`).
+_URL_PATTERN = r"^https?://[^/?#@\s]+(?:/[^?#\s]*)?$"
 
 
 def _relative_path(value: str, where: str) -> None:
@@ -108,6 +119,35 @@ def _positive(value: int, where: str) -> None:
         raise SettingsError(f"{where}: {value} is not allowed; at least 1 is needed")
 
 
+def _seconds(value: float, where: str) -> None:
+    if not value > 0:
+        raise SettingsError(f"{where}: {value} is not allowed; a time above 0 seconds is needed")
+
+
+def _url(value: str, where: str) -> None:
+    problem = url_problem(value)
+    if problem is not None:
+        raise SettingsError(f"{where}: {problem}")
+
+
+#: Words that mark a key as a credential, which no settings key may carry.
+_CREDENTIAL_WORDS = frozenset(
+    {"auth", "credential", "credentials", "login", "netrc", "password", "secret", "token"}
+    | {"user", "username"}
+)
+
+
+def _credential_problem(key: str, where: str) -> str | None:
+    """The error for an unknown key that names a credential, or None."""
+    if not _CREDENTIAL_WORDS & set(re.split(r"[_-]", key.lower())):
+        return None
+    return (
+        f"{where}.{key}: credentials are never read from pyproject.toml; set "
+        f"{USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or {TOKEN_VARIABLE}, in the environment, "
+        "or put the remote cache's host in ~/.netrc"
+    )
+
+
 def _meta(
     doc: str,
     *,
@@ -141,6 +181,7 @@ def _meta(
 
 _RELATIVE_PATH_SCHEMA = {"pattern": _RELATIVE_PATH_PATTERN}
 _COMMIT_SCHEMA = {"pattern": _COMMIT_PATTERN}
+_URL_SCHEMA = {"pattern": _URL_PATTERN}
 
 
 @dataclass(frozen=True)
@@ -262,6 +303,44 @@ class PyptoSettings:
             default="the clean git `HEAD` of the PTO-ISA root",
         ),
     )
+    remote_cache_url: str | None = field(
+        default=None,
+        metadata=_meta(
+            "Base URL of a remote compile cache speaking the HTTP remote-cache protocol "
+            "(bazel-remote, nginx WebDAV, Bazel's --remote_cache; entries at <url>/ac/<key> and "
+            "<url>/cas/<sha256>), asked after a local miss and uploaded to. Credentials come "
+            "from the environment or ~/.netrc, never from this file; see docs/scaling.md.",
+            check=_url,
+            schema=_URL_SCHEMA,
+            value="URL",
+        ),
+    )
+    remote_cache_read_only: bool = field(
+        default=False,
+        metadata=_meta("Only read from remote-cache-url, never upload to it.", default="`false`"),
+    )
+    remote_cache_fallback_url: str | None = field(
+        default=None,
+        metadata=_meta(
+            "A second remote cache, read only, asked after remote-cache-url misses (e.g. the "
+            "main branch's cache for a build of another branch).",
+            check=_url,
+            schema=_URL_SCHEMA,
+            value="URL",
+        ),
+    )
+    remote_cache_timeout: float = field(
+        default=10.0,
+        metadata=_meta(
+            "Seconds one exchange with a remote cache may take; a remote that exceeds it, is "
+            "unreachable or answers errors is dropped for the rest of the build with one "
+            "warning.",
+            check=_seconds,
+            schema={"exclusiveMinimum": 0},
+            value="seconds > 0",
+            default="`10`",
+        ),
+    )
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(PyptoSettings)}
@@ -302,7 +381,9 @@ def _type_name(annotation: Any) -> str:
         return "one of " + ", ".join(repr(choice) for choice in typing.get_args(annotation))
     if typing.get_origin(annotation) is tuple:
         return "a list of strings"
-    return {str: "a string", int: "an integer"}[annotation]
+    return {str: "a string", int: "an integer", bool: "true or false", float: "a number"}[
+        annotation
+    ]
 
 
 def _convert(name: str, value: object, where: str) -> Any:
@@ -331,9 +412,13 @@ def _convert(name: str, value: object, where: str) -> Any:
         if value not in choices:
             raise SettingsError(f"{where}: expected {_type_name(annotation)}, got {value!r}")
         return value
-    if annotation is int:
-        if type(value) is not int:
-            raise SettingsError(f"{where}: expected an integer, got {value!r}")
+    if annotation is int or annotation is bool:
+        if type(value) is not annotation:
+            raise SettingsError(f"{where}: expected {_type_name(annotation)}, got {value!r}")
+    elif annotation is float:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise SettingsError(f"{where}: expected a number, got {value!r}")
+        value = float(value)
     elif not isinstance(value, annotation):
         raise SettingsError(f"{where}: expected {_type_name(annotation)}, got {value!r}")
     if check is not None:
@@ -360,7 +445,8 @@ def settings_from_table(table: Mapping[str, object], *, where: str = TABLE) -> P
     for key, value in table.items():
         name = _KEYS.get(key)
         if name is None:
-            errors.append(f"{where}: unknown key '{key}'{_did_you_mean(key)}")
+            credential = _credential_problem(key, where)
+            errors.append(credential or f"{where}: unknown key '{key}'{_did_you_mean(key)}")
             continue
         try:
             values[name] = _convert(name, value, f"{where}.{key}")
@@ -409,7 +495,24 @@ def _from_text(name: str, text: str, variable: str) -> object:
             return int(text)
         except ValueError:
             raise SettingsError(f"{variable}: '{text}' is not a whole number") from None
+    if annotation is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise SettingsError(f"{variable}: '{text}' is not a number") from None
+    if annotation is bool:
+        return _boolean(text, variable)
     return text
+
+
+def _boolean(text: str, variable: str) -> bool:
+    """``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``, any case."""
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise SettingsError(f"{variable}: '{text}' is not a boolean; use 1 or 0 (true, false)")
 
 
 def load_settings(project: Path, environ: Mapping[str, str] | None = None) -> PyptoSettings:
@@ -450,6 +553,10 @@ def _schema_of(name: str) -> dict[str, Any]:
         schema.update(type="string", enum=list(typing.get_args(annotation)))
     elif annotation is int:
         schema["type"] = "integer"
+    elif annotation is bool:
+        schema["type"] = "boolean"
+    elif annotation is float:
+        schema["type"] = "number"
     else:
         schema["type"] = "string"
     for key, value in spec.metadata["schema"].items():
@@ -499,7 +606,7 @@ def _value_doc(name: str) -> str:
     annotation = _value_type(name)
     if typing.get_origin(annotation) is Literal:
         return "/".join(f"`{choice}`" for choice in typing.get_args(annotation))
-    return {str: "string", int: "integer ≥ 1"}[annotation]
+    return {str: "string", int: "integer ≥ 1", bool: "boolean"}[annotation]
 
 
 def _default_doc(name: str) -> str:

@@ -68,6 +68,7 @@ def test_find_launchers_reports_each_known_one(tmp_path: Path) -> None:
     (tmp_path / "ccache").chmod(0o755)
     assert find_launchers({"PATH": str(tmp_path)}) == {
         "ccache": tmp_path / "ccache",
+        "distcc": None,
         "sccache": None,
     }
 

@@ -79,7 +79,8 @@ def test_build_a_project_then_rebuild_from_the_cache(
     assert document["toolchain"]["name"] == "sim"
     code, out, _ = run_cli(capsys, "cache", "stats", "--json")
     stats = json.loads(out)
-    assert (stats["entries"], stats["last_build"]) == (4, {"hits": 4, "misses": 0})
+    last_build = {"hits": 4, "misses": 0, "remote_hits": 0}
+    assert (stats["entries"], stats["last_build"]) == (4, last_build)
     assert stats["bytes"] > 0
     code, out, _ = run_cli(capsys, "cache", "stats")
     assert "last build: 4 hits / 0 misses" in out.splitlines()
@@ -234,7 +235,7 @@ def test_doctor_with_a_toolkit(
     }
     assert report["runtime"] == {"root": None, "error": "not configured"}
     assert report["cache"] == {"root": str(tmp_path / "cache"), "entries": 0, "bytes": 0}
-    assert set(report["launchers"]) == {"ccache", "sccache"}
+    assert set(report["launchers"]) == {"ccache", "distcc", "sccache"}
     code, out, _ = run_cli(capsys, "doctor")
     assert (
         out.splitlines()[0] == f"cann: 8.5.0.alpha001 at {fake.root} (found via ASCEND_HOME_PATH)"

@@ -284,6 +284,10 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "runtime-revision",
         "pto-isa-root",
         "pto-isa-revision",
+        "remote-cache-url",
+        "remote-cache-read-only",
+        "remote-cache-fallback-url",
+        "remote-cache-timeout",
     ]
     assert schema["additionalProperties"] is False
     assert schema["required"] == ["programs", "package"]
@@ -299,6 +303,8 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "minimum": 1,
     }
     assert all(prop["description"] for prop in properties.values())
+    assert properties["remote-cache-read-only"]["type"] == "boolean"
+    assert properties["remote-cache-timeout"]["exclusiveMinimum"] == 0
 
 
 def test_validate_pyproject_finds_the_schema_through_its_entry_point() -> None:

