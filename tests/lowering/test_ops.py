@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from pypto_build.lowering.builtin_ops import builtin_ops
+from pypto_build.builtins.manifest import load_package
+from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_ops
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     INDEX,
@@ -29,6 +31,7 @@ from pypto_build.lowering.ir import (
     WindowBufferType,
     compact_strides,
 )
+from pypto_build.lowering.launch_width import launch_width_rule
 from pypto_build.lowering.ops import (
     deduce_type,
     dsl_spelling,
@@ -36,7 +39,9 @@ from pypto_build.lowering.ops import (
     make_call,
     resolve_dsl_name,
 )
+from pypto_build.lowering.ops.collectives import public_op
 from pypto_build.lowering.ops.registry import lookup, program_ops
+from pypto_build.lowering.ops.signature import Operands
 
 FP32 = DataType.FP32
 INT32 = DataType.INT32
@@ -1027,6 +1032,42 @@ def test_nr_must_divide_target_rows(build: Build, op: str, signal: Type) -> None
         "round the window's row count up to a multiple of NR"
     )
     assert err.span == at(OPERAND_LINE["target"])
+
+
+#: A package whose shape symbols bind every factor of a product: the third-party allgather of
+#: tests/third_party (target [NR*M, SIZE] beside input [M, SIZE] and signal [NR, S]).
+ALLGATHER_PACKAGE = (
+    Path(__file__).resolve().parents[1]
+    / "third_party"
+    / "acme-collectives"
+    / "acme_collectives"
+    / "allgather"
+)
+
+
+def _allgather_type(**types: Type) -> Type:
+    """The type the allgather package's public op deduces, read from its folder (uninstalled:
+    this process's op table does not know it)."""
+    package = load_package(ALLGATHER_PACKAGE)
+    rule = launch_width_rule(package.launch_width, package.manifest_path)
+    opdef = public_op(BuiltinOp(package, rule))
+    values: dict[str, AttrValue] = {name: _operand(name, ty) for name, ty in types.items()}
+    return opdef.deduce(Operands(opdef, values, CALL_SPAN))
+
+
+def test_a_product_of_bound_symbols_must_equal_their_product() -> None:
+    signal = window(4, 2, dtype=INT32)
+    assert _allgather_type(input=tensor(2, 16), target=window(8, 16), signal=signal) == window(
+        8, 16
+    )
+    # 12 rows are a multiple of NR = 4 and of M = 2, but not NR*M.
+    with pytest.raises(ProgramError) as info:
+        _allgather_type(input=tensor(2, 16), target=window(12, 16), signal=signal)
+    assert info.value.message == (
+        "pld.tensor.allgather target dim 0 (12) must be NR*M = 8 "
+        "(NR = 4 from signal dim 0, M = 2 from input dim 0)"
+    )
+    assert info.value.span == at(OPERAND_LINE["target"])
 
 
 def test_indexed_missing_index() -> None:
