@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pypto_build.builtins import BuiltinPackage, all_packages
 from pypto_build.builtins.manifest import PAYLOAD_DTYPE, Rail
+from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     DataType,
@@ -36,6 +37,7 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import FunctionAttr
 from pypto_build.lowering.launch_width import LaunchWidthRule, launch_width_rule
+from pypto_build.lowering.legality.runtime import RUNTIME_DTYPES
 
 #: The rails a builtin package may declare: a HOST orchestrator (one builtin dispatch per
 #: device), a CHIP orchestration (a task of its pipeline), an InCore kernel body (the composite
@@ -199,10 +201,34 @@ class BuiltinOp:
 @functools.cache
 def builtin_ops() -> tuple[BuiltinOp, ...]:
     """Every registered builtin package as an op, sorted by handle."""
-    return tuple(
-        BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
-        for package in all_packages()
-    )
+    return tuple(_builtin_op(package) for package in all_packages())
+
+
+def _builtin_op(package: BuiltinPackage) -> BuiltinOp:
+    """``package`` as an op, once the names it borrows from the program model are checked."""
+    _require_known_dtypes(package)
+    return BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
+
+
+def _require_known_dtypes(package: BuiltinPackage) -> None:
+    """Every dtype the manifest names (a payload variant, a fixed operand dtype) is an element
+    type of the program model. The builtins leaf cannot know them, so the lowering checks when
+    it takes the package in, naming the manifest and the key, as for the launch-width rule;
+    unchecked, a misspelt name failed with a bare ValueError at the first program using the op.
+    """
+    known = [dtype.value for dtype in DataType if dtype in RUNTIME_DTYPES]
+    named = [(f"dtypes.{variant.name}", variant.name) for variant in package.dtypes]
+    named += [
+        (f"operands[{position}].dtype", operand.dtype)
+        for position, operand in enumerate(package.operands)
+        if operand.dtype != PAYLOAD_DTYPE
+    ]
+    for key, name in named:
+        if name not in known:
+            raise BuiltinRegistryError(
+                f"{package.manifest_path}: {key}: unknown dtype {name!r} "
+                f"(known: {', '.join(known)})"
+            )
 
 
 def builtin_op(op: str) -> BuiltinOp | None:

@@ -273,6 +273,13 @@ def test_runs_on_four_simulated_ranks(
             "(known: all_to_all_v, exact)",
             id="unknown-launch-width-rule",
         ),
+        pytest.param(
+            'dtype = "int32"',
+            'dtype = "i32"',
+            "{manifest}: operands[2].dtype: unknown dtype 'i32' "
+            "(known: fp32, fp16, bf16, int8, uint8, int16, int32, int64, index, bool)",
+            id="unknown-dtype",
+        ),
     ],
 )
 def test_a_broken_package_is_refused_naming_its_manifest(
