@@ -98,6 +98,17 @@ def pip_install(source: Path, target: Path) -> Path:
     return target.resolve()
 
 
+def install_edited(folder: Path, old: str, new: str) -> Environment:
+    """acme-collectives with ``old`` replaced by ``new`` in its manifest, installed into
+    ``folder``: what its author would install after that edit."""
+    source = shutil.copytree(DISTRIBUTION, folder / "acme-collectives")
+    manifest = source / PACKAGE / "builtin.toml"
+    text = manifest.read_text(encoding="utf-8")
+    assert old in text, old
+    manifest.write_text(text.replace(old, new), encoding="utf-8")
+    return Environment(pip_install(source, folder / "site"), folder / "cache")
+
+
 def write_program(folder: Path, dtype: str = "fp32") -> Path:
     """``programs/allgather.py`` for payload ``dtype``, with its kernel, into ``folder``."""
     (folder / "kernels").mkdir(parents=True)
@@ -285,15 +296,48 @@ def test_runs_on_four_simulated_ranks(
 def test_a_broken_package_is_refused_naming_its_manifest(
     tmp_path: Path, program: Path, old: str, new: str, message: str
 ) -> None:
-    source = shutil.copytree(DISTRIBUTION, tmp_path / "acme-collectives")
-    manifest = source / PACKAGE / "builtin.toml"
-    text = manifest.read_text(encoding="utf-8")
-    assert old in text, old
-    manifest.write_text(text.replace(old, new), encoding="utf-8")
-    broken = Environment(pip_install(source, tmp_path / "site"), tmp_path / "cache")
-
+    broken = install_edited(tmp_path, old, new)
     result = broken.pypto_build("lower", program, cwd=tmp_path)
     ours = resolve(":pypto.runtime.builtins.collectives.all_to_all_v").manifest_path
     expected = message.format(manifest=broken.site / PACKAGE / "builtin.toml", ours=ours)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == f"pypto-build: error: {expected}\n"
+
+
+#: A CHIP orchestration gathering into a window over a rank-1 signal, ``core_num`` wide.
+RANK_1_SIGNAL = """\
+import pypto.language as pl
+import pypto.language.distributed as pld
+
+
+@pl.program
+class RankOneSignal:
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip_gather(
+        self,
+        rows: pl.Tensor[[2, 16], pl.FP32],
+        data: pl.InOut[pld.DistributedTensor[[8, 16], pl.FP32]],
+        signal: pl.InOut[pld.DistributedTensor[[4], pl.INT32]],
+    ) -> pld.DistributedTensor[[8, 16], pl.FP32]:
+        return pld.tensor.allgather(rows, data, signal, core_num={core_num})
+"""
+
+
+def test_a_rank_1_signal_has_one_lane(tmp_path: Path) -> None:
+    """A package may take a signal ``[NR]`` as well as ``[NR, S]``: one lane, as the kernels'
+    headers read it, so the CHIP rail launches one block on it and refuses more."""
+    acme = install_edited(tmp_path, 'shapes = [["NR", "S"]]', 'shapes = [["NR"], ["NR", "S"]]')
+    program = tmp_path / "rank_1_signal.py"
+    program.write_text(RANK_1_SIGNAL.format(core_num=1), encoding="utf-8")
+    lowered = ok(acme.pypto_build("lower", program.name, "--after", "all", cwd=tmp_path))
+    assert "return self.__builtin_allgather__fp32(rows, data, signal, data__ctx, signal__ctx, " in (
+        lowered
+    )
+
+    program.write_text(RANK_1_SIGNAL.format(core_num=2), encoding="utf-8")
+    result = acme.pypto_build("lower", program.name, "--after", "all", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"{program.name}:14:49: error: CHIP pld.tensor.allgather: signal stride (1) is smaller "
+        "than the admitted block count (2) for core_num=2, nranks=4 [LowerL2TensorCollectives]\n"
+    )
