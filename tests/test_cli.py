@@ -17,6 +17,7 @@ import pypto_build.lowering.frontend as frontend
 import pypto_build.lowering.lower as lower
 import pypto_build.lowering.passes as passes
 from pypto_build import __version__
+from pypto_build.builtins import BuiltinRegistryError, ManifestError
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import Program
 from pypto_build.lowering.passes.base import Pass, PassManager
@@ -174,6 +175,34 @@ def test_internal_error_exits_3(
     code, out, err = run_cli(capsys, "lower", str(sample_program))
     assert (code, out) == (ExitCode.INTERNAL_ERROR, "")
     assert "internal error (a bug in pypto-build, please report it): front end lost its way" in err
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ManifestError("/site/acme/builtin.toml: op.public: is required"),
+        BuiltinRegistryError("op pld.tensor.x is implemented twice: by a and by b"),
+    ],
+    ids=["manifest", "registry"],
+)
+def test_a_broken_builtin_package_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sample_program: Path,
+    error: Exception,
+) -> None:
+    """The builtin packages load with the op table, on first use: a broken one (its author's
+    mistake, named in the message) stops every command that lowers, without a traceback."""
+
+    def front_end_meeting_a_broken_package(path: str) -> tuple[Program, ...]:
+        raise error
+
+    monkeypatch.setattr(frontend, "parse_file", front_end_meeting_a_broken_package)
+    assert run_cli(capsys, "lower", str(sample_program)) == (
+        ExitCode.USAGE_ERROR,
+        "",
+        f"pypto-build: error: {error}\n",
+    )
 
 
 def test_lower_after_a_pass_prints_the_lowered_program(

@@ -27,6 +27,12 @@ MANIFEST_NAME = "builtin.toml"
 TEMPLATES_DIR = "templates"
 TEMPLATE_SUFFIX = ".in"
 
+#: The templates the rails render: the kernel (the CHIP and HOST rails), and on the HOST rail the
+#: chip callable that launches it (its orchestration) with that callable's ``kernel_config.py``.
+KERNEL_TEMPLATE = "kernel.cpp.in"
+ENTRY_TEMPLATE = "entry.cpp.in"
+CONFIG_TEMPLATE = "kernel_config.py.in"
+
 #: The operand ``dtype`` that stands for the variant's payload element type.
 PAYLOAD_DTYPE = "payload"
 
@@ -203,7 +209,7 @@ def _parse(root: Path, top: _Table) -> BuiltinPackage:
     dtypes_table = top.table("dtypes")
     dtypes = _dtypes(dtypes_table)
     abi = _abi(top.table("abi"), len(operands))
-    templates = _templates(root, top.table("templates"))
+    templates = _templates(root, top.table("templates"), cast(tuple[Rail, ...], rails))
     top.finish()
     _check_dtype_variables_are_declared(dtypes_table, dtypes, templates)
     return BuiltinPackage(
@@ -306,7 +312,7 @@ def _abi(table: _Table, operand_count: int) -> KernelAbi:
     return KernelAbi(tensor_count=tensor_count, ctx_slot=ctx_slot, entry=entry_abi)
 
 
-def _templates(root: Path, table: _Table) -> tuple[TemplateSpec, ...]:
+def _templates(root: Path, table: _Table, rails: tuple[Rail, ...]) -> tuple[TemplateSpec, ...]:
     specs = []
     for name, spec in table.subtables():
         if "/" in name or "\\" in name or not name.endswith(TEMPLATE_SUFFIX):
@@ -326,7 +332,24 @@ def _templates(root: Path, table: _Table) -> tuple[TemplateSpec, ...]:
             raise table.error(None, f"{TEMPLATES_DIR}/{name} is not declared")
     if not specs:
         raise table.error(None, "must declare at least one template")
+    _require_rendered_templates(table, rails, declared)
     return tuple(sorted(specs, key=lambda spec: spec.name))
+
+
+def _require_rendered_templates(table: _Table, rails: tuple[Rail, ...], declared: set[str]) -> None:
+    """Every template a rail of the package renders is declared: a missing one would surface
+    only at compile time, as a sub-build without the source it names."""
+    required: dict[str, str] = {}
+    if "chip" in rails or "host" in rails:
+        required[KERNEL_TEMPLATE] = "the CHIP and HOST rails render the kernel from it"
+    if "host" in rails:
+        required[ENTRY_TEMPLATE] = (
+            "the HOST rail renders the chip callable that launches the kernel from it"
+        )
+        required[CONFIG_TEMPLATE] = "the HOST rail renders that callable's kernel_config.py from it"
+    for name, reason in required.items():
+        if name not in declared:
+            raise table.error(name, f"is required: {reason}")
 
 
 def _check_dtype_variables_are_declared(

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pypto_build.builtins import BuiltinPackage, TemplateRenderError, render, resolve
+from pypto_build.builtins.manifest import CONFIG_TEMPLATE, ENTRY_TEMPLATE, KERNEL_TEMPLATE
 from pypto_build.chip_build.chips import Chip, CoreType
 from pypto_build.chip_build.errors import RenderError
 from pypto_build.lowering.builtin_ops import (
@@ -36,10 +37,6 @@ from pypto_build.lowering.ir import Call, DataType, Function, Program, TensorTyp
 from pypto_build.lowering.ir.names import Kwarg, kwarg, template_dir, template_vars
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.legality.kernels import payload_dtype
-
-KERNEL_TEMPLATE = "kernel.cpp.in"
-ENTRY_TEMPLATE = "entry.cpp.in"
-CONFIG_TEMPLATE = "kernel_config.py.in"
 
 _NOT_IDENTIFIER_CHAR = re.compile(r"[^A-Za-z0-9_]")
 

@@ -40,8 +40,8 @@ from pathlib import Path
 
 from pypto_build.builtins import BuiltinPackage
 from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, header_closure
+from pypto_build.builtins.manifest import KERNEL_TEMPLATE
 from pypto_build.chip_build.builtin_variants import (
-    KERNEL_TEMPLATE,
     ChipBuiltinKernel,
     HostVariant,
     chip_builtin_kernel,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pypto_build.builtins import BuiltinPackage, all_packages
 from pypto_build.builtins.manifest import PAYLOAD_DTYPE, Rail
+from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     DataType,
@@ -36,6 +37,7 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import FunctionAttr
 from pypto_build.lowering.launch_width import LaunchWidthRule, launch_width_rule
+from pypto_build.lowering.legality.runtime import RUNTIME_DTYPES
 
 #: The rails a builtin package may declare: a HOST orchestrator (one builtin dispatch per
 #: device), a CHIP orchestration (a task of its pipeline), an InCore kernel body (the composite
@@ -199,10 +201,71 @@ class BuiltinOp:
 @functools.cache
 def builtin_ops() -> tuple[BuiltinOp, ...]:
     """Every registered builtin package as an op, sorted by handle."""
-    return tuple(
-        BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
-        for package in all_packages()
-    )
+    return tuple(_builtin_op(package) for package in all_packages())
+
+
+def _builtin_op(package: BuiltinPackage) -> BuiltinOp:
+    """``package`` as an op, once what its manifest says in the program model's terms is
+    checked: the builtins leaf cannot know those terms, so the lowering checks them when it takes
+    the package in, naming the manifest and the key, as for the launch-width rule. Unchecked,
+    such a slip surfaced as a bare ValueError or an internal error at the first program using
+    the op."""
+    _require_known_dtypes(package)
+    _require_roles(package)
+    return BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
+
+
+def _manifest_error(package: BuiltinPackage, key: str, message: str) -> BuiltinRegistryError:
+    return BuiltinRegistryError(f"{package.manifest_path}: {key}: {message}")
+
+
+def _require_known_dtypes(package: BuiltinPackage) -> None:
+    """Every dtype the manifest names (a payload variant, a fixed operand dtype) is an element
+    type of the program model."""
+    known = [dtype.value for dtype in DataType if dtype in RUNTIME_DTYPES]
+    named = [(f"dtypes.{variant.name}", variant.name) for variant in package.dtypes]
+    named += [
+        (f"operands[{position}].dtype", operand.dtype)
+        for position, operand in enumerate(package.operands)
+        if operand.dtype != PAYLOAD_DTYPE
+    ]
+    for key, name in named:
+        if name not in known:
+            raise _manifest_error(
+                package, key, f"unknown dtype {name!r} (known: {', '.join(known)})"
+            )
+
+
+def _require_roles(package: BuiltinPackage) -> None:
+    """The operands the rails single out by role: exactly one result, a window of the payload
+    dtype (the op writes and returns it, and its dtype selects the variant); a signal, if any, a
+    window of shape ``[NR]`` or ``[NR, S]`` (peers add their credits to it; it gives the rank
+    count and the lanes)."""
+    results = [position for position, op in enumerate(package.operands) if op.role == RESULT]
+    if len(results) != 1:
+        raise _manifest_error(
+            package,
+            "operands",
+            f"must have exactly one operand of role '{RESULT}' (the window the op writes and "
+            f"returns), got {len(results)}",
+        )
+    result = package.operands[results[0]]
+    if not result.window or result.dtype != PAYLOAD_DTYPE:
+        raise _manifest_error(
+            package,
+            f"operands[{results[0]}]",
+            f"the '{RESULT}' operand must be a window of the payload dtype "
+            f'(window = true, dtype = "{PAYLOAD_DTYPE}")',
+        )
+    for position, operand in enumerate(package.operands):
+        if operand.role == SIGNAL and (
+            not operand.window or any(len(shape) not in (1, 2) for shape in operand.shapes)
+        ):
+            raise _manifest_error(
+                package,
+                f"operands[{position}]",
+                f"a '{SIGNAL}' operand must be a window (window = true) of shape [NR] or [NR, S]",
+            )
 
 
 def builtin_op(op: str) -> BuiltinOp | None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pypto_build import __version__
+from pypto_build.builtins import BuiltinRegistryError, ManifestError
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
 from pypto_build.plugin import cli_build, cli_reproducible, cli_run
 from pypto_build.plugin.cli_common import (
@@ -60,6 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ProgramError as err:
         print(err.render(), file=sys.stderr)
         return ExitCode.PROGRAM_ERROR
+    except (ManifestError, BuiltinRegistryError) as err:
+        # A builtin package installed here is broken (a malformed builtin.toml, an op two
+        # packages implement, a launch-width rule pypto-build lacks): no program can be lowered
+        # until its author fixes it, and the message already names the manifest and the key.
+        print_error(str(err))
+        return ExitCode.USAGE_ERROR
     except InternalError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return ExitCode.INTERNAL_ERROR

@@ -126,6 +126,12 @@ MUTATIONS = [
         "a template is a file name ending in '.in'",
     ),
     ('name = "source"', 'name = "source"\nname = "again"', "not valid TOML"),
+    (
+        'rails = ["chip"]',
+        'rails = ["host", "chip"]',
+        'templates."entry.cpp.in": is required: the HOST rail renders the chip callable that '
+        "launches the kernel from it",
+    ),
 ]
 
 
@@ -157,6 +163,25 @@ def test_a_template_file_nobody_declares(make_package: MakePackage) -> None:
     root = make_package(templates={"kernel.cpp.in": "{{ dtype_cpp }}\n", "extra.cpp.in": "x\n"})
     with pytest.raises(ManifestError, match=r"templates: templates/extra\.cpp\.in is not declared"):
         load_package(root)
+
+
+def test_a_rail_needs_the_templates_it_renders(
+    make_package: MakePackage, minimal_manifest: str
+) -> None:
+    manifest = minimal_manifest.replace('[templates."kernel.cpp.in"]', '[templates."other.cpp.in"]')
+    root = make_package(manifest=manifest, templates={"other.cpp.in": "{{ dtype_cpp }}\n"})
+    with pytest.raises(ManifestError) as error:
+        load_package(root)
+    assert str(error.value) == (
+        f'{root / "builtin.toml"}: templates."kernel.cpp.in": is required: the CHIP and HOST '
+        "rails render the kernel from it"
+    )
+    config_only = minimal_manifest.replace('rails = ["chip"]', 'rails = ["host"]') + (
+        '[templates."entry.cpp.in"]\nvariables = []\n'
+    )
+    templates = {"kernel.cpp.in": "{{ dtype_cpp }}\n", "entry.cpp.in": "\n"}
+    with pytest.raises(ManifestError, match=r'"kernel_config\.py\.in": is required: the HOST rail'):
+        load_package(make_package("host_only", manifest=config_only, templates=templates))
 
 
 def test_a_missing_manifest(tmp_path: Path) -> None:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from pypto_build.lowering.builtin_ops import builtin_ops
+import pypto_build.lowering.builtin_ops as builtin_ops_module
+from pypto_build.builtins import BuiltinRegistryError
+from pypto_build.builtins.manifest import load_package
+from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_ops
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     INDEX,
@@ -29,6 +34,7 @@ from pypto_build.lowering.ir import (
     WindowBufferType,
     compact_strides,
 )
+from pypto_build.lowering.launch_width import launch_width_rule
 from pypto_build.lowering.ops import (
     deduce_type,
     dsl_spelling,
@@ -36,7 +42,9 @@ from pypto_build.lowering.ops import (
     make_call,
     resolve_dsl_name,
 )
+from pypto_build.lowering.ops.collectives import public_op
 from pypto_build.lowering.ops.registry import lookup, program_ops
+from pypto_build.lowering.ops.signature import Operands
 
 FP32 = DataType.FP32
 INT32 = DataType.INT32
@@ -1027,6 +1035,104 @@ def test_nr_must_divide_target_rows(build: Build, op: str, signal: Type) -> None
         "round the window's row count up to a multiple of NR"
     )
     assert err.span == at(OPERAND_LINE["target"])
+
+
+#: A package whose shape symbols bind every factor of a product: the third-party allgather of
+#: tests/third_party (target [NR*M, SIZE] beside input [M, SIZE] and signal [NR, S]).
+ALLGATHER_PACKAGE = (
+    Path(__file__).resolve().parents[1]
+    / "third_party"
+    / "acme-collectives"
+    / "acme_collectives"
+    / "allgather"
+)
+
+
+def _allgather_type(**types: Type) -> Type:
+    """The type the allgather package's public op deduces, read from its folder (uninstalled:
+    this process's op table does not know it)."""
+    package = load_package(ALLGATHER_PACKAGE)
+    rule = launch_width_rule(package.launch_width, package.manifest_path)
+    opdef = public_op(BuiltinOp(package, rule))
+    values: dict[str, AttrValue] = {name: _operand(name, ty) for name, ty in types.items()}
+    return opdef.deduce(Operands(opdef, values, CALL_SPAN))
+
+
+def test_a_product_of_bound_symbols_must_equal_their_product() -> None:
+    signal = window(4, 2, dtype=INT32)
+    assert _allgather_type(input=tensor(2, 16), target=window(8, 16), signal=signal) == window(
+        8, 16
+    )
+    # 12 rows are a multiple of NR = 4 and of M = 2, but not NR*M.
+    with pytest.raises(ProgramError) as info:
+        _allgather_type(input=tensor(2, 16), target=window(12, 16), signal=signal)
+    assert info.value.message == (
+        "pld.tensor.allgather target dim 0 (12) must be NR*M = 8 "
+        "(NR = 4 from signal dim 0, M = 2 from input dim 0)"
+    )
+    assert info.value.span == at(OPERAND_LINE["target"])
+
+
+KNOWN_DTYPES = "fp32, fp16, bf16, int8, uint8, int16, int32, int64, index, bool"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        pytest.param(
+            'dtype = "int32"',
+            'dtype = "i32"',
+            f"operands[2].dtype: unknown dtype 'i32' (known: {KNOWN_DTYPES})",
+            id="operand-dtype",
+        ),
+        pytest.param(
+            "[dtypes.int8]",
+            "[dtypes.i8]",
+            f"dtypes.i8: unknown dtype 'i8' (known: {KNOWN_DTYPES})",
+            id="variant-dtype",
+        ),
+        pytest.param(
+            'role = "result"',
+            'role = "output"',
+            "operands: must have exactly one operand of role 'result' (the window the op writes "
+            "and returns), got 0",
+            id="no-result",
+        ),
+        pytest.param(
+            'role = "result"\ndirection = "InOut"\nwindow = true',
+            'role = "result"\ndirection = "InOut"\nwindow = false',
+            "operands[1]: the 'result' operand must be a window of the payload dtype "
+            '(window = true, dtype = "payload")',
+            id="result-not-a-window",
+        ),
+        pytest.param(
+            'shapes = [["NR", "S"]]',
+            'shapes = [["NR", "S", 1]]',
+            "operands[2]: a 'signal' operand must be a window (window = true) of shape [NR] or "
+            "[NR, S]",
+            id="signal-3d",
+        ),
+    ],
+)
+def test_taking_a_package_in_checks_its_manifest_in_program_model_terms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str, message: str
+) -> None:
+    """What the builtins leaf cannot check (dtype names, the roles the rails read) is refused,
+    naming the manifest and the key, when the op table takes the package in."""
+    root = shutil.copytree(ALLGATHER_PACKAGE, tmp_path / "allgather")
+    manifest = root / "builtin.toml"
+    text = manifest.read_text(encoding="utf-8")
+    assert old in text, old
+    manifest.write_text(text.replace(old, new, 1), encoding="utf-8")
+    package = load_package(root)
+    monkeypatch.setattr(builtin_ops_module, "all_packages", lambda: (package,))
+    builtin_ops.cache_clear()
+    try:
+        with pytest.raises(BuiltinRegistryError) as error:
+            builtin_ops()
+    finally:
+        builtin_ops.cache_clear()
+    assert str(error.value) == f"{manifest}: {message}"
 
 
 def test_indexed_missing_index() -> None:

@@ -5,8 +5,9 @@ The operand contract of a collective backed by a builtin package comes from its 
 or the payload dtype of the result) and its accepted shapes as symbolic patterns. Symbols are
 bound by the first operand that mentions them, so operands are checked in an order where the
 result (which binds the payload dtype and the geometry) and the signal (which binds the rank
-count) come first; a product symbol (``NR*MAX_RECV``) must be a multiple of each factor bound
-elsewhere.
+count) come first. A product symbol (``NR*MAX_RECV``) must be a multiple of each factor bound
+elsewhere, and equal to the product of its factors once all are bound (``NR*M`` beside an input
+``[M, W]``).
 
 Every contract also rejects what the operand types alone prove unsupported by the kernels:
 non-ND layout, a non-packed stride vector, a valid_shape narrower than shape, and the source
@@ -24,6 +25,7 @@ call per participating device); no DSL spelling resolves to it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pypto_build.builtins.manifest import PAYLOAD_DTYPE, Dim
@@ -143,11 +145,25 @@ def _check_products(
     ops: Operands, symbols: dict[str, _Binding], checked: set[tuple[str, str]]
 ) -> None:
     """A bound product symbol (``NR*MAX_RECV``) must be a multiple of each factor bound by
-    another operand; checked once, as soon as both are bound."""
+    another operand and, once every factor is bound, exactly their product; each check runs
+    once, as soon as its symbols are bound.
+
+    Only a factor no operand binds on its own (``MAX_RECV``) leaves the product free to be any
+    multiple: where an operand binds it (an input ``[M, SIZE]`` beside a target
+    ``[NR*M, SIZE]``), a multiple of each factor is not enough (12 rows pass for NR = 4 and
+    M = 2), and the kernel would find a slot size, rows / NR, that is not the input's.
+    """
     for symbol, product in list(symbols.items()):
         if "*" not in symbol:
             continue
-        for factor in symbol.split("*"):
+        factors = symbol.split("*")
+        if all(factor in symbols for factor in factors):
+            # (symbol, symbol) marks the whole-product check; (symbol, factor) one factor's.
+            if (symbol, symbol) not in checked:
+                checked.add((symbol, symbol))
+                _check_exact_product(ops, symbol, product, [symbols[f] for f in factors])
+            continue
+        for factor in factors:
             bound = symbols.get(factor)
             if bound is None or (symbol, factor) in checked:
                 continue
@@ -159,6 +175,21 @@ def _check_products(
                     f"({bound.value}, {bound.role} dim {bound.dim}): round the window's row "
                     f"count up to a multiple of {factor}",
                 )
+
+
+def _check_exact_product(
+    ops: Operands, symbol: str, product: _Binding, factors: list[_Binding]
+) -> None:
+    expected = math.prod(factor.value for factor in factors)
+    if product.value != expected:
+        sources = ", ".join(
+            f"{name} = {factor.value} from {factor.role} dim {factor.dim}"
+            for name, factor in zip(symbol.split("*"), factors, strict=True)
+        )
+        ops.error(
+            product.role,
+            f"dim {product.dim} ({product.value}) must be {symbol} = {expected} ({sources})",
+        )
 
 
 def _checking_order(builtin: BuiltinOp) -> list[ManifestOperand]:

@@ -244,11 +244,13 @@ def _core_num(call: Call, builtin: BuiltinOp) -> tuple[ConstInt, int]:
 
 
 def _signal_shape(call: Call, position: int) -> tuple[int, int]:
-    """The signal's static ``[NR, S]`` (the deducer guarantees it; anything else is a bug)."""
+    """The signal's static ``[NR, S]``; a rank-1 ``[NR]`` signal has one lane (S = 1), as the
+    kernels read it (``signal_lanes``). The package's manifest admits one of the two forms and
+    the deducer the manifest's shapes, so anything else is a bug."""
     signal = call.args[position].type
-    if not isinstance(signal, DistributedTensorType) or len(signal.shape) != 2:
-        raise InternalError(f"{PHASE}: {call.op} signal must be a 2D DistributedTensor")
-    nranks, stride = signal.shape
+    if not isinstance(signal, DistributedTensorType) or len(signal.shape) not in (1, 2):
+        raise InternalError(f"{PHASE}: {call.op} signal must be a 1D or 2D DistributedTensor")
+    nranks, stride = (*signal.shape, 1)[:2]
     if nranks < 1 or stride < 1:
         raise InternalError(
             f"{PHASE}: {call.op} signal [NR, S] must be positive, got [{nranks}, {stride}]"

@@ -1,0 +1,1 @@
+"""allgather builtin package: ``builtin.toml`` and ``templates/``, read by pypto-build."""
