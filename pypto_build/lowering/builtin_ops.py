@@ -157,7 +157,8 @@ class BuiltinOp:
         return arg_type.plain()
 
     def synthesize_kernel(self, dtype: DataType, arg_types: Sequence[Type]) -> Function:
-        """The AIV declaration of the ``dtype`` variant, typed after one call site.
+        """The kernel declaration (AIV or AIC, as the manifest says) of the ``dtype`` variant,
+        typed after one call site.
 
         The body is a single ``return <result>``: it is never compiled, but it keeps returns
         explicit and lets MaterializeDistTensorCtx map the returned DistributedTensor back to
@@ -181,7 +182,7 @@ class BuiltinOp:
             params=params,
             return_types=(result.type,),
             body=SeqStmts((ReturnStmt((result,)),)),
-            func_type=FunctionType.AIV,
+            func_type=_FUNCTION_TYPES[self.package.core_type],
             level=Level.CHIP,
             attrs=(
                 (FunctionAttr.TEMPLATE_DIR, self.package.handle),
@@ -198,13 +199,17 @@ class BuiltinOp:
         raise InternalError(f"builtin {self.package.handle} has no payload operand")
 
 
+#: The kernel function a package's ``core_type`` synthesizes.
+_FUNCTION_TYPES: dict[str, FunctionType] = {"aiv": FunctionType.AIV, "aic": FunctionType.AIC}
+
+
 @functools.cache
 def builtin_ops() -> tuple[BuiltinOp, ...]:
     """Every registered builtin package as an op, sorted by handle."""
-    return tuple(_builtin_op(package) for package in all_packages())
+    return tuple(package_op(package) for package in all_packages())
 
 
-def _builtin_op(package: BuiltinPackage) -> BuiltinOp:
+def package_op(package: BuiltinPackage) -> BuiltinOp:
     """``package`` as an op, once what its manifest says in the program model's terms is
     checked: the builtins leaf cannot know those terms, so the lowering checks them when it takes
     the package in, naming the manifest and the key, as for the launch-width rule. Unchecked,
@@ -212,6 +217,13 @@ def _builtin_op(package: BuiltinPackage) -> BuiltinOp:
     the op."""
     _require_known_dtypes(package)
     _require_roles(package)
+    if package.core_type not in _FUNCTION_TYPES:
+        raise _manifest_error(
+            package,
+            "core_type",
+            f"a {package.core_type!r} kernel cannot be synthesized yet (known: "
+            f"{', '.join(_FUNCTION_TYPES)})",
+        )
     return BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
 
 

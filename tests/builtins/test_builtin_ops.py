@@ -1,0 +1,101 @@
+"""A package's manifest, read as an op of the program model (``lowering/builtin_ops.py``).
+
+The lowering takes a package in only once what its manifest says makes sense in the program
+model's terms; the kernel it synthesizes is the kind the manifest declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pypto_build.builtins import load_package
+from pypto_build.builtins.registry import BuiltinRegistryError
+from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_op, builtin_ops, package_op
+from pypto_build.lowering.ir import DataType, DistributedTensorType, FunctionType, TensorType
+from pypto_build.lowering.ir.names import template_dir, template_vars
+
+MakePackage = Callable[..., Path]
+
+#: A two-operand package: a local source copied into every rank's result window.
+MANIFEST = """\
+handle = ":acme.kernels.copy"
+core_type = "{core_type}"
+chips = ["a5"]
+rails = ["chip"]
+
+[op]
+public = "pld.tensor.copy"
+builtin = "builtin.tensor.copy"
+launch_width = "exact"
+
+[[operands]]
+name = "source"
+role = "source"
+direction = "In"
+window = false
+remote = false
+dtype = "payload"
+shapes = [["N"]]
+
+[[operands]]
+name = "target"
+role = "result"
+direction = "InOut"
+window = true
+remote = true
+dtype = "payload"
+shapes = [["N"]]
+
+[dtypes.fp32]
+dtype_cpp = "float"
+
+[abi]
+tensor_count = 2
+ctx_slot = 2
+
+[abi.entry]
+scalars = []
+ordering_token = false
+
+[templates."kernel.cpp.in"]
+variables = ["dtype_cpp"]
+"""
+
+
+def _op(make_package: MakePackage, core_type: str) -> BuiltinOp:
+    return package_op(load_package(make_package(manifest=MANIFEST.format(core_type=core_type))))
+
+
+@pytest.mark.parametrize(("core_type", "func_type"), [("aiv", "AIV"), ("aic", "AIC")])
+def test_the_synthesized_kernel_is_the_declared_core_type(
+    make_package: MakePackage, core_type: str, func_type: str
+) -> None:
+    op = _op(make_package, core_type)
+    source = TensorType((8,), DataType.FP32)
+    target = DistributedTensorType((8,), DataType.FP32, window="buf")
+    kernel = op.synthesize_kernel(DataType.FP32, [source, target])
+    assert kernel.func_type is FunctionType[func_type]
+    assert kernel.name == "__builtin_copy__fp32"
+    assert [p.var.type for p in kernel.params] == [source, target.unbound()]
+    assert (template_dir(kernel), template_vars(kernel)) == (
+        ":acme.kernels.copy",
+        "dtype_cpp=float",
+    )
+
+
+def test_a_mix_kernel_is_refused_when_the_package_is_taken_in(make_package: MakePackage) -> None:
+    with pytest.raises(BuiltinRegistryError, match=r"builtin\.toml: core_type: a 'mix' kernel"):
+        _op(make_package, "mix")
+
+
+def test_our_packages_are_ops() -> None:
+    ops = {op.op: op for op in builtin_ops()}
+    assert sorted(ops) == ["pld.tensor.all_to_all_v", "pld.tensor.indexed_all_to_all_v"]
+    a2av = ops["pld.tensor.all_to_all_v"]
+    assert builtin_op("builtin.tensor.all_to_all_v") is a2av
+    assert a2av.names == ("input", "target", "signal", "send_counts", "recv_counts")
+    assert (a2av.result_index, a2av.launch_width.name) == (1, "all_to_all_v")
+    assert a2av.template_vars(DataType.INT8) == "dtype_cpp=int8_t"
