@@ -4,7 +4,7 @@ from the local cache.
 Builds ``samples/moe_a2a`` with the engine function ``pypto-build build`` calls
 (:func:`pypto_build.chip_build.compile.build`), the ``sim`` toolchain, the package's chips and
 2 jobs, against a real nginx WebDAV server on loopback (the one the tests start,
-``tests/loopback.py``). Each round runs, in this order, on a fresh copy of the project:
+``tests/_support/loopback.py``). Each round runs, in this order, on a fresh copy of the project:
 
 * ``cold``: an empty local cache, no remote: every distinct compile runs;
 * ``cold_uploading``: the same with the remote tier on, against an empty cache instance: every
@@ -53,8 +53,8 @@ from pypto_build.chip_build.toolchains import Toolchain, select_toolchain
 from pypto_build.plugin.settings import load_settings
 
 sys.path.insert(0, str(REPO_ROOT / "tests"))
-# The nginx the tests run (tests/ is not a package, so its folder goes on the path).
-from loopback import Nginx, nginx
+# The nginx the tests run, imported as the tests import it (tests/ goes on the path).
+from _support.loopback import Nginx, nginx
 
 PROJECT = REPO_ROOT / "samples" / "moe_a2a"
 JOBS = 2

@@ -10,7 +10,7 @@ Run it with pypto-build's interpreter (the project's venv). The programs:
   ``moe_a2a/_kernels/<chip>`` as installed, on the sample's NR ranks, with the inputs of
   ``samples/moe_a2a/make_inputs.py`` and the golden of ``moe_a2a/golden.py``.
 * ``host_rail``: ``tests/programs/host_rail_ranked.py`` (HOST-rail all_to_all_v) built with
-  ``pypto-build build --toolchain sim``, with the golden of ``tests/sim/goldens.py``.
+  ``pypto-build build --toolchain sim``, with the golden of ``tests/_support/goldens.py``.
 
 Configuration, from the environment (or the option of the same meaning):
 
@@ -164,26 +164,29 @@ def prepare_moe_a2a(work: Path, platform: str) -> Prepared:
     return Prepared("moe_a2a", tree, inputs, expected, int(golden.NR))
 
 
-def _sim_goldens() -> ModuleType:
-    """``tests/sim/goldens.py`` (the simulator tests' goldens), importable as ``sim.goldens``."""
+def _test_support(name: str) -> ModuleType:
+    """``tests/_support/<name>.py`` (the simulator tests' goldens and sizes), imported as the
+    tests import it."""
     if str(TESTS) not in sys.path:
         sys.path.insert(0, str(TESTS))
-    return importlib.import_module("sim.goldens")
+    return importlib.import_module(f"_support.{name}")
 
 
 def prepare_host_rail(work: Path, platform: str) -> Prepared:
     """``tests/programs/host_rail_ranked.py`` built with the sim toolchain; its golden is the
-    stage -> all_to_all_v -> consume pipeline's (``sim.goldens.pipeline_golden``)."""
+    stage -> all_to_all_v -> consume pipeline's (``_support.goldens.pipeline_golden``)."""
     chip = PLATFORM_CHIPS[platform]
     out = work / "build"
     toolchain = "sim" if platform.endswith("sim") else "auto"
     command: list[str | Path] = [sys.executable, "-m", "pypto_build", "build", HOST_RAIL_PROGRAM]
     _run([*command, "--toolchain", toolchain, "--chip", chip, "--out", out])
-    goldens = _sim_goldens()
-    sizes = importlib.import_module("sim.programs")
+    goldens = _test_support("goldens")
+    sizes = _test_support("sim_programs")
     for name in ("MAX_RECV", "SIZE"):
         if _module_constant(HOST_RAIL_PROGRAM, name) != getattr(sizes, name):
-            raise CheckError(f"{HOST_RAIL_PROGRAM}: {name} differs from tests/sim/programs.py")
+            raise CheckError(
+                f"{HOST_RAIL_PROGRAM}: {name} differs from tests/_support/sim_programs.py"
+            )
     nr = _module_constant(HOST_RAIL_PROGRAM, "NR")
     sent = goldens.payload(nr, "fp32", offset=7)  # [nr, nr*MAX_RECV, SIZE]
     rows = sent.shape[0] * sent.shape[1]

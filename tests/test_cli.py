@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from plugin.console import run_cli
+from _support.console import run_cli
 
 import pypto_build.lowering.frontend as frontend
 import pypto_build.lowering.lower as lower

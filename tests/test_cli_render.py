@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from plugin.console import run_cli
+from _support.console import run_cli
 
 import pypto_build.chip_build.checks.diffreport as diffreport
 from pypto_build.plugin.cli import ExitCode

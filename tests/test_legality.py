@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from legality_cases import CASES, Case
-from test_cli import run_cli
+from _support.console import run_cli
+from _support.legality_cases import CASES, Case
 
 from pypto_build.plugin.cli_common import ExitCode
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from chip_build.rendered import Render, render_program
+from _support.rendered import Render, render_program
 
 
 @pytest.fixture(scope="session")

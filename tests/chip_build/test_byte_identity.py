@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from _support.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, render_program
 
-from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, render_program
 from pypto_build.chip_build.builtin_variants import rail_renders
 from pypto_build.chip_build.checks.diffreport import compare_trees
 from pypto_build.chip_build.chips import get_chip

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
-from fakes.fake_simpler import commit_all, make_fake_runtime
+from _support.fake_toolkit import cann_toolchain
+from _support.fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
+from _support.fakes.fake_simpler import commit_all, make_fake_runtime
+from _support.trees import make_tree
 
-from chip_build.fake_toolkit import cann_toolchain
-from chip_build.trees import make_tree
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.compile import BuildFailed, compile_tree
 from pypto_build.chip_build.toolchains import (

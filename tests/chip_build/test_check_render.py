@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _support.rendered import ALL_CHIPS, PROGRAMS_DIR, render_program
 
-from chip_build.rendered import ALL_CHIPS, PROGRAMS_DIR, render_program
 from pypto_build.chip_build.checks import render as check_render_module
 from pypto_build.chip_build.checks.diffreport import (
     TreeDiff,

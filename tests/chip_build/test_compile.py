@@ -8,8 +8,8 @@ import json
 from pathlib import Path, PurePosixPath
 
 import pytest
+from _support.trees import INPUTS, kernel_source, make_tree, write_subbuild
 
-from chip_build.trees import INPUTS, kernel_source, make_tree, write_subbuild
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import (

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _support.rendered import RENDERED_STEMS, Render
 
-from chip_build.rendered import RENDERED_STEMS, Render
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR

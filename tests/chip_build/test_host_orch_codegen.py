@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.rendered import Render
 
-from chip_build.rendered import Render
 from pypto_build.chip_build.distributed_meta import Parameter, read_meta
 from pypto_build.chip_build.host_orch_codegen import (
     ENTRY_MARKER,

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.fake_cann import FakeCann, make_fake_cann
-from fakes.fake_simpler import make_fake_runtime
+from _support.fake_toolkit import cann_toolchain
+from _support.fakes.fake_cann import FakeCann, make_fake_cann
+from _support.fakes.fake_simpler import make_fake_runtime
+from _support.trees import make_tree
 
-from chip_build.fake_toolkit import cann_toolchain
-from chip_build.trees import make_tree
 from pypto_build.chip_build.compile import compile_tree, default_log_path
 from pypto_build.chip_build.toolchains import (
     Launcher,

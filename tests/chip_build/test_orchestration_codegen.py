@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from _support.rendered import ALL_CHIPS, Render
 
-from chip_build.rendered import ALL_CHIPS, Render
 from pypto_build.chip_build.orchestration_codegen import cpp_name
 
 

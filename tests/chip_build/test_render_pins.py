@@ -70,9 +70,9 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "92b2b37ec2428fbc56c36276dc8774cca1dba490c5c42e894bb9580bf6dc00fc",
-        "a3": "7d744dd727de57a4f34e6a198af61e5fd727af2e4096c074a45b84e5a414e456",
-        "a5": "bf07e1d13e9244a58eceff266fa2c421ba9b17aeaa7c363ff079daecd5a4c434",
+        "a2": "8243f8120b1d5399cbcf0c7e0508b91b9706e24e279a87c4860c5148ad3361d7",
+        "a3": "14ae126db2fdfb30381df12ed3b04718af754a3d1a204aff8f7823951f4a5561",
+        "a5": "7aafe214ab773eb57a3f12a879c088832625b4026a9f94d7309e7d821e822b99",
     },
     (
         "tests/programs/orchestration_features.py",

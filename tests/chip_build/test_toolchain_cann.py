@@ -9,11 +9,11 @@ import platform
 from pathlib import Path, PurePosixPath
 
 import pytest
-from fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann
-from fakes.fake_simpler import make_fake_runtime
+from _support.fake_toolkit import cann_toolchain
+from _support.fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann
+from _support.fakes.fake_simpler import make_fake_runtime
+from _support.trees import kernel_source, make_tree, write_subbuild
 
-from chip_build.fake_toolkit import cann_toolchain
-from chip_build.trees import kernel_source, make_tree, write_subbuild
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.chips import CoreType, get_chip
 from pypto_build.chip_build.compile import BuildFailed, compile_tree

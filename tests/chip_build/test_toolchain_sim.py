@@ -10,8 +10,8 @@ import sys
 from pathlib import Path, PurePosixPath
 
 import pytest
+from _support.trees import kernel_source, make_tree, write_subbuild
 
-from chip_build.trees import kernel_source, make_tree, write_subbuild
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.build import build
 from pypto_build.chip_build.chips import CoreType, get_chip

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from _support.hatch_projects import build_wheel, hook_environment
 from filelock import FileLock
-from plugin.hatch_projects import build_wheel, hook_environment
 
 pytestmark = [
     pytest.mark.slow,

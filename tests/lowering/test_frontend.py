@@ -9,8 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _support.ir_builders import PROGRAMS
 
-from lowering.ir_builders import PROGRAMS
 from pypto_build.lowering.frontend import parse_file, parse_source
 from pypto_build.lowering.ir import (
     BOOL,

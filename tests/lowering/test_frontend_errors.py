@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _support.ir_builders import SAMPLES
 
-from lowering.ir_builders import SAMPLES
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.frontend import parse_file, parse_source
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.ir_builders import DIST, SAMPLES, TENSOR, seq, stage_step
 
-from lowering.ir_builders import DIST, SAMPLES, TENSOR, seq, stage_step
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.frontend import parse_source
 from pypto_build.lowering.ir import (

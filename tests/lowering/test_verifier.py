@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _support.ir_builders import DIST, SAMPLES, TENSOR, seq, stage_step
 
-from lowering.ir_builders import DIST, SAMPLES, TENSOR, seq, stage_step
 from pypto_build.lowering import ops
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.frontend import parse_source

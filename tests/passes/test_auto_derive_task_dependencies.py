@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from _support.passes import parse_one, run_verified, self_calls
 
-from passes.helpers import parse_one, run_verified, self_calls
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import Program, get_attr
 from pypto_build.lowering.passes import (

@@ -8,8 +8,7 @@ import dataclasses
 import textwrap
 
 import pytest
-
-from passes.helpers import (
+from _support.passes import (
     builtin_kernel_calls,
     function,
     line_of,
@@ -20,6 +19,7 @@ from passes.helpers import (
     run_verified,
     with_function,
 )
+
 from pypto_build.lowering.analysis.contiguity import ContiguityAnalysis, Violation
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-from passes.helpers import direction_names, parse_one, run_verified, self_calls
+from _support.passes import direction_names, parse_one, run_verified, self_calls
+
 from pypto_build.lowering.ir import GlobalVar, Program, get_attr
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.passes import DeriveCallDirections

@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from _support.passes import parse_one, run_verified
 
-from passes.helpers import parse_one, run_verified
 from pypto_build.lowering.ir import Program
 from pypto_build.lowering.passes import FuseCreateAssembleToSlice
 

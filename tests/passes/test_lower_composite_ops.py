@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from _support.passes import PROGRAMS, located, parse_one, pass_error, position
 
-from passes.helpers import PROGRAMS, located, parse_one, pass_error, position
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import Program

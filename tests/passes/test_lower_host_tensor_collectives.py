@@ -8,8 +8,7 @@ import dataclasses
 import textwrap
 
 import pytest
-
-from passes.helpers import (
+from _support.passes import (
     FILE,
     HOST_A2AV,
     HOST_PRELUDE,
@@ -24,6 +23,7 @@ from passes.helpers import (
     span_location,
     with_function,
 )
+
 from pypto_build.lowering.diagnostics import SYNTHETIC, InternalError, ProgramError, Span
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (

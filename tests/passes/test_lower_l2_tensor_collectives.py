@@ -6,8 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
-from passes.helpers import (
+from _support.passes import (
     PROGRAMS,
     builtin_kernel_calls,
     callees,
@@ -18,6 +17,7 @@ from passes.helpers import (
     position,
     run_verified,
 )
+
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (

@@ -7,8 +7,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
-from passes.helpers import (
+from _support.passes import (
     HOST_A2AV,
     HOST_PRELUDE,
     HOST_WINDOWS,
@@ -22,6 +21,7 @@ from passes.helpers import (
     run_verified,
     span_location,
 )
+
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (

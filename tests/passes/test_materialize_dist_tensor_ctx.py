@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from passes.helpers import (
+from _support.passes import (
     direction_names,
     function,
     parse_one,
@@ -13,6 +13,7 @@ from passes.helpers import (
     run_verified,
     self_calls,
 )
+
 from pypto_build.lowering.ir import (
     Call,
     CommCtxType,

@@ -4,8 +4,8 @@ of the chip's own pipeline with the kernel ABI's trailing contexts; a wrong orde
 from __future__ import annotations
 
 import pytest
+from _support.passes import PROGRAMS, direction_names, function, self_calls
 
-from passes.helpers import PROGRAMS, direction_names, function, self_calls
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
     Call,

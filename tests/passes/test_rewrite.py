@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from _support.passes import function, parse_one
 
-from passes.helpers import function, parse_one
 from pypto_build.lowering.ir import (
     INDEX,
     AssignStmt,

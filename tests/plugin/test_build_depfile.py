@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _support.console import run_cli
 
-from plugin.console import run_cli
 from pypto_build.builtins import default_registry, include_dir
 from pypto_build.chip_build.cache import read_depfile
 from pypto_build.chip_build.fs import walk_files

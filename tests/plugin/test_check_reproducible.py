@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _support.console import run_cli
+from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environment
 
-from plugin.console import run_cli
-from plugin.hatch_projects import build_wheel, copy_sample, edit, hook_environment
 from pypto_build.chip_build.checks.diffreport import find_diffoscope
 from pypto_build.chip_build.checks.wheel_diff import check_wheels
 from pypto_build.chip_build.checks.wheels import missing_build_requirements

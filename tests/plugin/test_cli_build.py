@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
-from fakes.fake_simpler import commit_all, make_fake_runtime
+from _support.console import run_cli
+from _support.fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
+from _support.fakes.fake_simpler import commit_all, make_fake_runtime
 
-from plugin.console import run_cli
 from pypto_build.chip_build.build import BuildResult
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.plugin import project_build

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _support.hatch_projects import build_sdist, build_wheel, copy_sample, edit, hook_environment
 from hatchling.builders.wheel import WheelBuilder
 from hatchling.plugin.manager import PluginManager
 from packaging.tags import sys_tags
 
-from plugin.hatch_projects import build_sdist, build_wheel, copy_sample, edit, hook_environment
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.plugin.hatch import (

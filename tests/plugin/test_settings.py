@@ -13,10 +13,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _support.settings_corpus import CASES, Case
 from validate_pyproject import api as validate_pyproject
 from validate_pyproject.error_reporting import ValidationError
 
-from plugin.settings_corpus import CASES, Case
 from pypto_build.plugin import settings as settings_module
 from pypto_build.plugin.settings import (
     DOCS_BEGIN,

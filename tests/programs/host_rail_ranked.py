@@ -5,7 +5,8 @@ In ``host_rail_fp32.py`` every rank's ``consume_fp32`` writes the whole ``out``,
 after a run depends on which rank wrote last (an ``OUTPUT_EXISTING`` overwrite takes no
 dependency, upstream or here). Here rank ``r`` stages rows ``[r*TOTAL, (r+1)*TOTAL)`` of ``inp``
 and writes the same rows of ``out``. ``stage_step`` computes the send counts from the ranks, so
-``out`` is a function of ``inp`` alone: ``tests/sim/goldens.py`` (``pipeline_golden``) gives it.
+``out`` is a function of ``inp`` alone: ``pipeline_golden`` of ``tests/_support/goldens.py``
+gives it.
 The upstream compatibility check (``compat/``) runs this program on PyPTO's runtime; its HOST
 orchestrator is deliberately not named ``host_orch``.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from loopback import Nginx, nginx
+from _support.loopback import Nginx, nginx
 
 
 @pytest.fixture(scope="session")

@@ -12,11 +12,23 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from loopback import LOOPBACK, distccd, find_program, free_port, redis_server, sccache_server
+from _support.loopback import (
+    LOOPBACK,
+    distccd,
+    find_program,
+    free_port,
+    redis_server,
+    sccache_server,
+)
+from _support.scaling_samples import (
+    SAMPLE_COMPILES,
+    SAMPLE_SOURCES,
+    copy_sample,
+    machine_environment,
+)
 
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.toolchains import launcher_jobs, resolve_launcher
-from scaling.samples import SAMPLE_COMPILES, SAMPLE_SOURCES, copy_sample, machine_environment
 
 CHIPS = ("a3", "a5")
 

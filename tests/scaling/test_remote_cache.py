@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
-from chip_build.trees import make_tree
-from loopback import LOOPBACK, Nginx, free_port, hanging_port
+from _support.loopback import LOOPBACK, Nginx, free_port, hanging_port
+from _support.trees import make_tree
 
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import CompileReport, compile_tree

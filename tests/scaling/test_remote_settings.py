@@ -8,9 +8,15 @@ import base64
 from pathlib import Path
 
 import pytest
-from chip_build.trees import make_tree
-from loopback import PASSWORD, USER, Nginx
-from plugin.console import run_cli
+from _support.console import run_cli
+from _support.loopback import PASSWORD, USER, Nginx
+from _support.scaling_samples import (
+    SAMPLE_COMPILES,
+    SAMPLE_SOURCES,
+    copy_sample,
+    machine_environment,
+)
+from _support.trees import make_tree
 
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import compile_tree
@@ -18,7 +24,6 @@ from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier, auth_hea
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.plugin.project_build import remote_specs
 from pypto_build.plugin.settings import SettingsError, apply_environment, settings_from_table
-from scaling.samples import SAMPLE_COMPILES, SAMPLE_SOURCES, copy_sample, machine_environment
 
 PROGRAMS = {"programs": ["p.py"], "package": "pkg/_kernels"}
 

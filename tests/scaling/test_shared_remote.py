@@ -10,9 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from loopback import Nginx
-
-from scaling.samples import SAMPLE_COMPILES, SAMPLE_SOURCES, copy_sample, machine_environment
+from _support.loopback import Nginx
+from _support.scaling_samples import (
+    SAMPLE_COMPILES,
+    SAMPLE_SOURCES,
+    copy_sample,
+    machine_environment,
+)
 
 
 def _wheel(machine: Path, url: str) -> tuple[Path, dict[str, int]]:

@@ -10,6 +10,24 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from _support.goldens import (
+    SKEW_CASES,
+    Exchange,
+    exchange,
+    payload,
+    salt,
+    skew_counts,
+    uniform_counts,
+)
+from _support.sim_programs import (
+    MAX_RECV,
+    ROUNDS,
+    SIZE,
+    BuildProgram,
+    ChipRail,
+    HostRail,
+    NonContiguous,
+)
 
 from pypto_build import sim
 from pypto_build.chip_build.runtime_types import DataType, TensorArgType
@@ -24,16 +42,6 @@ from pypto_build.chip_build.sim.program import open_chip_build
 from pypto_build.chip_build.sim.runtime import load_runtime
 from pypto_build.chip_build.sim.tensors import SimTensor
 from pypto_build.chip_build.sim.world import Timeouts, World
-from sim.goldens import (
-    SKEW_CASES,
-    Exchange,
-    exchange,
-    payload,
-    salt,
-    skew_counts,
-    uniform_counts,
-)
-from sim.programs import MAX_RECV, ROUNDS, SIZE, BuildProgram, ChipRail, HostRail, NonContiguous
 
 #: Added to the payload of the second round (the upstream multicore test's round offset).
 ROUND_OFFSET = 10000

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _support.goldens import exchange, payload, uniform_counts
+from _support.sim_programs import MAX_RECV, ROUNDS, SIZE, BuildProgram, HostRail
 
 from pypto_build import sim
 from pypto_build.plugin.cli import UsageError
 from pypto_build.plugin.cli_run import register
 from pypto_build.sim import BuildTreeError
-from sim.goldens import exchange, payload, uniform_counts
-from sim.programs import MAX_RECV, ROUNDS, SIZE, BuildProgram, HostRail
 
 NR = 2
 TOTAL = NR * MAX_RECV

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import pytest
+from _support.goldens import skew_counts
+from _support.sim_programs import MAX_RECV, SIZE, BuildProgram, Indexed
 
 from pypto_build import sim
-from sim.goldens import skew_counts
-from sim.programs import MAX_RECV, SIZE, BuildProgram, Indexed
 
 NR = 2
 ROWS = 10

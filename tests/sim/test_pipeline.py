@@ -4,10 +4,10 @@ kernel, with tests/programs/chip_pipeline.py's hand-written kernels, against a N
 from __future__ import annotations
 
 import numpy as np
+from _support.goldens import payload, pipeline_golden
+from _support.sim_programs import MAX_RECV, SIZE, BuildProgram, Pipeline
 
 from pypto_build import sim
-from sim.goldens import payload, pipeline_golden
-from sim.programs import MAX_RECV, SIZE, BuildProgram, Pipeline
 
 NR = 4
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from chip_build.trees import write_subbuild
+from _support.trees import write_subbuild
 
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.chips import CoreType

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from sim.programs import COPY_PAIRS
+from _support.sim_programs import COPY_PAIRS
 
 from pypto_build.builtins import ENTRY_POINT_GROUP, default_registry, resolve
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sim.programs import MAX_RECV, SIZE
+from _support.sim_programs import MAX_RECV, SIZE
 
 #: The upstream skew cases, in the order the salt formula indexes them.
 SKEW_CASES = ("negative", "one_and_full", "over_capacity", "zero_and_full")

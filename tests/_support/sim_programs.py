@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "sim"
 #: The staging/draining kernel of every test program here.
 COPY_PAIRS = HERE / "kernels" / "copy_pairs.cpp"
 #: The hand-written kernels of tests/programs/chip_pipeline.py.

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fakes.fake_cann import FakeCann
-
+from _support.fakes.fake_cann import FakeCann
 from pypto_build.chip_build.toolchains import CannToolchain, TargetSettings, select_toolchain
 
 
