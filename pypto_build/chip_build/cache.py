@@ -27,11 +27,24 @@ Layout (``v1`` is the format; a new format gets a new directory)::
     <root>/v1/last-build.json   hits and misses of the last recorded build
 
 An entry is built in a staging directory, its manifest (with the artifact's SHA-256) written
-last, and published with one atomic rename, so a reader sees a whole entry or none. Reads
-verify the manifest and the artifact's hash; anything else is a miss and the entry is removed.
-The per-key file lock only keeps two builders from compiling the same key at once; a lock that
-cannot be had in time means compiling without the cache, never failing or hanging the build.
-A hit refreshes the manifest's modification time, the "last use" that pruning evicts by.
+last, and published with one atomic rename, so a reader sees a whole entry or none. A staging
+directory is locked while in use, so ``prune`` can tell a killed build's leftovers from a
+running build's work. The per-key file lock only keeps two builders from compiling the same key
+at once; a lock that cannot be had in time means compiling without the cache, never failing or
+hanging the build. A hit refreshes the manifest's modification time, the "last use" that
+pruning evicts by.
+
+The cache trusts nothing it reads, because anything can be left in a folder: a killed build's
+half, a flipped bit, a link planted by another program. So no path inside the cache is followed
+through a symbolic link for writing (its folders are checked to be real folders, its lock files
+to be regular files, and filelock opens them without following a link), and an entry is used
+only when its folder, manifest and artifact are real files, the manifest is well formed and
+names its own entry (the folder's name is the hash of the key and the recorded dependencies, so
+a flipped dependency hash shows), every dependency is a path inside the tree (relative, no
+``..``) or an absolute path without ``..``, and every one is a regular file: reading a FIFO or
+``/dev/zero`` would hang the build. Anything else is a damaged entry: evicted, with one warning
+line, and rebuilt. A cache that cannot be used at all (its folder is a file or read-only, a
+lock cannot be opened) means compiling without it, with one warning, never a failed build.
 
 An optional remote tier (:mod:`pypto_build.chip_build.remote_cache`) is asked on a local miss,
 under the key's lock; its entries are verified as local ones are and a hit is published locally
@@ -41,21 +54,25 @@ like a compile. Every entry this cache publishes from a compile is queued for up
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import stat
+import sys
 import tempfile
-import time
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
 
-from pypto_build.chip_build.fs import atomic_write_text, sha256_file
+from pypto_build.chip_build.fs import atomic_write_text
 from pypto_build.chip_build.remote_cache import RemoteTier
+from pypto_build.files import NotRegularFile, is_regular, read_regular, sha256_regular
 
 FORMAT = "v1"
 #: How cache keys and entries name pypto-build's package folder.
@@ -82,8 +99,6 @@ PACKAGE = PackageFolder(Path(__file__).resolve().parents[1])
 _MANIFEST = "manifest.json"
 _ARTIFACT = "artifact"
 _LAST_BUILD = "last-build.json"
-#: Staging directories older than this are leftovers of a killed build; prune removes them.
-_STALE_STAGING_SECONDS = 24 * 3600
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -228,16 +243,37 @@ class _Entry:
     size: int
 
 
+class _Damaged(Exception):
+    """An entry that cannot be what this cache published: evicted, with one warning."""
+
+
+class _Unusable(Exception):
+    """The cache's folder cannot be used at all (a file, read-only, a lock that cannot be
+    taken): the build compiles without it, with one warning."""
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
+
+
 class CompileCache:
     """The cache at ``root`` (see the module docstring)."""
 
     def __init__(
-        self, root: Path, *, lock_timeout: float = 600.0, remote: RemoteTier | None = None
+        self,
+        root: Path,
+        *,
+        lock_timeout: float = 600.0,
+        remote: RemoteTier | None = None,
+        warn: Callable[[str], None] = _warn_stderr,
     ) -> None:
         self.root = root
         self.lock_timeout = lock_timeout
         self.remote = remote
         self._base = root / FORMAT
+        self._warn = warn
+        self._warned: set[str] = set()
+        self._warn_lock = threading.Lock()
         # File hashes by (path, size, mtime, inode): dependency checks of many kernels share
         # the same headers. Files are not expected to change during one build.
         self._hashes: dict[tuple[str, int, int, int], str] = {}
@@ -246,24 +282,44 @@ class CompileCache:
 
     def fetch_or_build(self, key: str, tree: Path, build: Callable[[Path], Built]) -> Fetched:
         """The artifact for compile ``key`` of a source in ``tree``: a valid entry whose
-        dependencies are unchanged, else ``build(staging_dir)`` run and published."""
+        dependencies are unchanged, else ``build(staging_dir)`` run and published. A cache
+        that cannot be used means ``build`` runs in a private folder, with one warning."""
+        try:
+            return self._fetch_or_build(key, tree, build)
+        except _Unusable as trouble:
+            self._warn_once(
+                "unusable",
+                f"compile cache {self.root} is unusable ({trouble}); compiling without it",
+            )
+            return Fetched(_build_uncached(build), hit=False)
+
+    def _fetch_or_build(self, key: str, tree: Path, build: Callable[[Path], Built]) -> Fetched:
         data = self._lookup(key, tree)
         if data is not None:
             return Fetched(data, hit=True)
-        lock_path = self._base / "locks" / key[:2] / f"{key}.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = self._key_lock(key)
         try:
-            with filelock.FileLock(lock_path, timeout=self.lock_timeout):
-                data = self._lookup(key, tree)  # another builder may have just published it
-                if data is not None:
-                    return Fetched(data, hit=True)
-                data = self._remote_lookup(key, tree)
-                if data is not None:
-                    return Fetched(data, hit=True, remote=True)
-                return Fetched(self._build_and_publish(key, tree, build), hit=False)
+            lock.acquire()
         except filelock.Timeout:
-            with self._staging() as work:
-                return Fetched(build(work).artifact.read_bytes(), hit=False)
+            self._warn_once(
+                "lock-timeout",
+                f"compile cache {self.root}: a lock was not free within {self.lock_timeout:g} s; "
+                "compiling without the cache",
+            )
+            return Fetched(_build_uncached(build), hit=False)
+        except OSError as exc:
+            raise _Unusable(f"lock {lock.lock_file}: {exc.strerror or exc}") from None
+        try:
+            data = self._lookup(key, tree)  # another builder may have just published it
+            if data is not None:
+                return Fetched(data, hit=True)
+            data = self._remote_lookup(key, tree)
+            if data is not None:
+                return Fetched(data, hit=True, remote=True)
+            return Fetched(self._build_and_publish(key, tree, build), hit=False)
+        finally:
+            with contextlib.suppress(OSError):
+                lock.release()
 
     @contextlib.contextmanager
     def fetch_or_build_file(
@@ -272,80 +328,196 @@ class CompileCache:
         """:meth:`fetch_or_build`, for a consumer that needs the artifact as a file (the
         dynamic loader): a private copy named ``name``, beside the entries and removed when the
         context exits. The entry stays the only lasting copy, so what :meth:`stats` counts and
-        :meth:`prune` evicts is everything the cache holds."""
+        :meth:`prune` evicts is everything the cache holds. An unusable cache puts the copy in
+        a private temporary folder instead."""
         data = self.fetch_or_build(key, tree, build).data
-        with self._staging() as work:
+        with contextlib.ExitStack() as stack:
+            try:
+                work = stack.enter_context(self._staging())
+            except _Unusable:
+                work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pypto-build-")))
             path = work / name
             path.write_bytes(data)
             yield path
+
+    def _warn_once(self, topic: str, message: str) -> None:
+        with self._warn_lock:
+            if topic in self._warned:
+                return
+            self._warned.add(topic)
+        self._warn(message)
+
+    # --- folders that are never links ------------------------------------------------------
+
+    def _dir(self, *parts: str) -> Path:
+        """``<root>/v1/<parts...>``, each folder created when missing and checked to be a real
+        folder, not a link: a planted link must never make the cache write outside itself.
+        A link or file where a folder belongs is removed (the link, never its target); a
+        folder that cannot be had makes the cache unusable."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            if not self.root.is_dir():
+                raise _Unusable(f"{self.root} is not a folder")
+            path = self._base
+            self._real_dir(path)
+            for part in parts:
+                path = path / part
+                self._real_dir(path)
+            return path
+        except OSError as exc:
+            raise _Unusable(f"{exc.filename or self.root}: {exc.strerror or exc}") from None
+
+    def _real_dir(self, path: Path) -> None:
+        try:
+            os.mkdir(path)
+            return
+        except FileExistsError:
+            pass
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            return
+        self._warn(f"compile cache: removed {path}, which is not a folder (a link or a file)")
+        _remove_path(path)
+        os.mkdir(path)
+
+    def _existing_dir(self, path: Path) -> bool:
+        """Whether ``path`` (inside the cache) is a real folder; a link or file there is
+        removed."""
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return False
+        if stat.S_ISDIR(mode):
+            return True
+        self._warn(f"compile cache: removed {path}, which is not a folder (a link or a file)")
+        with contextlib.suppress(OSError):
+            _remove_path(path)
+        return False
+
+    def _key_lock(self, key: str) -> filelock.FileLock:
+        """The key's lock, its file checked to be a regular file and never a link (filelock
+        opens it without following one, the floor pyproject.toml pins)."""
+        path = self._dir("locks", key[:2]) / f"{key}.lock"
+        self._clear_non_regular(path)
+        return filelock.FileLock(path, timeout=self.lock_timeout)
+
+    def _clear_non_regular(self, path: Path) -> None:
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise _Unusable(f"{path}: {exc.strerror or exc}") from None
+        if stat.S_ISREG(mode):
+            return
+        self._warn(f"compile cache: removed {path}, which is not a regular file (a link?)")
+        try:
+            _remove_path(path)
+        except OSError as exc:
+            raise _Unusable(f"{path}: {exc.strerror or exc}") from None
+
+    # --- lookups ---------------------------------------------------------------------------
 
     def _key_dir(self, key: str) -> Path:
         return self._base / "entries" / key[:2] / key
 
     def _lookup(self, key: str, tree: Path) -> bytes | None:
         key_dir = self._key_dir(key)
+        if not all(
+            self._existing_dir(path) for path in (self._base / "entries", key_dir.parent, key_dir)
+        ):
+            return None
         try:
             candidates = sorted(key_dir.iterdir())
         except OSError:
             return None
         for entry in candidates:
             try:
-                manifest = json.loads((entry / _MANIFEST).read_text(encoding="utf-8"))
-                artifact, dependencies = _parse_manifest(manifest, key)
-            except FileNotFoundError:
-                if entry.exists():  # an entry without a manifest was never published whole
-                    self._remove(entry)
+                data = self._read_entry(entry, key, tree)
+            except _Damaged as damage:
+                self._evict(entry, str(damage))
                 continue
-            except (OSError, ValueError):  # json.JSONDecodeError is a ValueError
-                self._remove(entry)
-                continue
-            if not all(self._matches(dep, tree) for dep in dependencies):
-                continue
-            try:
-                data = (entry / _ARTIFACT).read_bytes()
-            except OSError:
-                self._remove(entry)
-                continue
-            if hashlib.sha256(data).hexdigest() != artifact:
-                self._remove(entry)
-                continue
-            with contextlib.suppress(OSError):  # pruned meanwhile: the bytes are still good
-                os.utime(entry / _MANIFEST)
-            return data
+            if data is not None:
+                return data
         return None
 
-    def _matches(self, dependency: _Dependency, tree: Path) -> bool:
-        return self._file_hash(dependency.resolve(tree)) == dependency.sha256
+    def _read_entry(self, entry: Path, key: str, tree: Path) -> bytes | None:
+        """The artifact of ``entry`` when its recorded files all have their recorded hashes,
+        None when one differs; :class:`_Damaged` when the entry is not one this cache could
+        have published."""
+        if not self._existing_dir(entry):
+            raise _Damaged("not a folder")
+        try:
+            manifest = json.loads(read_regular(entry / _MANIFEST, follow_symlinks=False))
+        except FileNotFoundError:
+            raise _Damaged("no manifest") from None
+        except OSError as exc:
+            raise _Damaged(f"manifest: {exc.strerror or exc}") from None
+        except ValueError:
+            raise _Damaged("manifest is not JSON") from None
+        try:
+            artifact, dependencies = _parse_manifest(manifest, key)
+        except ValueError as exc:
+            raise _Damaged(str(exc)) from None
+        if entry.name != _entry_name(key, dependencies):
+            raise _Damaged("the manifest's dependencies do not match the entry's name")
+        if not self._dependencies_match(dependencies, tree):
+            return None
+        try:
+            data = read_regular(entry / _ARTIFACT, follow_symlinks=False)
+        except OSError as exc:
+            raise _Damaged(f"artifact: {exc.strerror or exc}") from None
+        if hashlib.sha256(data).hexdigest() != artifact:
+            raise _Damaged("artifact does not have the manifest's SHA-256")
+        with contextlib.suppress(OSError):  # pruned meanwhile: the bytes are still good
+            os.utime(entry / _MANIFEST, follow_symlinks=False)
+        return data
+
+    def _dependencies_match(self, dependencies: Sequence[_Dependency], tree: Path) -> bool:
+        return all(self._file_hash(dep.resolve(tree)) == dep.sha256 for dep in dependencies)
 
     def _file_hash(self, path: Path) -> str | None:
+        """The SHA-256 of the regular file ``path``; None when it is missing (a changed
+        header is a miss); :class:`_Damaged` when it is a FIFO, a device or a folder, which no
+        compile reads as a header."""
         try:
             status = path.stat()
         except OSError:
             return None
+        if not stat.S_ISREG(status.st_mode):
+            raise _Damaged(f"names {path}, which is not a regular file")
         memo_key = (str(path), status.st_size, status.st_mtime_ns, status.st_ino)
         digest = self._hashes.get(memo_key)
         if digest is None:
-            digest = sha256_file(path)
+            try:
+                digest = sha256_regular(path)
+            except NotRegularFile:
+                raise _Damaged(f"names {path}, which is not a regular file") from None
+            except OSError:
+                return None
             self._hashes[memo_key] = digest
         return digest
 
+    def _evict(self, entry: Path, reason: str) -> None:
+        self._warn(f"compile cache: evicted damaged entry {entry} ({reason}); rebuilding")
+        self._remove(entry)
+
     def _remote_lookup(self, key: str, tree: Path) -> bytes | None:
         """The artifact of the first remote entry whose manifest is sound and whose recorded
-        files all have their recorded hashes here, published locally; None on a miss."""
+        files all have their recorded hashes here, published locally; None on a miss. A
+        remote entry is checked exactly as a local one is."""
         if self.remote is None:
             return None
         for entry in self.remote.entries(key):
             try:
                 artifact, dependencies = _parse_manifest(entry.manifest, key)
-            except ValueError as exc:
+                if not self._dependencies_match(dependencies, tree):
+                    continue
+            except (ValueError, _Damaged) as exc:
                 entry.damaged(str(exc))
-                continue
-            if not all(self._matches(dep, tree) for dep in dependencies):
                 continue
             data = entry.artifact(artifact)
             if data is not None:
-                with self._staging() as work:
-                    self._publish(work, key, data, dependencies)
+                self._try_publish(key, data, dependencies)
                 return data
         return None
 
@@ -354,6 +526,8 @@ class CompileCache:
         if self.remote is not None:
             self.remote.flush()
 
+    # --- publishing ------------------------------------------------------------------------
+
     def _build_and_publish(self, key: str, tree: Path, build: Callable[[Path], Built]) -> bytes:
         with self._staging() as work:
             staging = work / "build"
@@ -361,14 +535,28 @@ class CompileCache:
             built = build(staging)
             data = built.artifact.read_bytes()
             recorded = [self._record(path, tree) for path in built.dependencies]
-            dependencies = [dep for dep in recorded if dep is not None]
-            if len(dependencies) != len(recorded):
-                # A file the compiler read is gone: nothing could verify this entry later.
-                return data
-            manifest = self._publish(work, key, data, dependencies)
-        if self.remote is not None:
+        dependencies = [dep for dep in recorded if dep is not None]
+        if len(dependencies) != len(recorded):
+            # A file the compiler read is gone: nothing could verify this entry later.
+            return data
+        manifest = self._try_publish(key, data, dependencies)
+        if manifest is not None and self.remote is not None:
             self.remote.upload(key, manifest, data)
         return data
+
+    def _try_publish(
+        self, key: str, data: bytes, dependencies: Sequence[_Dependency]
+    ) -> dict[str, object] | None:
+        """:meth:`_publish`; a cache that cannot take the entry (full, read-only) costs a
+        warning, never the build that has the artifact in hand."""
+        try:
+            with self._staging() as work:
+                return self._publish(work, key, data, dependencies)
+        except (OSError, _Unusable) as exc:
+            self._warn_once(
+                "publish", f"compile cache {self.root}: cannot store compiles ({exc}); going on"
+            )
+            return None
 
     def _publish(
         self, work: Path, key: str, data: bytes, dependencies: Sequence[_Dependency]
@@ -387,17 +575,16 @@ class CompileCache:
         atomic_write_text(
             entry / _MANIFEST, json.dumps(manifest, indent=1, sort_keys=True), fsync=True
         )
-        name = _digest_json([key, manifest["dependencies"]])
-        final = self._key_dir(key) / name
-        try:
-            final.parent.mkdir(parents=True, exist_ok=True)
+        final = self._dir("entries", key[:2], key) / _entry_name(key, dependencies)
+        with contextlib.suppress(OSError):  # the same entry is already published
             os.rename(entry, final)
-        except OSError:
-            pass  # the same entry is already published, or a prune removed the key dir
         return manifest
 
     def _record(self, path: Path, tree: Path) -> _Dependency | None:
-        digest = self._file_hash(path)
+        try:
+            digest = self._file_hash(path)
+        except _Damaged:
+            return None
         if digest is None:
             return None
         if path.is_relative_to(tree):
@@ -406,34 +593,45 @@ class CompileCache:
 
     @contextlib.contextmanager
     def _staging(self) -> Iterator[Path]:
-        """A private directory beside the entries (same file system: renames are atomic)."""
-        tmp = self._base / "tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(dir=tmp))
+        """A private directory beside the entries (same file system: renames are atomic),
+        locked while in use: :meth:`prune` removes the staging folders whose lock is free,
+        those of killed builds."""
         try:
+            work = Path(tempfile.mkdtemp(dir=self._dir("tmp")))
+            fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise _Unusable(f"staging: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             yield work
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            os.close(fd)
 
     def _remove(self, entry: Path) -> None:
         """Remove an entry: first renamed out of entries/ (atomically gone for readers)."""
-        tmp = self._base / "tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        doomed = Path(tempfile.mkdtemp(dir=tmp))
-        with contextlib.suppress(OSError):  # another process removed it first
-            os.rename(entry, doomed / "entry")
-        shutil.rmtree(doomed, ignore_errors=True)
+        try:
+            # contextlib.suppress: another process removed it first
+            with self._staging() as doomed, contextlib.suppress(OSError):
+                os.rename(entry, doomed / "entry")
+        except _Unusable:
+            with contextlib.suppress(OSError):
+                _remove_path(entry)
 
     # --- statistics and pruning ------------------------------------------------------------
 
     def record_build(self, counts: BuildCounts) -> None:
-        """Remember a build's hits and misses for :meth:`stats`."""
+        """Remember a build's hits and misses for :meth:`stats` (silently not, when the cache
+        cannot be written: the build itself has succeeded)."""
         document = {
             "hits": counts.hits,
             "misses": counts.misses,
             "remote_hits": counts.remote_hits,
         }
-        atomic_write_text(self._base / _LAST_BUILD, json.dumps(document, sort_keys=True) + "\n")
+        with contextlib.suppress(OSError, _Unusable):
+            atomic_write_text(
+                self._dir() / _LAST_BUILD, json.dumps(document, sort_keys=True) + "\n"
+            )
 
     def stats(self) -> CacheStats:
         """Entry count, total size and the last recorded build's counts."""
@@ -447,20 +645,24 @@ class CompileCache:
 
     def _last_build(self) -> BuildCounts | None:
         try:
-            document = json.loads((self._base / _LAST_BUILD).read_text(encoding="utf-8"))
+            document = json.loads(read_regular(self._base / _LAST_BUILD, follow_symlinks=False))
             return BuildCounts(
                 hits=int(document["hits"]),
                 misses=int(document["misses"]),
                 remote_hits=int(document.get("remote_hits", 0)),
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def prune(self, max_size: int) -> PruneResult:
         """Evict least recently used entries until the entries total at most ``max_size``
-        bytes (0 empties the cache); also drops staging left behind by killed builds."""
-        lock_path = self._base / "locks" / "prune.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        bytes (0 empties the cache); also drops the staging folders of killed builds (raises
+        :class:`OSError` when the cache cannot be written)."""
+        try:
+            lock_path = self._dir("locks") / "prune.lock"
+            self._clear_non_regular(lock_path)
+        except _Unusable as trouble:
+            raise OSError(f"compile cache {self.root} is unusable ({trouble})") from None
         with filelock.FileLock(lock_path, timeout=self.lock_timeout):
             entries = sorted(self._entries(), key=lambda entry: (entry.last_use, entry.path))
             total = sum(entry.size for entry in entries)
@@ -473,7 +675,7 @@ class CompileCache:
                     entry.path.parent.rmdir()
                 total -= entry.size
                 removed.append(entry)
-            self._remove_stale_staging()
+            self._remove_killed_staging()
         return PruneResult(
             removed_entries=len(removed),
             removed_bytes=sum(entry.size for entry in removed),
@@ -482,29 +684,75 @@ class CompileCache:
         )
 
     def _entries(self) -> list[_Entry]:
+        """Every entry folder, found without following a link (a link is not an entry)."""
         entries: list[_Entry] = []
-        root = self._base / "entries"
-        if not root.is_dir():
-            return entries
-        for entry in sorted(root.glob("*/*/*")):
+        for entry in _real_subdirs(self._base / "entries", depth=3):
             try:
-                size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+                files = [f for f in entry.iterdir() if f.is_file() and not f.is_symlink()]
+                size = sum(f.lstat().st_size for f in files)
                 manifest = entry / _MANIFEST
-                last_use = (manifest if manifest.exists() else entry).stat().st_mtime
+                last_use = (manifest if is_regular(manifest) else entry).lstat().st_mtime
             except OSError:
                 continue  # removed meanwhile
             entries.append(_Entry(entry, last_use, size))
         return entries
 
-    def _remove_stale_staging(self) -> None:
+    def _remove_killed_staging(self) -> None:
+        """Remove every staging folder no live process holds (their builds were killed)."""
         tmp = self._base / "tmp"
-        if not tmp.is_dir():
+        if not self._existing_dir(tmp):
             return
-        cutoff = time.time() - _STALE_STAGING_SECONDS
         for work in sorted(tmp.iterdir()):
+            try:
+                fd = os.open(work, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    _remove_path(work)  # a link or a file: never one of ours
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # in use by a running build
+            else:
+                shutil.rmtree(work, ignore_errors=True)
+            finally:
+                os.close(fd)
+
+
+def _build_uncached(build: Callable[[Path], Built]) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
+        return build(Path(stage)).artifact.read_bytes()
+
+
+def _entry_name(key: str, dependencies: Sequence[_Dependency]) -> str:
+    """An entry's folder name: the key and its dependencies, so one key holds one entry per
+    set of header contents, and a manifest altered after publishing no longer matches."""
+    return _digest_json([key, [dep.as_json() for dep in dependencies]])
+
+
+def _remove_path(path: Path) -> None:
+    """Remove ``path`` itself: a link is unlinked, never followed; a folder is removed with
+    everything in it (rmtree follows no link either)."""
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def _real_subdirs(root: Path, depth: int) -> list[Path]:
+    """The folders ``depth`` levels below ``root``, through real folders only, sorted."""
+    level = [root] if root.is_dir() and not root.is_symlink() else []
+    for _ in range(depth):
+        found: list[Path] = []
+        for folder in level:
             with contextlib.suppress(OSError):
-                if work.stat().st_mtime < cutoff:
-                    shutil.rmtree(work, ignore_errors=True)
+                found += [
+                    Path(item.path)
+                    for item in os.scandir(folder)
+                    if item.is_dir(follow_symlinks=False)
+                ]
+        level = sorted(found)
+    return level
 
 
 def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]:
@@ -527,8 +775,24 @@ def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]
         path, in_tree, digest = item.get("path"), item.get("in_tree"), item.get("sha256")
         if not (isinstance(path, str) and isinstance(in_tree, bool) and isinstance(digest, str)):
             raise ValueError("malformed dependency")
+        if _SHA256.fullmatch(digest) is None:
+            raise ValueError("dependency hash is not a SHA-256")
+        _check_dependency_path(path, in_tree)
         dependencies.append(_Dependency(path, in_tree, digest))
     return artifact, dependencies
+
+
+def _check_dependency_path(path: str, in_tree: bool) -> None:
+    """A recorded dependency is a normalized path: inside the tree, relative; elsewhere,
+    absolute. Neither ever climbs with ``..``, so an entry cannot name a file the compile
+    did not read from where the cache recorded it (ValueError otherwise)."""
+    parts = path.split("/")
+    if "\0" in path or ".." in parts or "." in parts:
+        raise ValueError(f"dependency path {path!r} is not normalized")
+    if in_tree and (path.startswith("/") or "" in parts):
+        raise ValueError(f"in-tree dependency {path!r} leaves the tree")
+    if not in_tree and (not path.startswith("/") or "" in parts[1:]):
+        raise ValueError(f"dependency {path!r} is not an absolute path")
 
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -397,7 +397,11 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 def _cache_prune(args: argparse.Namespace) -> int:
     cache = CompileCache(default_cache_dir())
-    result = cache.prune(0 if args.all else args.max_size)
+    try:
+        result = cache.prune(0 if args.all else args.max_size)
+    except OSError as err:  # a cache folder that cannot be written: nothing to prune there
+        print_error(str(err))
+        return ExitCode.PROGRAM_ERROR
     if args.json:
         document = {
             "removed_entries": result.removed_entries,

@@ -78,14 +78,14 @@ def remote_specs(settings: PyptoSettings) -> list[RemoteSpec]:
 
 def project_cache(settings: PyptoSettings, *, warnings: TextIO = sys.stderr) -> CompileCache:
     """The user's compile cache (``$PYPTO_CACHE_DIR``, else the default folder) with the remote
-    tier the settings name; the remote's warnings go to ``warnings``."""
+    tier the settings name; the warnings of both tiers go to ``warnings``."""
     specs = remote_specs(settings)
 
     def warn(message: str) -> None:
         print(f"pypto-build: warning: {message}", file=warnings, flush=True)
 
     remote = RemoteTier(specs, warn=warn) if specs else None
-    return CompileCache(default_cache_dir(), remote=remote)
+    return CompileCache(default_cache_dir(), remote=remote, warn=warn)
 
 
 def build_project(

@@ -3,6 +3,7 @@ dependency checks, concurrency, statistics and pruning."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -13,13 +14,13 @@ from typing import Any
 
 import filelock
 import pytest
+from _support.compile_cache import KEY, Builder, deps, entries, make_tree
 
 from pypto_build.chip_build import cache as cache_module
 from pypto_build.chip_build.cache import (
     PACKAGE,
     PACKAGE_PLACEHOLDER,
     BuildCounts,
-    Built,
     CompileCache,
     PackageFolder,
     compile_key,
@@ -28,48 +29,15 @@ from pypto_build.chip_build.cache import (
     read_depfile,
 )
 
-KEY = compile_key(source=b"int x;", commands=[["g++", "-c"]], identity="g++ 12", version="12")
-
-
-class Builder:
-    """A stand-in compiler: writes ``payload`` and reports ``dependencies`` as read."""
-
-    def __init__(self, payload: bytes, dependencies: list[Path], delay: float = 0.0) -> None:
-        self.payload = payload
-        self.dependencies = dependencies
-        self.delay = delay
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, stage: Path) -> Built:
-        with self._lock:
-            self.calls += 1
-        time.sleep(self.delay)
-        artifact = stage / "out.so"
-        artifact.write_bytes(self.payload)
-        return Built(artifact, tuple(self.dependencies))
-
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "tree"
-    (root / "kernels").mkdir(parents=True)
-    (root / "kernels" / "k.cpp").write_text("int x;\n", encoding="utf-8")
-    (root / "kernels" / "k.h").write_text("// v1\n", encoding="utf-8")
-    return root
+    return make_tree(tmp_path / "tree")
 
 
 @pytest.fixture
 def cache(tmp_path: Path) -> CompileCache:
     return CompileCache(tmp_path / "cache")
-
-
-def _deps(tree: Path) -> list[Path]:
-    return [tree / "kernels" / "k.cpp", tree / "kernels" / "k.h"]
-
-
-def _entries(cache: CompileCache) -> list[Path]:
-    return sorted((cache.root / "v1" / "entries").glob("*/*/*"))
 
 
 def test_key_covers_source_commands_identity_and_version() -> None:
@@ -110,13 +78,13 @@ def test_depfile_parsing(tmp_path: Path) -> None:
 
 
 def test_miss_then_hit(cache: CompileCache, tree: Path) -> None:
-    builder = Builder(b"binary", _deps(tree))
+    builder = Builder(b"binary", deps(tree))
     first = cache.fetch_or_build(KEY, tree, builder)
     second = cache.fetch_or_build(KEY, tree, builder)
     assert (first.data, first.hit) == (b"binary", False)
     assert (second.data, second.hit) == (b"binary", True)
     assert builder.calls == 1
-    [entry] = _entries(cache)
+    [entry] = entries(cache)
     manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["key"] == KEY
     assert manifest["dependencies"][0] == {
@@ -141,13 +109,13 @@ def test_miss_then_hit(cache: CompileCache, tree: Path) -> None:
 def test_corrupt_entry_is_a_miss_and_is_replaced(
     damage: Callable[[Path], object], cache: CompileCache, tree: Path
 ) -> None:
-    builder = Builder(b"binary", _deps(tree))
+    builder = Builder(b"binary", deps(tree))
     cache.fetch_or_build(KEY, tree, builder)
-    [entry] = _entries(cache)
+    [entry] = entries(cache)
     damage(entry)
     fetched = cache.fetch_or_build(KEY, tree, builder)
     assert (fetched.data, fetched.hit, builder.calls) == (b"binary", False, 2)
-    [entry] = _entries(cache)
+    [entry] = entries(cache)
     assert (entry / "artifact").read_bytes() == b"binary"
     assert cache.fetch_or_build(KEY, tree, builder).hit
 
@@ -156,18 +124,18 @@ def test_changed_dependency_is_a_miss_and_each_variant_is_kept(
     cache: CompileCache, tree: Path
 ) -> None:
     header = tree / "kernels" / "k.h"
-    cache.fetch_or_build(KEY, tree, Builder(b"v1", _deps(tree)))
+    cache.fetch_or_build(KEY, tree, Builder(b"v1", deps(tree)))
     header.write_text("// v2, longer\n", encoding="utf-8")
-    fetched = cache.fetch_or_build(KEY, tree, Builder(b"v2", _deps(tree)))
+    fetched = cache.fetch_or_build(KEY, tree, Builder(b"v2", deps(tree)))
     assert (fetched.data, fetched.hit) == (b"v2", False)
-    assert len(_entries(cache)) == 2
+    assert len(entries(cache)) == 2
     header.write_text("// v1\n", encoding="utf-8")
     fresh = CompileCache(cache.root)  # no file hashes remembered from before
     assert fresh.fetch_or_build(KEY, tree, Builder(b"unused", [])).data == b"v1"
 
 
 def test_deleted_dependency_is_a_miss(cache: CompileCache, tree: Path) -> None:
-    cache.fetch_or_build(KEY, tree, Builder(b"v1", _deps(tree)))
+    cache.fetch_or_build(KEY, tree, Builder(b"v1", deps(tree)))
     (tree / "kernels" / "k.h").unlink()
     assert not cache.fetch_or_build(KEY, tree, Builder(b"v2", [])).hit
 
@@ -175,12 +143,12 @@ def test_deleted_dependency_is_a_miss(cache: CompileCache, tree: Path) -> None:
 def test_in_tree_dependencies_follow_the_tree(
     cache: CompileCache, tree: Path, tmp_path: Path
 ) -> None:
-    cache.fetch_or_build(KEY, tree, Builder(b"binary", _deps(tree)))
+    cache.fetch_or_build(KEY, tree, Builder(b"binary", deps(tree)))
     moved = tmp_path / "elsewhere"
     tree.rename(moved)
     assert cache.fetch_or_build(KEY, moved, Builder(b"unused", [])).hit
     (moved / "kernels" / "k.h").write_text("// another header\n", encoding="utf-8")
-    assert not cache.fetch_or_build(KEY, moved, Builder(b"other", _deps(moved))).hit
+    assert not cache.fetch_or_build(KEY, moved, Builder(b"other", deps(moved))).hit
 
 
 def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
@@ -202,7 +170,7 @@ def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
     for index, root in enumerate(installs):
         monkeypatch.setattr(cache_module, "PACKAGE", PackageFolder(root))
         keys.append(key(root))
-        header = [*_deps(tree), root / "include" / "api.h"]
+        header = [*deps(tree), root / "include" / "api.h"]
         fetched = cache.fetch_or_build(keys[-1], tree, Builder(b"binary", header))
         assert fetched.hit == (index == 1)
     assert keys[0] == keys[1]
@@ -217,12 +185,12 @@ def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
     ]
     # Another installation with other headers misses.
     (installs[1] / "include" / "api.h").write_text("// changed\n", encoding="utf-8")
-    assert not cache.fetch_or_build(keys[1], tree, Builder(b"new", _deps(tree))).hit
+    assert not cache.fetch_or_build(keys[1], tree, Builder(b"new", deps(tree))).hit
     assert PACKAGE.local(PACKAGE.portable(str(PACKAGE.root / "x.h"))) == str(PACKAGE.root / "x.h")
 
 
 def test_concurrent_builders_of_one_key_compile_once(cache: CompileCache, tree: Path) -> None:
-    builder = Builder(b"binary", _deps(tree), delay=0.3)
+    builder = Builder(b"binary", deps(tree), delay=0.3)
     results = []
     start = threading.Barrier(2)
 
@@ -245,9 +213,9 @@ def test_lock_timeout_builds_without_the_cache(tmp_path: Path, tree: Path) -> No
     lock_path = cache.root / "v1" / "locks" / KEY[:2] / f"{KEY}.lock"
     lock_path.parent.mkdir(parents=True)
     with filelock.FileLock(lock_path):
-        fetched = cache.fetch_or_build(KEY, tree, Builder(b"binary", _deps(tree)))
+        fetched = cache.fetch_or_build(KEY, tree, Builder(b"binary", deps(tree)))
     assert (fetched.data, fetched.hit) == (b"binary", False)
-    assert _entries(cache) == []
+    assert entries(cache) == []
 
 
 def _files(root: Path) -> list[str]:
@@ -257,7 +225,7 @@ def _files(root: Path) -> list[str]:
 def test_a_file_artifact_is_a_private_copy_of_a_regular_entry(
     cache: CompileCache, tree: Path
 ) -> None:
-    builder = Builder(b"library", _deps(tree))
+    builder = Builder(b"library", deps(tree))
     with cache.fetch_or_build_file(KEY, tree, builder, "lib.so") as path:
         assert (path.name, path.read_bytes()) == ("lib.so", b"library")
         assert path.is_relative_to(cache.root)
@@ -273,12 +241,12 @@ def test_a_file_artifact_is_a_private_copy_of_a_regular_entry(
 
 def test_stats_and_last_build(cache: CompileCache, tree: Path) -> None:
     assert (cache.stats().entries, cache.stats().size, cache.stats().last_build) == (0, 0, None)
-    cache.fetch_or_build(KEY, tree, Builder(b"12345", _deps(tree)))
+    cache.fetch_or_build(KEY, tree, Builder(b"12345", deps(tree)))
     other = compile_key(source=b"y", commands=[], identity="", version="")
     cache.fetch_or_build(other, tree, Builder(b"123", []))
     cache.record_build(BuildCounts(hits=3, misses=1))
     stats = cache.stats()
-    manifests = sum((entry / "manifest.json").stat().st_size for entry in _entries(cache))
+    manifests = sum((entry / "manifest.json").stat().st_size for entry in entries(cache))
     assert (stats.entries, stats.size) == (2, 8 + manifests)
     assert stats.last_build == BuildCounts(hits=3, misses=1)
 
@@ -303,15 +271,19 @@ def test_prune_evicts_least_recently_used(cache: CompileCache, tree: Path) -> No
     assert (emptied.removed_entries, emptied.remaining_entries, cache.stats().entries) == (2, 0, 0)
 
 
-def test_prune_removes_stale_staging(cache: CompileCache) -> None:
-    stale = cache.root / "v1" / "tmp" / "killed-build"
-    fresh = cache.root / "v1" / "tmp" / "running-build"
-    for path in (stale, fresh):
+def test_prune_removes_the_staging_of_killed_builds_only(cache: CompileCache) -> None:
+    tmp = cache.root / "v1" / "tmp"
+    killed, running = tmp / "killed-build", tmp / "running-build"
+    for path in (killed, running):
         path.mkdir(parents=True)
-    old = time.time() - 2 * 24 * 3600
-    os.utime(stale, (old, old))
-    cache.prune(max_size=0)
-    assert (stale.exists(), fresh.exists()) == (False, True)
+    # A running build holds its staging folder's lock; a killed one's lock died with it.
+    fd = os.open(running, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        cache.prune(max_size=10**12)
+    finally:
+        os.close(fd)
+    assert (killed.exists(), running.exists()) == (False, True)
 
 
 def test_default_location(tmp_path: Path) -> None:

@@ -1,0 +1,74 @@
+"""Reading the files a user, a manifest or a cache entry names, as regular files only.
+
+Every part of pypto-build reads paths it did not choose: program files and kernel sources from
+the command line or ``[tool.pypto]``, ``pyproject.toml``, the headers a cache entry's manifest
+lists. A path naming a FIFO blocks a plain ``open`` forever and one naming ``/dev/zero`` never
+reaches the end of its data, so a build would hang instead of failing. These readers open
+without blocking, look at what was opened (not at the path, which may change in between) and
+refuse anything but a regular file with :class:`NotRegularFile`, an :class:`OSError` that
+callers already report as "the path and the reason". The module sits at the top of the package,
+beside its parts, because every part reads such files and none may import another upward.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, a device, a folder or a socket, not a regular file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
+
+
+@contextmanager
+def open_regular(
+    path: str | os.PathLike[str], *, follow_symlinks: bool = True
+) -> Iterator[io.BufferedReader]:
+    """``path`` opened for reading in binary mode, refused unless it is a regular file.
+
+    Without ``follow_symlinks`` a symbolic link as the last component is refused too
+    (``ELOOP``): a cache reads its own entries that way, so a planted link cannot make it read,
+    or vouch for, a file outside the cache.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(path)
+        stream = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with stream:
+        yield stream
+
+
+def read_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`)."""
+    with open_regular(path, follow_symlinks=follow_symlinks) as stream:
+        return stream.read()
+
+
+def sha256_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> str:
+    """The SHA-256 of the regular file ``path``, as lowercase hex (:func:`open_regular`)."""
+    with open_regular(path, follow_symlinks=follow_symlinks) as stream:
+        return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` itself (not a link's target) is a regular file."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
