@@ -10,19 +10,27 @@ internals and a step can change behind the entry.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
 from pypto_build.chip_build.cache import BuildCounts, CompileCache
-from pypto_build.chip_build.compile import CompileReport, compile_tree
+from pypto_build.chip_build.compile import BuildFailed, CompileReport, compile_tree
+from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.subbuild import (
+    LOG_DIR,
     RenderResult,
     SourceProgram,
+    check_output_folder,
+    fix_directory_modes,
     lower_file,
+    plan_trees,
     render_subbuilds,
+    write_trees,
 )
 from pypto_build.chip_build.toolchains.base import Toolchain
 from pypto_build.chip_build.toolchains.launcher import Launcher
@@ -54,10 +62,14 @@ def render(
     """Lower ``program_files`` for ``chips`` and render a source tree per chip into
     ``out_dir/<chip>`` (replacing ``out_dir``); ``source_root`` is the folder inputs are
     recorded relative to (the project)."""
+    return render_subbuilds(_lower(program_files, chips), chips, out_dir, source_root=source_root)
+
+
+def _lower(program_files: Sequence[Path], chips: Sequence[str]) -> list[SourceProgram]:
     programs: list[SourceProgram] = []
     for path in program_files:
         programs += lower_file(path, chips)
-    return render_subbuilds(programs, chips, out_dir, source_root=source_root)
+    return programs
 
 
 def build(
@@ -74,16 +86,54 @@ def build(
 ) -> BuildResult:
     """Lower ``program_files``, render a tree per chip into ``out_dir/<chip>`` and compile it.
 
-    ``source_root`` is the folder inputs are recorded relative to (the project). The cache, if
-    given, remembers this build's hits and misses for ``pypto-build cache stats``, and its
-    remote tier's uploads have landed (or been given up) when this returns.
+    ``source_root`` is the folder inputs are recorded relative to (the project). The trees are
+    rendered and compiled in a staging folder that then replaces ``out_dir`` whole
+    (:mod:`.publish`): a failed or killed build leaves ``out_dir`` as it was, except that failed
+    compiles leave their logs in ``out_dir/.pypto-build-logs``. The cache, if given, remembers
+    this build's hits and misses for ``pypto-build cache stats``, and its remote tier's uploads
+    have landed (or been given up) when this returns.
     """
     chips = list(dict.fromkeys(chips))
-    render(program_files, chips=chips, out_dir=out_dir, source_root=source_root)
+    trees = plan_trees(_lower(program_files, chips), chips, source_root)
+    out_dir = Path(out_dir)
     try:
-        reports = tuple(
+        with replacing(out_dir, check=check_output_folder) as staging:
+            write_trees(trees, staging)
+            try:
+                reports = _compile(
+                    staging, chips, toolchain, jobs, cache, launcher, progress, source_root
+                )
+            except BuildFailed as failed:
+                raise failed.moved(_keep_logs(staging, out_dir)) from None
+            fix_directory_modes(staging)
+    finally:
+        if cache is not None:
+            cache.flush()
+    reports = tuple(
+        replace(report, log=out_dir / report.log.relative_to(staging)) for report in reports
+    )
+    result = BuildResult(out_dir, reports)
+    if cache is not None:
+        cache.record_build(BuildCounts(result.cache_hits, result.compiled, result.remote_hits))
+    return result
+
+
+def _compile(
+    staging: Path,
+    chips: Sequence[str],
+    toolchain: Toolchain,
+    jobs: int,
+    cache: CompileCache | None,
+    launcher: Launcher | None,
+    progress: TextIO | None,
+    source_root: Path,
+) -> tuple[CompileReport, ...]:
+    """Compile each chip's tree in ``staging``, in order."""
+    reports = []
+    for chip in chips:
+        reports.append(
             compile_tree(
-                out_dir / chip,
+                staging / chip,
                 chip,
                 toolchain,
                 jobs=jobs,
@@ -92,12 +142,16 @@ def build(
                 progress=progress,
                 source_root=source_root,
             )
-            for chip in chips
         )
-    finally:
-        if cache is not None:
-            cache.flush()
-    result = BuildResult(out_dir, reports)
-    if cache is not None:
-        cache.record_build(BuildCounts(result.cache_hits, result.compiled, result.remote_hits))
-    return result
+        step("compiled")
+    return tuple(reports)
+
+
+def _keep_logs(staging: Path, out_dir: Path) -> Path:
+    """Move the compile logs of a failed build into ``out_dir`` (the trees stay as they were):
+    the failure's message names the log, which must outlive the staging folder."""
+    logs = out_dir / LOG_DIR
+    out_dir.mkdir(exist_ok=True)
+    shutil.rmtree(logs, ignore_errors=True)
+    os.replace(staging / LOG_DIR, logs)
+    return logs

@@ -117,12 +117,17 @@ class BuildFailed(Exception):
     def __init__(self, chip: str, failures: Sequence[str], total: int, log: Path) -> None:
         self.chip = chip
         self.failures = tuple(failures)
+        self.total = total
         self.log = log
         body = "\n\n".join(self.failures)
         super().__init__(
             f"{len(self.failures)} of {total} compiles failed for chip {chip}:\n{body}\n"
             f"full log: {log}"
         )
+
+    def moved(self, log_dir: Path) -> BuildFailed:
+        """The same failure, its log now in ``log_dir``."""
+        return BuildFailed(self.chip, self.failures, self.total, log_dir / self.log.name)
 
 
 def default_log_path(tree: Path, chip: str) -> Path:

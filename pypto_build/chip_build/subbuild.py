@@ -23,7 +23,8 @@ runs ``orchestration/host_orch.py`` of a tree.
 
 The tree is a pure function of the programs' text, the external sources and the templates: it
 is planned in memory first (:func:`plan_chip`), so a bad program raises before anything is
-written, then written into a temporary sibling of the output directory and renamed into place.
+written, then written into a staging sibling of the output directory that replaces it whole
+(:mod:`.publish`).
 No absolute path, timestamp or environment-dependent value reaches a file; inputs are recorded in
 the manifest by their path relative to the source root.
 """
@@ -32,8 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +64,7 @@ from pypto_build.chip_build.orchestration_codegen import (
     generate_orchestration,
     kernel_core_type,
 )
+from pypto_build.chip_build.publish import replacing, step
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import Function, Program, TensorType
 from pypto_build.lowering.ir.names import external_source
@@ -164,11 +164,20 @@ def render_subbuilds(
     """Render ``programs`` into ``out_dir/<chip>`` for each of ``chips``, replacing ``out_dir``.
 
     ``out_dir`` must be absent, empty or an earlier render tree. Nothing is written when a
-    program is wrong: the trees are planned in memory, then published with one rename.
+    program is wrong: the trees are planned in memory, then published whole
+    (:func:`~pypto_build.chip_build.publish.replacing`).
     """
-    trees = tuple(plan_chip(programs, chip, source_root) for chip in _unique(chips))
-    _publish(trees, Path(out_dir))
+    trees = plan_trees(programs, chips, source_root)
+    with replacing(Path(out_dir), check=check_output_folder) as staging:
+        write_trees(trees, staging)
     return RenderResult(Path(out_dir), trees)
+
+
+def plan_trees(
+    programs: Sequence[SourceProgram], chips: Sequence[str], source_root: Path
+) -> tuple[ChipTree, ...]:
+    """The tree of each of ``chips`` (:func:`plan_chip`), in memory."""
+    return tuple(plan_chip(programs, chip, source_root) for chip in _unique(chips))
 
 
 def plan_chip(programs: Sequence[SourceProgram], chip: str, source_root: Path) -> ChipTree:
@@ -343,62 +352,47 @@ _DIR_MODE = 0o755
 def is_render_tree(path: Path) -> bool:
     """Whether ``path`` is a directory holding only chip trees with a manifest (or nothing),
     and the logs of the build that compiled them (:data:`LOG_DIR`)."""
-    if not path.is_dir():
+    if path.is_symlink() or not path.is_dir():
         return False
-    return all(
-        (entry.is_dir() and entry.name in _CHIP_NAMES and (entry / MANIFEST_NAME).is_file())
-        or (entry.name == LOG_DIR and entry.is_dir())
-        for entry in path.iterdir()
-    )
+    try:
+        return all(
+            (entry.is_dir() and entry.name in _CHIP_NAMES and (entry / MANIFEST_NAME).is_file())
+            or (entry.name == LOG_DIR and entry.is_dir())
+            for entry in path.iterdir()
+        )
+    except OSError:
+        return False
 
 
-def _publish(trees: Sequence[ChipTree], out_dir: Path) -> None:
-    """Write ``trees`` into a temporary sibling of ``out_dir``, then rename it into place."""
-    if out_dir.exists() and not is_render_tree(out_dir):
+def check_output_folder(out_dir: Path) -> None:
+    """Refuse to replace a folder that is not an earlier output (RenderError)."""
+    if os.path.lexists(out_dir) and not is_render_tree(out_dir):
         raise RenderError(
             f"{out_dir} exists and is not a render tree (one folder per chip, each with a "
             f"{MANIFEST_NAME}); choose another output directory or remove it"
         )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.", suffix=".new"))
-    try:
-        for tree in trees:
-            root = staging / tree.chip
-            for path, data in tree.files.items():
-                atomic_write_bytes(root / path, data)
-            write_manifest(
-                root,
-                chip=tree.chip,
-                toolchain=TOOLCHAIN,
-                toolchain_version="",
-                inputs=tree.inputs,
-            )
-        _fix_directory_modes(staging)
-        _replace_directory(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
-def _fix_directory_modes(root: Path) -> None:
+def write_trees(trees: Sequence[ChipTree], folder: Path) -> None:
+    """Write ``trees`` into ``folder/<chip>`` (a staging folder that is then published)."""
+    for tree in trees:
+        root = folder / tree.chip
+        for path, data in tree.files.items():
+            atomic_write_bytes(root / path, data)
+        write_manifest(
+            root,
+            chip=tree.chip,
+            toolchain=TOOLCHAIN,
+            toolchain_version="",
+            inputs=tree.inputs,
+        )
+    fix_directory_modes(folder)
+    step("rendered")
+
+
+def fix_directory_modes(root: Path) -> None:
     """Give every directory one mode, so the tree does not depend on the umask."""
     root.chmod(_DIR_MODE)
     for directory, dirnames, _ in os.walk(root):
         for name in dirnames:
             (Path(directory) / name).chmod(_DIR_MODE)
-
-
-def _replace_directory(new: Path, target: Path) -> None:
-    """Move ``new`` to ``target``; an existing ``target`` is swapped out first and removed."""
-    if not target.exists():
-        os.replace(new, target)
-        return
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
-    os.replace(target, old / target.name)
-    try:
-        os.replace(new, target)
-    except BaseException:
-        os.replace(old / target.name, target)
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
