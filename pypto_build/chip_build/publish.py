@@ -114,6 +114,13 @@ def replacing(
             raise
 
 
+def clear_debris(target: Path, *, notify: Callable[[str], None] | None = None) -> None:
+    """Take ``target``'s lock and :func:`remove_debris` (for a packer about to ship the folder
+    that holds ``target``: a killed build's staging folder must not travel with it)."""
+    with _locked(target, notify or _tell):
+        remove_debris(target)
+
+
 def remove_debris(target: Path) -> None:
     """Put back a tree a killed build set aside (when ``target`` is missing), then remove every
     staging and set-aside folder a build of ``target`` left. Call it holding the lock."""

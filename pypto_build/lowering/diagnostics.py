@@ -9,7 +9,8 @@ that tests and users can tell "fix your program" from "file a bug".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+
+from pypto_build.files import read_regular
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def _source_line(span: Span) -> str | None:
     if span.line <= 0:
         return None
     try:
-        text = Path(span.file).read_text(encoding="utf-8")
+        text = read_regular(span.file).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     lines = text.splitlines()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +56,8 @@ from pypto_build.plugin.settings import (
     apply_environment,
     load_settings,
     override,
+    pypto_table,
+    read_pyproject,
 )
 
 if TYPE_CHECKING:
@@ -455,11 +456,9 @@ def _has_settings(pyproject: Path) -> bool:
     if not pyproject.is_file():
         return False
     try:
-        with pyproject.open("rb") as stream:
-            document = tomllib.load(stream)
-    except tomllib.TOMLDecodeError:
+        return pypto_table(read_pyproject(pyproject), pyproject) is not None
+    except SettingsError:
         return True
-    return isinstance(document.get("tool", {}).get("pypto"), dict)
 
 
 def _doctor_report(target: TargetSettings, chips: Sequence[str]) -> dict[str, Any]:

@@ -25,9 +25,12 @@ hands hooks no ``config_settings``) and runs the engine.
 * **Editable installs** build in place: hatchling's editable wheel points the interpreter at the
   source tree, where kernels put into the wheel would never be seen, so the sub-builds are
   written into the source folder of ``package`` (``src/moe/_kernels`` for
-  ``package = "moe/_kernels"`` with a ``src`` layout) and re-running ``pip install -e .``
-  refreshes them. That folder is listed in the project's ``.gitignore`` (:mod:`.vcs_ignore`),
-  so git, sdists and later wheels leave it out; ``hatch clean`` removes it (:meth:`clean`).
+  ``package = "moe/_kernels"`` with a ``src`` layout), published as every build is (a staging
+  sibling replaces the folder whole, :mod:`pypto_build.chip_build.publish`), and re-running
+  ``pip install -e .`` refreshes them. That folder, and the names a killed build leaves beside
+  it, are listed in the project's ``.gitignore`` (:mod:`.vcs_ignore`) before the build, so git,
+  sdists and later wheels leave them out, and a standard wheel's build removes such leftovers
+  first; ``hatch clean`` removes the folder (:meth:`clean`).
   Without ``dev-mode-dirs`` hatchling's editable wheel needs the ``editables`` package; the hook
   checks for it before it builds anything and says what to add when it is missing.
 * **Reproducible.** Hatchling writes reproducible archives (``SOURCE_DATE_EPOCH``, fixed modes,
@@ -57,6 +60,7 @@ from packaging.tags import sys_tags
 from pypto_build.chip_build.compile import BuildFailed
 from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.fs import walk_files
+from pypto_build.chip_build.publish import clear_debris
 from pypto_build.chip_build.subbuild import is_render_tree
 from pypto_build.chip_build.toolchains import ToolchainError
 from pypto_build.lowering.diagnostics import ProgramError
@@ -66,6 +70,7 @@ from pypto_build.plugin.settings import (
     PyptoSettings,
     SettingsError,
     apply_environment,
+    pypto_table,
     setting_key,
     settings_from_table,
 )
@@ -223,8 +228,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                     for key in unknown
                 ]
             )
-        table = self.metadata.config.get("tool", {}).get("pypto")
-        if not isinstance(table, dict):
+        table = pypto_table(self.metadata.config, "pyproject.toml")
+        if table is None:
             raise SettingsError(
                 f"pyproject.toml: no [{TABLE}] table; the {PLUGIN_NAME} build hook needs one "
                 "naming at least the program files and the package the kernels go to"
@@ -272,7 +277,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 "source tree, so an editable install cannot build its kernels in place; point "
                 "it into one of the wheel's packages or build a regular wheel"
             )
-        self._build(settings, folder)
+        # Listed before building: even a build killed halfway leaves nothing git or an sdist
+        # would pick up.
         where = folder.relative_to(self.root).as_posix()
         if not self.build_config.path_is_excluded(f"{where}/"):
             gitignore = ensure_ignored(Path(self.root), folder)
@@ -281,6 +287,7 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                     f"{PLUGIN_NAME}: listed /{where}/ in {gitignore} (kernels built in place "
                     "stay out of git, sdists and wheels)"
                 )
+        self._build(settings, folder)
 
     def _refuse_editable_without_backend(self) -> None:
         """hatchling builds an editable wheel without ``dev-mode-dirs`` with the ``editables``
@@ -298,10 +305,15 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         )
 
     def _refuse_in_place_leftovers(self, package: str) -> None:
-        """Refuse a standard wheel that would ship an editable install's kernels too."""
+        """Refuse a standard wheel that would ship an editable install's kernels too, and
+        remove what a killed editable build left beside them (a staging folder in the package
+        would otherwise travel in the wheel)."""
         root = Path(self.root)
         folder = self._source_folder(package)
-        if folder is None or not folder.is_dir():
+        if folder is None:
+            return
+        clear_debris(folder, notify=self.app.display_waiting)
+        if not folder.is_dir():
             return
         where = folder.relative_to(root).as_posix()
         shipped = [

@@ -33,6 +33,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import sys
 import tomllib
 import types
@@ -50,6 +51,7 @@ from pypto_build.chip_build.remote_cache import (
     url_problem,
 )
 from pypto_build.chip_build.toolchains.revisions import is_commit
+from pypto_build.files import read_regular
 
 TABLE = "tool.pypto"
 SCHEMA_PATH = Path(__file__).with_name("settings.schema.json")
@@ -119,9 +121,26 @@ def _positive(value: int, where: str) -> None:
         raise SettingsError(f"{where}: {value} is not allowed; at least 1 is needed")
 
 
+#: The longest wait a setting may ask for: longer ones are mistakes (``inf``, ``1e300``), and
+#: the socket layer refuses timeouts it cannot represent.
+MAX_SECONDS = 86400.0
+
+
 def _seconds(value: float, where: str) -> None:
-    if not value > 0:
-        raise SettingsError(f"{where}: {value} is not allowed; a time above 0 seconds is needed")
+    if not 0 < value <= MAX_SECONDS:
+        raise SettingsError(
+            f"{where}: {value} is not allowed; a time above 0 and at most {MAX_SECONDS:g} "
+            "seconds (one day) is needed"
+        )
+
+
+def _command(value: str, where: str) -> None:
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        raise SettingsError(
+            f"{where}: {value!r} is not a command line ({exc}); quote as a shell does"
+        ) from None
 
 
 def _url(value: str, where: str) -> None:
@@ -248,6 +267,7 @@ class PyptoSettings:
         metadata=_meta(
             "A command put in front of every compile, as CMake's <LANG>_COMPILER_LAUNCHER "
             "(e.g. 'ccache' or 'sccache').",
+            check=_command,
             value="command",
         ),
     )
@@ -336,8 +356,8 @@ class PyptoSettings:
             "unreachable or answers errors is dropped for the rest of the build with one "
             "warning.",
             check=_seconds,
-            schema={"exclusiveMinimum": 0},
-            value="seconds > 0",
+            schema={"exclusiveMinimum": 0, "maximum": MAX_SECONDS},
+            value="seconds > 0, at most a day",
             default="`10`",
         ),
     )
@@ -519,15 +539,41 @@ def load_settings(project: Path, environ: Mapping[str, str] | None = None) -> Py
     """The settings of the project whose ``pyproject.toml`` is in ``project``, with the
     environment overrides applied."""
     pyproject = project / "pyproject.toml"
-    try:
-        with pyproject.open("rb") as stream:
-            document = tomllib.load(stream)
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{pyproject}: {exc}") from None
-    table = document.get("tool", {}).get("pypto")
-    if not isinstance(table, dict):
+    table = pypto_table(read_pyproject(pyproject), pyproject)
+    if table is None:
         raise SettingsError(f"{pyproject}: no [{TABLE}] table")
     return apply_environment(settings_from_table(table), environ)
+
+
+def read_pyproject(path: Path) -> dict[str, Any]:
+    """The TOML document at ``path``; a file that cannot be read, is not UTF-8 or not TOML is
+    a :class:`SettingsError` naming it and the reason."""
+    try:
+        data = read_regular(path)
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(
+            f"{path}: not UTF-8 text (byte {exc.start}); TOML files are UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+
+
+def pypto_table(document: Mapping[str, Any], where: Path | str) -> dict[str, Any] | None:
+    """The ``[tool.pypto]`` table of a pyproject document, None when there is none; a ``tool``
+    or ``tool.pypto`` that is not a table is a :class:`SettingsError` naming the key."""
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        raise SettingsError(f"{where}: tool: expected a table, got {tool!r}")
+    table = tool.get("pypto")
+    if table is not None and not isinstance(table, dict):
+        raise SettingsError(f"{where}: {TABLE}: expected a table, got {table!r}")
+    return table
 
 
 def override(settings: PyptoSettings, option: str, name: str, value: object) -> PyptoSettings:

@@ -59,5 +59,9 @@ def ensure_ignored(project: Path, folder: Path) -> Path | None:
     if text and not text.endswith("\n"):
         text += "\n"
     separator = "\n" if text else ""
-    atomic_write_text(gitignore, f"{text}{separator}{_COMMENT}\n/{relative}/\n")
+    # What a killed build leaves beside the folder (its staging folder, its lock) is named
+    # .<folder>.*; listed with the folder, so no sdist or wheel ever ships it.
+    debris = relative.parent / f".{relative.name}.*"
+    lines = f"{_COMMENT}\n/{relative}/\n/{debris}\n"
+    atomic_write_text(gitignore, f"{text}{separator}{lines}")
     return gitignore

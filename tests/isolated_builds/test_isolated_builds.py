@@ -199,10 +199,12 @@ def test_a_new_package_without_gitignore_keeps_build_output_out_of_its_sdist(
     monkeypatch.setenv("PYPTO_CHIPS", "a3")
     build_wheel(project, tmp_path / "editable", "editable")
     assert (project / "src" / "moe_a2a" / "_kernels" / "a3" / "manifest.json").is_file()
-    assert (project / ".gitignore").read_text(encoding="utf-8").splitlines()[1::3] == [
+    # Each folder with the names a killed build leaves beside it.
+    assert (project / ".gitignore").read_text(encoding="utf-8").splitlines()[1::4] == [
         "/build/pypto/",
         "/src/moe_a2a/_kernels/",
     ]
+    assert "/src/moe_a2a/._kernels.*" in (project / ".gitignore").read_text(encoding="utf-8")
     _run([sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path / "dist"),
           str(project)], env)  # fmt: skip
     (sdist,) = (tmp_path / "dist").glob("*.tar.gz")

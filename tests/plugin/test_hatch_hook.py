@@ -321,10 +321,18 @@ def test_an_editable_install_builds_the_kernels_in_place(tmp_path: Path) -> None
     assert "_moe_a2a.pth" in members
     assert [member for member in members if "_kernels" in member] == []
 
-    # The sample's .gitignore keeps the in-place kernels out of a regular wheel ...
+    # What a killed editable build leaves beside the folder (its staging folder, its lock) ...
+    debris = project / "src" / "moe_a2a" / "._kernels.k1ll3d.new"
+    (debris / "a3").mkdir(parents=True)
+    (debris / "a3" / "manifest.json").write_text("{}", encoding="utf-8")
+    (project / "src" / "moe_a2a" / "._kernels.lock").write_text("", encoding="utf-8")
+    # ... and the in-place kernels stay out of a regular wheel (the sample's .gitignore).
     with zipfile.ZipFile(build_wheel(project, tmp_path / "dist")) as wheel:
-        shipped = [name for name in wheel.namelist() if name.startswith(f"{KERNELS}/")]
+        members = wheel.namelist()
+        shipped = [name for name in members if name.startswith(f"{KERNELS}/")]
     assert shipped and not [name for name in shipped if ".pypto-build-logs" in name]
+    assert [name for name in members if "._kernels" in name] == []
+    assert not debris.exists()
     # ... and without it the hook refuses to ship them alongside its own build.
     (project / ".gitignore").unlink()
     with pytest.raises(PyptoBuildError, match=r"^src/moe_a2a/_kernels/ holds kernels an editable"):

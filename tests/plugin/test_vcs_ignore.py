@@ -9,7 +9,10 @@ import pytest
 
 from pypto_build.plugin.vcs_ignore import ensure_ignored, nearest_gitignore
 
-ENTRY = "# Build output of pypto-build: kept out of git and out of sdists.\n/build/pypto/\n"
+ENTRY = (
+    "# Build output of pypto-build: kept out of git and out of sdists.\n"
+    "/build/pypto/\n/build/.pypto.*\n"
+)
 
 
 def test_a_project_without_gitignore_gets_one(tmp_path: Path) -> None:
@@ -53,5 +56,5 @@ def test_the_nearest_gitignore_up_to_the_repository_is_the_one_hatchling_reads(
     assert (
         (repository / ".gitignore")
         .read_text(encoding="utf-8")
-        .endswith("\n/packages/moe/src/moe/_kernels/\n")
+        .endswith("\n/packages/moe/src/moe/_kernels/\n/packages/moe/src/moe/._kernels.*\n")
     )

@@ -31,6 +31,7 @@ from typing import Any
 from pypto_build.chip_build.checks.environment import VARIANTS, Variant, run_varied
 from pypto_build.chip_build.checks.wheel_diff import WheelCheck, check_wheels, clear_report
 from pypto_build.chip_build.fs import atomic_write_text
+from pypto_build.files import read_regular
 
 #: The archive timestamp both builds use when the caller sets none: hatchling's own default
 #: (2020-02-02), so the wheels equal those a plain ``pip wheel`` makes.
@@ -73,14 +74,21 @@ class ReproducibleResult:
 def missing_build_requirements(project: Path) -> list[str]:
     """The distributions in ``project``'s ``build-system.requires`` that this environment does
     not have (by name; versions are not checked)."""
+    pyproject = project / "pyproject.toml"
     try:
-        with (project / "pyproject.toml").open("rb") as stream:
-            document = tomllib.load(stream)
+        document = tomllib.loads(read_regular(pyproject).decode("utf-8"))
     except FileNotFoundError:
         raise ReproducibleError(f"{project}: no pyproject.toml") from None
+    except OSError as exc:
+        raise ReproducibleError(f"{pyproject}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ReproducibleError(f"{pyproject}: not UTF-8 text; TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ReproducibleError(f"{project / 'pyproject.toml'}: {exc}") from None
-    requires = document.get("build-system", {}).get("requires", [])
+        raise ReproducibleError(f"{pyproject}: {exc}") from None
+    system = document.get("build-system", {})
+    requires = system.get("requires", []) if isinstance(system, dict) else []
+    if not isinstance(requires, list):
+        raise ReproducibleError(f"{pyproject}: build-system.requires: expected a list")
     missing = []
     for requirement in requires:
         match = _REQUIREMENT_NAME.match(str(requirement))

@@ -12,6 +12,7 @@ import ast
 import importlib.util
 import os
 
+from pypto_build.files import read_regular
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.frontend.program import parse_module
 from pypto_build.lowering.frontend.source import Source
@@ -24,8 +25,7 @@ def parse_file(path: str | os.PathLike[str]) -> tuple[Program, ...]:
     """Every ``@pl.program`` class of the file at ``path``, in source order."""
     filename = os.fspath(path)
     try:
-        with open(filename, "rb") as handle:
-            data = handle.read()
+        data = read_regular(filename)
     except OSError as exc:
         raise ProgramError(
             f"cannot read program file: {exc.strerror}", Span(filename, 1, 0)
@@ -41,7 +41,7 @@ def parse_file(path: str | os.PathLike[str]) -> tuple[Program, ...]:
 def parse_source(source: str, filename: str) -> tuple[Program, ...]:
     """Every ``@pl.program`` class of ``source`` in source order; spans name ``filename``."""
     try:
-        return parse_module(_parse_python(source, filename), Source(filename))
+        return parse_module(_parse_python(source, filename), Source.of(filename, source))
     except RecursionError as exc:
         # Python's own parser and the recursive converters share this limit.
         raise ProgramError("program is nested too deeply to parse", Span(filename, 1, 0)) from exc
@@ -50,6 +50,8 @@ def parse_source(source: str, filename: str) -> tuple[Program, ...]:
 def _parse_python(source: str, filename: str) -> ast.Module:
     try:
         return ast.parse(source, filename=filename)
+    except MemoryError as exc:  # the parser's own stack, before Python's recursion limit
+        raise ProgramError("program is nested too deeply to parse", Span(filename, 1, 0)) from exc
     except SyntaxError as exc:
         span = Span(filename, exc.lineno or 1, max((exc.offset or 1) - 1, 0))
         raise ProgramError(f"invalid syntax: {exc.msg}", span) from exc

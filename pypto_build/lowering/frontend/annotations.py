@@ -25,6 +25,7 @@ from pypto_build.lowering.ir import (
     TensorType,
     Type,
 )
+from pypto_build.lowering.ir.types import tensor_size_problem
 
 _DIRECTIONS = {"pl.Out": ParamDirection.Out, "pl.InOut": ParamDirection.InOut}
 _TENSOR_HEADS = ("pl.Tensor", "pld.DistributedTensor")
@@ -86,6 +87,9 @@ def _tensor_type(node: ast.Subscript, distributed: bool, ctx: ModuleContext) -> 
         )
     shape = _dims(elements[0], ctx, "tensor shape", minimum=1)
     dtype = _dtype(elements[1], ctx)
+    problem = tensor_size_problem(shape, dtype)
+    if problem is not None:
+        ctx.source.error(elements[0], problem)
     layout: Layout = Layout.ND
     stride: Shape | None = None
     valid_shape: Shape | None = None

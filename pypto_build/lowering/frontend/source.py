@@ -19,9 +19,23 @@ Located = ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias
 @dataclass(frozen=True)
 class Source:
     filename: str
+    #: The file's lines, to turn :mod:`ast`'s UTF-8 byte columns into character columns.
+    lines: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, filename: str, text: str) -> Source:
+        return cls(filename, tuple(text.splitlines()))
 
     def span(self, node: Located) -> Span:
-        return Span(self.filename, node.lineno, node.col_offset)
+        return Span(self.filename, node.lineno, self.column(node.lineno, node.col_offset))
+
+    def column(self, line: int, byte_offset: int) -> int:
+        """The character column of ``byte_offset`` in ``line`` (1-based): :mod:`ast` counts
+        UTF-8 bytes, and a caret under non-ASCII text must count characters."""
+        if not 0 < line <= len(self.lines):
+            return byte_offset
+        prefix = self.lines[line - 1].encode("utf-8")[:byte_offset]
+        return len(prefix.decode("utf-8", errors="ignore"))
 
     def error(self, node: Located, message: str) -> NoReturn:
         raise ProgramError(message, self.span(node), phase="frontend")

@@ -8,6 +8,7 @@ arithmetic, and a shape it cannot fold is a diagnostic. Types are frozen datacla
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 
@@ -52,6 +53,24 @@ class DataType(enum.Enum):
     @property
     def is_float(self) -> bool:
         return self in _FLOATS
+
+
+#: The most bytes one tensor may hold: what a signed 64-bit byte offset reaches (the
+#: runtime's descriptors, NumPy and every size computed from a shape are 64-bit).
+MAX_TENSOR_BYTES = 2**63 - 1
+
+
+def tensor_size_problem(shape: tuple[int, ...], dtype: DataType) -> str | None:
+    """Why a tensor of ``shape`` and ``dtype`` cannot exist (its byte count overflows 64 bits),
+    or None."""
+    size = math.prod(shape) * _BYTE_SIZES.get(dtype, 8)
+    if size <= MAX_TENSOR_BYTES:
+        return None
+    dims = ", ".join(str(dim) for dim in shape)
+    return (
+        f"a tensor [{dims}] of {dtype.value} holds {size} bytes, more than a 64-bit byte "
+        f"offset reaches ({MAX_TENSOR_BYTES})"
+    )
 
 
 _INTEGERS = frozenset(

@@ -21,18 +21,20 @@ HOST_MODULE = "orchestration/host_orch.py"
 
 def check_programs(programs: Sequence[Program]) -> None:
     """Reject the first function that would share its output with another program's."""
-    owners: dict[str, str] = {}
+    # Programs are told apart by position, not by class name: two files may define classes
+    # of the same name, and the second must not silently replace the first's sub-builds.
+    owners: dict[str, int] = {}
     host: tuple[str, str] | None = None
-    for program in programs:
+    for index, program in enumerate(programs):
         for func in program.functions:
             if func.is_chip_orchestration:
-                owner = owners.setdefault(func.name, program.name)
-                if owner != program.name:
+                owner = owners.setdefault(func.name, index)
+                if owner != index:
                     raise ProgramError(
                         f"'{func.name}' of program '{program.name}' and a function of program "
-                        f"'{owner}' both produce next_levels/{func.name}: sub-builds are named "
-                        "after their functions, so these names must be unique across the "
-                        "programs of a build",
+                        f"{_describe(programs[owner], program)} both produce "
+                        f"next_levels/{func.name}: sub-builds are named after their functions, "
+                        "so these names must be unique across the programs of a build",
                         func.span,
                         PHASE,
                     )
@@ -50,3 +52,11 @@ def check_programs(programs: Sequence[Program]) -> None:
                     PHASE,
                 )
             host = (program.name, func.name)
+
+
+def _describe(owner: Program, program: Program) -> str:
+    """How a diagnostic names ``owner`` beside ``program``: by class name, and by its file
+    and line where the two share a name."""
+    if owner.name != program.name:
+        return f"'{owner.name}'"
+    return f"'{owner.name}' ({owner.span.file}:{owner.span.line})"

@@ -21,6 +21,7 @@ from pypto_build.lowering.ir import (
     compact_strides,
 )
 from pypto_build.lowering.ir.names import Kwarg, Op
+from pypto_build.lowering.ir.types import tensor_size_problem
 from pypto_build.lowering.ops.checks import (
     carried_valid_shape,
     check_region,
@@ -52,6 +53,9 @@ def _create(ops: Operands) -> Type:
     shape = static_shape(ops, "shape")
     dtype, layout = ops.dtype("dtype"), ops.layout("layout")
     assert dtype is not None and layout is not None, "required dtype; layout defaults to ND"
+    problem = tensor_size_problem(shape, dtype)
+    if problem is not None:
+        ops.error("shape", problem)
     return TensorType(shape, dtype, layout)
 
 

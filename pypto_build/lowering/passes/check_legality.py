@@ -24,6 +24,7 @@ from pypto_build.lowering.legality.chip_orchestration import (
     check_chip_orchestration,
 )
 from pypto_build.lowering.legality.kernels import check_kernel
+from pypto_build.lowering.legality.names import check_output_name
 from pypto_build.lowering.passes.base import Pass, Property
 
 
@@ -42,8 +43,10 @@ class CheckLegality(Pass):
     def apply(self, program: Program) -> Program:
         for func in program.functions:
             if func.is_chip_orchestration:
+                check_output_name(func)
                 self._check_chip_orchestration(program, func)
             elif func.is_host_orchestrator:
+                check_output_name(func)
                 HostWindows(program, func)
         return program
 
@@ -53,5 +56,6 @@ class CheckLegality(Pass):
             if isinstance(call.op, GlobalVar):
                 first_calls.setdefault(call.op.name, call.span)
         for kernel in called_kernels(program, orch):
+            check_output_name(kernel)
             check_kernel(kernel, first_calls[kernel.name], self.chips)
         check_chip_orchestration(program, orch)
