@@ -72,3 +72,17 @@ def is_regular(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as an input file (``no such file``, ``not a regular file``,
+    the system's reason for a path too long), or None when it is a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a folder, a FIFO or a device)"
+    return None

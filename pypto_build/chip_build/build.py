@@ -20,6 +20,7 @@ from typing import TextIO
 
 from pypto_build.chip_build.cache import BuildCounts, CompileCache
 from pypto_build.chip_build.compile import BuildFailed, CompileReport, compile_tree
+from pypto_build.chip_build.errors import NoPrograms
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.subbuild import (
     LOG_DIR,
@@ -66,9 +67,13 @@ def render(
 
 
 def _lower(program_files: Sequence[Path], chips: Sequence[str]) -> list[SourceProgram]:
+    """Every program of ``program_files``; a file without one is :class:`NoPrograms`."""
     programs: list[SourceProgram] = []
     for path in program_files:
-        programs += lower_file(path, chips)
+        found = lower_file(path, chips)
+        if not found:
+            raise NoPrograms(path)
+        programs += found
     return programs
 
 

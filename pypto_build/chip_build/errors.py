@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class RenderError(Exception):
     """A render that cannot proceed for a reason outside the programs (an input outside the
     source root, an output directory that is not a render tree, a builtin package whose
     templates do not render)."""
+
+
+class NoPrograms(Exception):
+    """A program file of the build defines no ``@pl.program`` class: a mistake in the input
+    (reported like a program error), not a render that could not proceed."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} defines no @pl.program class")
+        self.path = path

@@ -159,9 +159,7 @@ def _locked(target: Path, notify: Callable[[str], None]) -> Iterator[None]:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PublishError(
-            exc.errno, f"cannot create the output folder {target}: {exc.strerror}"
-        ) from None
+        raise _cannot_create(target, exc) from None
     waited = False
     while True:
         fd = _open_lock(lock, target)
@@ -191,13 +189,25 @@ def _open_lock(lock: Path, target: Path) -> int:
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        raise PublishError(
-            exc.errno, f"cannot create the output folder {target}: {exc.strerror}"
-        ) from None
+        raise _cannot_create(target, exc) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise PublishError(errno.EINVAL, f"{lock} is not a regular file")
     return fd
+
+
+def _cannot_create(target: Path, exc: OSError) -> PublishError:
+    """Why ``target`` cannot be made, naming the path at fault: a regular file standing where
+    a folder of the way must be is the common mistake (``--out build.log/x``)."""
+    for ancestor in target.parents:
+        if os.path.lexists(ancestor):
+            if not ancestor.is_dir():
+                return PublishError(
+                    exc.errno,
+                    f"cannot create the output folder {target}: {ancestor} is not a folder",
+                )
+            break
+    return PublishError(exc.errno, f"cannot create the output folder {target}: {exc.strerror}")
 
 
 def _same_file(fd: int, path: Path) -> bool:

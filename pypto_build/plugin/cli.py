@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from pypto_build import __version__
 from pypto_build.builtins import BuiltinRegistryError, ManifestError
+from pypto_build.chip_build.errors import NoPrograms
+from pypto_build.files import file_problem
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
 from pypto_build.plugin import cli_build, cli_reproducible, cli_run
 from pypto_build.plugin.cli_common import (
@@ -26,6 +28,7 @@ from pypto_build.plugin.cli_common import (
     UsageError,
     add_chip_option,
     add_json_option,
+    describe_os_error,
     print_error,
     print_json,
 )
@@ -67,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # until its author fixes it, and the message already names the manifest and the key.
         print_error(str(err))
         return ExitCode.USAGE_ERROR
+    except NoPrograms as err:
+        print_error(str(err))
+        return ExitCode.PROGRAM_ERROR
     except InternalError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return ExitCode.INTERNAL_ERROR
@@ -78,6 +84,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
+    except OSError as err:
+        # A path the command names that cannot be read, written or created (too long, under a
+        # regular file, on a read-only file system): the path and the reason.
+        print_error(describe_os_error(err))
+        return ExitCode.USAGE_ERROR
+    except Exception as err:
+        # Whatever the input, a user sees one message, never a traceback: anything not
+        # mapped above is a bug of pypto-build, reported as one.
+        detail = f"{type(err).__name__}: {err}"
+        print(f"{PROG}: {InternalError(detail)}", file=sys.stderr)
+        return ExitCode.INTERNAL_ERROR
 
 
 def _recursion_report(err: RecursionError) -> str:
@@ -213,8 +230,9 @@ def _lower(args: argparse.Namespace) -> int:
     from pypto_build.lowering.lower import lower_programs
     from pypto_build.lowering.printer import print_programs
 
-    if not Path(args.path).is_file():
-        raise UsageError(f"{args.path}: no such file")
+    problem = file_problem(Path(args.path))
+    if problem is not None:
+        raise UsageError(f"{args.path}: {problem}")
     chips = tuple(dict.fromkeys(args.chips))
     pipeline = None if args.after is None else _pipeline(args.after, chips)
     programs = parse_file(args.path)
@@ -261,23 +279,17 @@ def _program_inputs(
     from pypto_build.chip_build.subbuild import default_chips, lower_file
 
     path = Path(args.path)
-    if not path.is_file():
-        raise UsageError(f"{args.path}: no such file")
+    problem = file_problem(path)
+    if problem is not None:
+        raise UsageError(f"{args.path}: {problem}")
     source_root = path.parent if args.source_root is None else Path(args.source_root)
     if not source_root.is_dir():
         raise UsageError(f"--source-root: {args.source_root}: no such directory")
     chips = tuple(dict.fromkeys(args.chips)) or default_chips(path)
     programs = lower_file(path, chips)
     if not programs:
-        raise _NoPrograms(path)
+        raise NoPrograms(path)
     return path, source_root, chips, programs
-
-
-class _NoPrograms(Exception):
-    """The program file defines no @pl.program class (a program error, exit 1)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(f"{path} defines no @pl.program class")
 
 
 def _render_command(
@@ -292,9 +304,6 @@ def _render_command(
             return run(args)
         except RenderError as err:
             raise UsageError(str(err)) from None
-        except _NoPrograms as err:
-            print_error(str(err))
-            return ExitCode.PROGRAM_ERROR
 
     return command
 

@@ -257,7 +257,7 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
         if args.source_root is not None:
             raise UsageError("--source-root goes with program files; a project is its own root")
         project = targets[0]
-        if not (project / "pyproject.toml").is_file():
+        if not (project / "pyproject.toml").exists():
             raise UsageError(
                 f"{project}: no pyproject.toml; give a project folder or program files"
             )

@@ -79,6 +79,12 @@ def print_json(document: object) -> None:
     print(json.dumps(document, indent=2, sort_keys=True))
 
 
+def describe_os_error(err: OSError) -> str:
+    """An operating-system failure as a user reads it: the path and the reason."""
+    reason = err.strerror or str(err)
+    return f"{err.filename}: {reason}" if err.filename is not None else reason
+
+
 def print_error(message: str) -> None:
     """Print ``pypto-build: error: <message>`` on stderr."""
     print(f"{PROG}: error: {message}", file=sys.stderr)

@@ -58,12 +58,13 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from packaging.tags import sys_tags
 
 from pypto_build.chip_build.compile import BuildFailed
-from pypto_build.chip_build.errors import RenderError
+from pypto_build.chip_build.errors import NoPrograms, RenderError
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.publish import clear_debris
 from pypto_build.chip_build.subbuild import is_render_tree
 from pypto_build.chip_build.toolchains import ToolchainError
 from pypto_build.lowering.diagnostics import ProgramError
+from pypto_build.plugin.cli_common import describe_os_error
 from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
 from pypto_build.plugin.settings import (
     TABLE,
@@ -156,8 +157,10 @@ def _user_errors() -> Iterator[None]:
         yield
     except ProgramError as err:
         raise PyptoBuildError(err.render()) from None
-    except (SettingsError, RenderError, ToolchainError, BuildFailed) as err:
+    except (SettingsError, RenderError, ToolchainError, BuildFailed, NoPrograms) as err:
         raise PyptoBuildError(str(err)) from None
+    except OSError as err:
+        raise PyptoBuildError(describe_os_error(err)) from None
 
 
 class PyptoBuildHook(BuildHookInterface[BuilderConfig]):

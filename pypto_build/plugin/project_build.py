@@ -26,6 +26,7 @@ from pypto_build.chip_build.toolchains import (
     resolve_launcher,
     select_toolchain,
 )
+from pypto_build.files import file_problem
 from pypto_build.plugin.settings import TABLE, PyptoSettings, SettingsError
 
 
@@ -34,10 +35,9 @@ def program_paths(project: Path, settings: PyptoSettings) -> list[Path]:
     names its key path."""
     paths = [project / program for program in settings.programs]
     for index, path in enumerate(paths):
-        if not path.is_file():
-            raise SettingsError(
-                f"{TABLE}.programs[{index}]: {settings.programs[index]}: no such file"
-            )
+        problem = file_problem(path)
+        if problem is not None:
+            raise SettingsError(f"{TABLE}.programs[{index}]: {settings.programs[index]}: {problem}")
     if not paths:
         raise SettingsError(f"{TABLE}.programs: at least one program file is needed")
     return paths
