@@ -21,6 +21,7 @@ from typing import TextIO
 from pypto_build.chip_build.cache import BuildCounts, CompileCache
 from pypto_build.chip_build.compile import BuildFailed, CompileReport, compile_tree
 from pypto_build.chip_build.errors import NoPrograms
+from pypto_build.chip_build.launch_capacity import BuildWarning
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.subbuild import (
     LOG_DIR,
@@ -31,6 +32,7 @@ from pypto_build.chip_build.subbuild import (
     lower_file,
     plan_trees,
     render_subbuilds,
+    tree_warnings,
     write_trees,
 )
 from pypto_build.chip_build.toolchains.base import Toolchain
@@ -43,6 +45,8 @@ class BuildResult:
 
     out_dir: Path
     reports: tuple[CompileReport, ...]
+    #: What the render found that will fail on a chip (:mod:`.launch_capacity`).
+    warnings: tuple[BuildWarning, ...] = ()
 
     @property
     def compiled(self) -> int:
@@ -117,7 +121,7 @@ def build(
     reports = tuple(
         replace(report, log=out_dir / report.log.relative_to(staging)) for report in reports
     )
-    result = BuildResult(out_dir, reports)
+    result = BuildResult(out_dir, reports, tree_warnings(trees))
     if cache is not None:
         cache.record_build(BuildCounts(result.cache_hits, result.compiled, result.remote_hits))
     return result

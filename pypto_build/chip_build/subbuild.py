@@ -59,12 +59,14 @@ from pypto_build.chip_build.kernel_config import (
     OrchestrationEntry,
     render_kernel_config,
 )
+from pypto_build.chip_build.launch_capacity import BuildWarning, launch_warnings
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.orchestration_codegen import (
     generate_orchestration,
     kernel_core_type,
 )
 from pypto_build.chip_build.publish import replacing, step
+from pypto_build.files import read_regular
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import Function, Program, TensorType
 from pypto_build.lowering.ir.names import external_source
@@ -137,6 +139,8 @@ class ChipTree:
     files: Mapping[str, bytes]
     #: SHA-256 of every input, by path relative to the source root (templates: by handle).
     inputs: Mapping[str, str]
+    #: What will fail on this chip though the tree is sound (:mod:`.launch_capacity`).
+    warnings: tuple[BuildWarning, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,11 @@ class RenderResult:
 
     out_dir: Path
     trees: tuple[ChipTree, ...]
+
+    @property
+    def warnings(self) -> tuple[BuildWarning, ...]:
+        """Every tree's warnings, chip by chip."""
+        return tree_warnings(self.trees)
 
     def paths(self, chip: str) -> tuple[str, ...]:
         """Every file of ``chip``'s tree (its manifest included), relative to ``<out>/<chip>``."""
@@ -185,10 +194,22 @@ def plan_chip(programs: Sequence[SourceProgram], chip: str, source_root: Path) -
     check_programs([source.program for source in programs])
     target = get_chip(chip)
     plan = _Plan(source_root)
+    warnings: list[BuildWarning] = []
     for source in programs:
         plan.add_input(source.path)
         _plan_program(plan, source, target)
-    return ChipTree(chip, dict(sorted(plan.files.items())), dict(sorted(plan.inputs.items())))
+        warnings += launch_warnings(source.program, target)
+    return ChipTree(
+        chip,
+        dict(sorted(plan.files.items())),
+        dict(sorted(plan.inputs.items())),
+        tuple(warnings),
+    )
+
+
+def tree_warnings(trees: Sequence[ChipTree]) -> tuple[BuildWarning, ...]:
+    """The warnings of ``trees``, in chip order."""
+    return tuple(warning for tree in trees for warning in tree.warnings)
 
 
 # --- planning --------------------------------------------------------------------------------
@@ -212,7 +233,7 @@ class _Plan:
 
     def add_input(self, path: Path) -> bytes:
         """Record input ``path`` (a program file or an external source); return its bytes."""
-        data = path.read_bytes()
+        data = read_regular(path)
         self.inputs[self._input_key(path)] = hashlib.sha256(data).hexdigest()
         return data
 

@@ -31,6 +31,7 @@ from pypto_build.plugin.cli_common import (
     describe_os_error,
     print_error,
     print_json,
+    print_warnings,
 )
 
 if TYPE_CHECKING:
@@ -315,6 +316,7 @@ def _render(args: argparse.Namespace) -> int:
     _, source_root, chips, programs = _program_inputs(args)
     out = Path(args.out)
     result = render_subbuilds(programs, chips, out, source_root=source_root)
+    print_warnings(result.warnings)
     if args.json:
         summary = {"out": str(out), "chips": {chip: list(result.paths(chip)) for chip in chips}}
         print_json(summary)

@@ -47,6 +47,7 @@ from pypto_build.plugin.cli_common import (
     add_json_option,
     print_error,
     print_json,
+    print_warnings,
     whole_number,
 )
 from pypto_build.plugin.settings import (
@@ -227,6 +228,7 @@ def _build(args: argparse.Namespace) -> int:
     except (ToolchainError, BuildFailed) as err:
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR
+    print_warnings(result.warnings)
     if not args.out and (project / "pyproject.toml").is_file():
         gitignore = ensure_ignored(project, out)
         if gitignore is not None:

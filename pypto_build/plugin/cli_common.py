@@ -15,7 +15,8 @@ import argparse
 import enum
 import json
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -33,6 +34,12 @@ class ExitCode(enum.IntEnum):
     PROGRAM_ERROR = 1
     USAGE_ERROR = 2
     INTERNAL_ERROR = 3
+
+
+class HasRender(Protocol):
+    """A located message that formats itself (a build warning)."""
+
+    def render(self) -> str: ...
 
 
 class UsageError(Exception):
@@ -83,6 +90,13 @@ def describe_os_error(err: OSError) -> str:
     """An operating-system failure as a user reads it: the path and the reason."""
     reason = err.strerror or str(err)
     return f"{err.filename}: {reason}" if err.filename is not None else reason
+
+
+def print_warnings(warnings: Iterable[HasRender]) -> None:
+    """Print what a render found that will fail later (``path:line:col: warning: ...``) on
+    stderr."""
+    for warning in warnings:
+        print(warning.render(), file=sys.stderr)
 
 
 def print_error(message: str) -> None:

@@ -259,6 +259,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
             cache=project_cache(settings),
             progress=sys.stderr,
         )
+        for warning in result.warnings:
+            self.app.display_warning(warning.render())
         for report in result.reports:
             self.app.display_info(
                 f"{PLUGIN_NAME}: {report.chip}: {report.compiled} compiled, {report.cache_hits} "

@@ -180,6 +180,39 @@ CASES: tuple[Case, ...] = (
         ),
         "unknown builtin template_dir ':acme.kernels.nowhere'",
     ),
+    Case(
+        "kernel-source-not-a-file",
+        chip("self.k(x, y)\n").replace('external_source="k.cpp"', 'external_source="."', 1),
+        "external_source '.' of kernel 'k' cannot be read: not a regular file",
+        files={},
+    ),
+    Case(
+        "builtin-vars-differ-between-rails",
+        chip(
+            "self.b(x, y)\n",
+            extra="""
+            @pl.function(type=pl.FunctionType.AIV)
+            def b(self, x: pl.Tensor[[4, 4], pl.FP32], y: pl.Out[pl.Tensor[[4, 4], pl.FP32]]
+                  ) -> pl.Tensor[[4, 4], pl.FP32]:
+                pl.func_attr({
+                    "builtin_template_dir": ":pypto.runtime.builtins.collectives.all_to_all_v",
+                    "builtin_template_vars": "dtype_cpp=double",
+                })
+            """,
+        ),
+        "builtin kernel 'b' sets builtin_template_vars 'dtype_cpp=double', but "
+        ":pypto.runtime.builtins.collectives.all_to_all_v renders its fp32 kernel with",
+    ),
+    Case(
+        "function-name-not-ascii",
+        chip("self.k(x, y)\n").replace("def orch(", "def orch\u00e9(", 1),
+        "function name 'orch\u00e9' is not an ASCII C identifier",
+    ),
+    Case(
+        "function-name-too-long",
+        chip("self.k_" + "x" * 240 + "(x, y)\n").replace("def k(", "def k_" + "x" * 240 + "(", 1),
+        "characters long: a build writes it as a file name, so at most 200 are allowed",
+    ),
     # --- HOST orchestrators -------------------------------------------------------------------
     Case(
         "host-dispatch-without-device",

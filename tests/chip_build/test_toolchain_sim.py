@@ -27,7 +27,7 @@ from pypto_build.chip_build.toolchains import (
     find_host_compiler,
     select_toolchain,
 )
-from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
+from pypto_build.chip_build.toolchains.sim import KERNEL_ENTRY_FLAG, SIM_API_INCLUDE_DIR
 
 
 def _job(tree: Path, source: str, core_type: CoreType | None) -> CompileJob:
@@ -53,7 +53,7 @@ def test_kernel_and_orchestration_command_lines(tmp_path: Path) -> None:
                 *flags, "-D__CPU_SIM", define, "-DNDEBUG", "-I../../include",
                 "-MD", "-MF", f"{stage}/k.d", "-MT", "k.so", "-o", f"{stage}/k.o", "k.cpp",
             ),
-            ("/opt/bin/g++", "-shared", "-o", f"{stage}/k.so", f"{stage}/k.o"),
+            ("/opt/bin/g++", "-shared", KERNEL_ENTRY_FLAG, "-o", f"{stage}/k.so", f"{stage}/k.o"),
         )  # fmt: skip
         assert [step.compiles for step in plan.steps] == [True, False]
         assert (plan.output, plan.depfile) == (stage / "k.so", stage / "k.d")

@@ -637,3 +637,24 @@ def test_mutated_programs_parse_or_fail_with_a_program_error() -> None:
             else:
                 outcomes["parsed"] += 1
     assert outcomes["error"] > 100 and outcomes["parsed"] > 0
+
+
+def test_columns_count_characters_not_utf8_bytes(tmp_path: Path) -> None:
+    # "é" is two UTF-8 bytes, as ast counts columns: the caret must still stand under "zzz".
+    path = tmp_path / "p.py"
+    path.write_text(orch("\u00e9\u00e9\u00e9 = zzz\n"), encoding="utf-8")
+    with pytest.raises(ProgramError) as info:
+        parse_file(path)
+    assert str(info.value.span) == f"{path}:{BODY}:{9 + len('ééé = ')}"
+    line, caret = info.value.render().splitlines()[1:3]
+    assert line[caret.index("^") :].startswith("zzz")
+
+
+def test_tensors_whose_byte_count_overflows_64_bits_are_refused() -> None:
+    source = orch("t = pl.create_tensor([4294967296, 4294967296], dtype=pl.FP32)\n")
+    with pytest.raises(ProgramError) as info:
+        parse_source(source, "p.py")
+    assert info.value.message == (
+        "tensor.create shape [4294967296, 4294967296] of fp32 holds 73786976294838206464 "
+        "bytes, more than a 64-bit byte offset reaches (9223372036854775807)"
+    )

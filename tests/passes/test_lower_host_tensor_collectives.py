@@ -410,11 +410,17 @@ def test_constant_core_num_out_of_range_is_rejected() -> None:
     assert located(error) == position(source, "0)")
 
 
-def test_signal_rows_below_explicit_device_count_are_rejected() -> None:
-    source = host_source(devices="[0, 1, 2]")
+@pytest.mark.parametrize("devices", ["[0, 1, 2]", "[1]"], ids=["more-devices", "fewer-devices"])
+def test_signal_rows_other_than_the_explicit_device_count_are_rejected(devices: str) -> None:
+    # NR = 2: a domain of three devices lacks rows, one of one device would place every row at
+    # the wrong offset (the kernel takes the rank count from the CommContext).
+    source = host_source(devices=devices)
     error = lowering_error(source)
+    count = devices.count(",") + 1
     assert error.message == (
-        "collective signal shape[0] (2) must be at least the participating device count (3)"
+        f"collective signal shape[0] (NR = 2) must equal the comm domain's device count "
+        f"({count}): the kernel takes the rank count from the CommContext, so the signal and "
+        "the counts have one row per device of the domain"
     )
     assert located(error) == at_operand(source, 2)
 
@@ -422,6 +428,7 @@ def test_signal_rows_below_explicit_device_count_are_rejected() -> None:
 def test_signal_capacity_accepts_rank_1_and_2_and_trusts_the_world() -> None:
     check_static_signal_capacity(TensorType((2, 1), DataType.INT32), 0, SYNTHETIC)
     check_static_signal_capacity(TensorType((4,), DataType.INT32), 4, SYNTHETIC)
+    check_static_signal_capacity(TensorType((4, 2), DataType.INT32), 4, SYNTHETIC)
 
 
 def test_signal_of_other_rank_is_rejected() -> None:

@@ -376,6 +376,33 @@ def test_runtime_core_num_is_rejected() -> None:
     assert located(error) == position(source, "core_num=n", offset=len("core_num="))
 
 
+def test_core_num_bound_once_to_a_constant_is_folded() -> None:
+    # c = 8 then core_num=c is core_num=8, as upstream's Simplify folds it first.
+    body = SEED_BODY.replace("data = pld.tensor", "c = 8\ndata = pld.tensor")
+    call = builtin_call(lower(chip_source(body, nranks=8, stride=8, cores="c")))
+    assert call.attrs == (("core_num", ConstInt(8)), ("sync_start", ConstBool(True)))
+
+
+@pytest.mark.parametrize(
+    "rebinding",
+    ["c = 8\nif n > 1:\n    c = 4\n", "c = 8\nfor c in pl.range(n):\n    pass\n"],
+    ids=["reassigned-in-a-branch", "a-loop-variable"],
+)
+def test_core_num_bound_more_than_once_stays_runtime(rebinding: str) -> None:
+    body = SEED_BODY.replace("data = pld.tensor", rebinding + "data = pld.tensor")
+    source = chip_source(body, nranks=8, stride=8, cores="c")
+    assert "a runtime core_num" in lowering_error(source).message
+
+
+def test_core_num_none_is_not_a_constant_integer() -> None:
+    source = chip_source(cores="None")
+    with pytest.raises(ProgramError) as info:
+        parse_one(source)
+    assert info.value.message == (
+        "pld.tensor.all_to_all_v() argument 'core_num' cannot be None: leave it out for its default"
+    )
+
+
 @pytest.mark.parametrize(("cores", "value"), [("0", 0), ("-1", -1), ("2**31", 2**31)])
 def test_core_num_out_of_int32_range_is_rejected(cores: str, value: int) -> None:
     source = chip_source(cores=cores)
@@ -561,6 +588,23 @@ def test_indexed_runtime_core_num_is_rejected() -> None:
         "compile-time core_num (it is the exact number of AIV launched)"
     )
     assert located(error) == position(source, "core_num=m", offset=len("core_num="))
+
+
+def test_nested_indexed_gets_advice_that_works() -> None:
+    # indexed_all_to_all_v has no HOST or InCore rail: the advice is the statement form.
+    source = indexed_source().replace(
+        "return pld.tensor.indexed_all_to_all_v(rows, data, signal, counts, recv, index, "
+        "core_num=1)",
+        "return pl.reshape(pld.tensor.indexed_all_to_all_v(rows, data, signal, counts, recv, "
+        "index, core_num=1), [T, W])",
+    )
+    error = lowering_error(source, chips=("a5",))
+    assert error.message.endswith(
+        "pld.tensor.indexed_all_to_all_v has no HOST or InCore rail: call it as a statement "
+        "of its own in a CHIP orchestration (result = pld.tensor.indexed_all_to_all_v(...), not "
+        "nested in another expression), with a compile-time core_num, for chip a5"
+    )
+    assert "HOST orchestrator (builtin dispatch rail)" not in error.message
 
 
 @pytest.mark.parametrize(("chips", "named"), [(("a3",), "a3"), (("a5", "a2"), "a2")])

@@ -67,7 +67,7 @@ def test_build_a_project_then_rebuild_from_the_cache(
         f"pypto-build: listed {project}/build/pypto in {gitignore}: build output stays out of "
         "git and sdists\n",
     )
-    assert gitignore.read_text(encoding="utf-8").endswith("\n/build/pypto/\n")
+    assert gitignore.read_text(encoding="utf-8").endswith("\n/build/pypto/\n/build/.pypto.*\n")
     lines = out.splitlines()
     assert lines[0].startswith(f"a3: 4 compiled, 0 from cache -> {project}/build/pypto/a3 (sim ")
     assert lines[1] == f"cache: 0 hits / 4 misses ({tmp_path / 'cache'})"

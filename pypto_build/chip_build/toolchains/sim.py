@@ -59,6 +59,11 @@ def find_host_compiler(environ: Mapping[str, str] | None = None) -> Path:
     return Path(located)
 
 
+#: The link flag that makes a kernel's ``extern "C" kernel_entry(int64_t*)`` (the kernel ABI's one
+#: export) a build-time requirement (GNU ld and lld: "required symbol not defined").
+KERNEL_ENTRY_FLAG = "-Wl,--require-defined=kernel_entry"
+
+
 class SimToolchain:
     """Builds shared objects for the host simulation with ``compiler`` (see the module)."""
 
@@ -125,7 +130,10 @@ class SimToolchain:
             str(obj),
             job.source.name,
         )
-        link_argv = (str(self.compiler), "-shared", "-o", str(output), str(obj))
+        # A kernel without its entry point would load and then fail at run time: the link
+        # refuses it at build time instead.
+        entry = (KERNEL_ENTRY_FLAG,) if job.core_type is not None else ()
+        link_argv = (str(self.compiler), "-shared", *entry, "-o", str(output), str(obj))
         return CompilePlan(
             steps=(Step(compile_argv, compiles=True), Step(link_argv, compiles=False)),
             output=output,

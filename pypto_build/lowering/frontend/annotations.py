@@ -89,7 +89,7 @@ def _tensor_type(node: ast.Subscript, distributed: bool, ctx: ModuleContext) -> 
     dtype = _dtype(elements[1], ctx)
     problem = tensor_size_problem(shape, dtype)
     if problem is not None:
-        ctx.source.error(elements[0], problem)
+        ctx.source.error(elements[0], f"tensor {problem}")
     layout: Layout = Layout.ND
     stride: Shape | None = None
     valid_shape: Shape | None = None

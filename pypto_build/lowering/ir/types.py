@@ -62,14 +62,14 @@ MAX_TENSOR_BYTES = 2**63 - 1
 
 def tensor_size_problem(shape: tuple[int, ...], dtype: DataType) -> str | None:
     """Why a tensor of ``shape`` and ``dtype`` cannot exist (its byte count overflows 64 bits),
-    or None."""
+    as the tail of a message naming the tensor, or None."""
     size = math.prod(shape) * _BYTE_SIZES.get(dtype, 8)
     if size <= MAX_TENSOR_BYTES:
         return None
     dims = ", ".join(str(dim) for dim in shape)
     return (
-        f"a tensor [{dims}] of {dtype.value} holds {size} bytes, more than a 64-bit byte "
-        f"offset reaches ({MAX_TENSOR_BYTES})"
+        f"[{dims}] of {dtype.value} holds {size} bytes, more than a 64-bit byte offset reaches "
+        f"({MAX_TENSOR_BYTES})"
     )
 
 

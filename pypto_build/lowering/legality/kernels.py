@@ -10,12 +10,14 @@ kernel's payload dtype (every build renders both rails' kernels and compares the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from pypto_build.builtins import BuiltinPackage, UnknownBuiltinError, resolve
 from pypto_build.builtins.manifest import PAYLOAD_DTYPE
-from pypto_build.lowering.builtin_ops import CHIP_RAIL, HOST_RAIL, parse_template_vars
+from pypto_build.files import file_problem
+from pypto_build.lowering.builtin_ops import CHIP_RAIL, HOST_RAIL, package_op, parse_template_vars
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import DataType, Function, TensorType
 from pypto_build.lowering.ir.names import FunctionAttr, external_source
@@ -84,6 +86,25 @@ def _check_builtin(
             package.dtype_variables(dtype.value)
         except LookupError as error:
             raise ProgramError(str(error.args[0]), kernel.span, PHASE) from None
+        _check_rail_variables(kernel, package, dtype)
+
+
+def _check_rail_variables(kernel: Function, package: BuiltinPackage, dtype: DataType) -> None:
+    """A package with both rails renders one kernel from the manifest's variables for the
+    payload dtype, and every build compares the two rails' kernels: a CHIP kernel whose
+    ``builtin_template_vars`` differ (written by hand with ``pl.func_attr``) is the program's
+    mistake, located at the kernel, not a render failure."""
+    given = str(kernel.attr(FunctionAttr.TEMPLATE_VARS, ""))
+    expected = package_op(package).template_vars(dtype)
+    if parse_template_vars(given, kernel.name) != parse_template_vars(expected, kernel.name):
+        raise ProgramError(
+            f"builtin kernel '{kernel.name}' sets {FunctionAttr.TEMPLATE_VARS} '{given}', but "
+            f"{package.handle} renders its {dtype.value} kernel with '{expected}' on the HOST "
+            "rail: both rails must render the same kernel, so remove the attr (the lowering "
+            "sets it) or give the manifest's variables",
+            kernel.span,
+            PHASE,
+        )
 
 
 def _check_external_source(kernel: Function) -> None:
@@ -96,10 +117,20 @@ def _check_external_source(kernel: Function) -> None:
             kernel.span,
             PHASE,
         )
-    if not (Path(kernel.span.file).parent / relative).is_file():
+    path = Path(kernel.span.file).parent / relative
+    problem = file_problem(path)
+    if problem is None and not os.access(path, os.R_OK):
+        problem = "permission denied"
+    if problem == "no such file":
         raise ProgramError(
             f"external_source '{relative}' of kernel '{kernel.name}' does not exist "
             "(it is relative to the program file)",
+            kernel.span,
+            PHASE,
+        )
+    if problem is not None:
+        raise ProgramError(
+            f"external_source '{relative}' of kernel '{kernel.name}' cannot be read: {problem}",
             kernel.span,
             PHASE,
         )

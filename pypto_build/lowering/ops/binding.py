@@ -3,7 +3,8 @@
 The binding fixes one normal form for every op call, so structurally equal programs print and
 compare equal however the user spelled the call: required expression operands go to
 ``Call.args`` in signature order; literal and optional operands go to ``Call.kwargs`` in
-signature order, only when given (an explicit ``None`` is the same as omitting the operand).
+signature order, only when given (an explicit ``None`` is the same as omitting the operand,
+except for an operand that None cannot stand for, such as ``core_num``).
 """
 
 from __future__ import annotations
@@ -101,6 +102,12 @@ def _bind(
     values: dict[str, AttrValue] = {}
     for spec in opdef.operands:
         value = given.get(spec.name)
+        if spec.name in given and value is None and not spec.none_omits:
+            fail(
+                f"{opdef.name}() argument '{spec.name}' cannot be None: leave it out for its "
+                "default",
+                span,
+            )
         if spec.name not in given or (value is None and not spec.required):
             if spec.required:
                 fail(f"{opdef.name}() missing required argument '{spec.name}'", span)

@@ -245,7 +245,7 @@ def public_op(builtin: BuiltinOp) -> OpDef:
     operands = tuple(Operand(name) for name in builtin.names)
     return OpDef(
         builtin.op,
-        (*operands, optional(Kwarg.CORE_NUM)),
+        (*operands, optional(Kwarg.CORE_NUM, none_omits=False)),
         _deducer(builtin),
         _effects(builtin),
     )
@@ -281,7 +281,7 @@ def internal_op(builtin: BuiltinOp) -> OpDef:
         (
             *(Operand(name) for name in builtin.names),
             Operand(Kwarg.DTYPE, Kind.DTYPE),
-            optional(Kwarg.CORE_NUM),
+            optional(Kwarg.CORE_NUM, none_omits=False),
         ),
         deduce,
         _effects(builtin),

@@ -39,6 +39,9 @@ class Operand:
     required: bool = True
     keyword_only: bool = False
     default: AttrValue = None
+    #: Whether an explicit ``None`` means "omitted" (``valid_shape=None``); where None is not a
+    #: value the operand can have (``core_num``, an integer), it is refused instead.
+    none_omits: bool = True
 
     @property
     def is_arg(self) -> bool:
@@ -46,10 +49,22 @@ class Operand:
 
 
 def optional(
-    name: str, kind: Kind = Kind.EXPR, *, keyword_only: bool = False, default: AttrValue = None
+    name: str,
+    kind: Kind = Kind.EXPR,
+    *,
+    keyword_only: bool = False,
+    default: AttrValue = None,
+    none_omits: bool = True,
 ) -> Operand:
     """An operand the call may omit; it lands in ``Call.kwargs`` only when given."""
-    return Operand(name, kind, required=False, keyword_only=keyword_only, default=default)
+    return Operand(
+        name,
+        kind,
+        required=False,
+        keyword_only=keyword_only,
+        default=default,
+        none_omits=none_omits,
+    )
 
 
 #: Computes the result type of a bound call, raising ProgramError on an ill-typed one.

@@ -24,9 +24,9 @@ result), preserving the user's ``data = pld.tensor.all_to_all_v(stage, data, ...
 
 Before emitting, the rail checks what only it can see: every operand is a view of a window
 allocated here, no two operands view the same allocation (CheckPairwiseDistinctWindows), the
-payload dtype has a kernel variant, and, for an explicit device list, the signal has a row per
-participating device (CheckStaticSignalCapacity). Other managed collectives are rejected in HOST
-orchestrators, naming the rails that do run them.
+payload dtype has a kernel variant, and, for an explicit device list, the signal has exactly
+one row per participating device (CheckStaticSignalCapacity). Other managed collectives are
+rejected in HOST orchestrators, naming the rails that do run them.
 """
 
 from __future__ import annotations
@@ -295,9 +295,11 @@ def _core_num(call: Call) -> Expr:
 
 
 def check_static_signal_capacity(signal: Type, required_slots: int, span: Span) -> None:
-    """CheckStaticSignalCapacity: the signal of a collective has one row per participating
-    device. ``required_slots`` is that count for an explicit device list and 0 for the world,
-    whose size is known only at run time (trusted here).
+    """CheckStaticSignalCapacity: the signal of a collective has exactly one row per
+    participating device (seed 000: NR equals the run-time comm domain size, because the kernel
+    reads the rank count from the CommContext; the counts' leading dimension is NR as well, by
+    the manifest's shapes). ``required_slots`` is that count for an explicit device list and 0
+    for the world, whose size is known only at run time (trusted here).
 
     Dims are compile-time in this IR, so upstream's "shape[1] must be constant" holds by
     construction; the lane count ``shape[1]`` is checked against the admitted block count by the
@@ -310,10 +312,11 @@ def check_static_signal_capacity(signal: Type, required_slots: int, span: Span) 
             PHASE,
         )
     rows = signal.shape[0]
-    if rows < required_slots:
+    if required_slots and rows != required_slots:
         raise ProgramError(
-            f"collective signal shape[0] ({rows}) must be at least the participating device "
-            f"count ({required_slots})",
+            f"collective signal shape[0] (NR = {rows}) must equal the comm domain's device "
+            f"count ({required_slots}): the kernel takes the rank count from the CommContext, "
+            "so the signal and the counts have one row per device of the domain",
             span,
             PHASE,
         )

@@ -34,9 +34,11 @@ bodies to LowerCompositeOps; neither is touched or checked here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from pypto_build.lowering.analysis.constants import constant_bindings
 from pypto_build.lowering.analysis.contiguity import (
     ContiguityAnalysis,
     check_contiguous_operands,
@@ -45,6 +47,7 @@ from pypto_build.lowering.analysis.contiguity import (
 from pypto_build.lowering.builtin_ops import (
     CHIP_RAIL,
     HOST_RAIL,
+    INCORE_RAIL,
     SIGNAL,
     BuiltinOp,
     builtin_ops,
@@ -65,6 +68,7 @@ from pypto_build.lowering.ir import (
     Level,
     Program,
     ReturnStmt,
+    Var,
 )
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, kwarg
 from pypto_build.lowering.ir.walk import walk_calls
@@ -122,6 +126,14 @@ class _FunctionLowering(Mutator):
         self.kernels = kernels
         self.func = func
         self._contiguity: ContiguityAnalysis | None = None
+        self._constants: dict[str, ConstInt] | None = None
+
+    @property
+    def constants(self) -> dict[str, ConstInt]:
+        """The function's names bound once to a constant (folded into ``core_num``)."""
+        if self._constants is None:
+            self._constants = constant_bindings(self.func)
+        return self._constants
 
     @property
     def contiguity(self) -> ContiguityAnalysis:
@@ -158,7 +170,7 @@ class _FunctionLowering(Mutator):
                 f"{PHASE}: {call.op} must have {len(builtin.names)} tensor args, "
                 f"got {len(call.args)}"
             )
-        core_num_expr, core_num = _core_num(call, builtin)
+        core_num_expr, core_num = _core_num(call, builtin, self.constants)
         result = call.args[builtin.result_index].type
         if not isinstance(result, DistributedTensorType):
             raise InternalError(f"{PHASE}: {call.op} result must be DistributedTensorType")
@@ -218,11 +230,16 @@ def _require_remote_windows(call: Call, builtin: BuiltinOp) -> None:
             )
 
 
-def _core_num(call: Call, builtin: BuiltinOp) -> tuple[ConstInt, int]:
-    """The compile-time ``core_num`` (L) of ``call``, range-checked before any narrowing."""
+def _core_num(
+    call: Call, builtin: BuiltinOp, constants: Mapping[str, ConstInt]
+) -> tuple[ConstInt, int]:
+    """The compile-time ``core_num`` (L) of ``call``, range-checked before any narrowing; a
+    name bound once to a constant (``constants``) is folded, as upstream's Simplify does."""
     value = kwarg(call, Kwarg.CORE_NUM)
     if value is None:
         return ConstInt(1, span=call.span), 1
+    if isinstance(value, Var) and value.name in constants:
+        value = replace(constants[value.name], span=value.span)
     if not isinstance(value, ConstInt):
         if builtin.supports(HOST_RAIL):
             reason = "is not supported on this rail yet; pass a compile-time core_num (the HOST "
@@ -271,14 +288,32 @@ def check_no_residual_collectives(program: Program, chips: tuple[str, ...] = ())
             continue
         for call in walk_calls(func.body):
             if isinstance(call.op, str) and is_managed_collective(call.op):
+                advice = (
+                    _chip_only_advice(call.op)
+                    or "write any other collective in a HOST orchestrator (builtin dispatch "
+                    "rail) or an InCore function (composite rail)"
+                )
                 raise ProgramError(
                     f"{call.op} in function '{func.name}' was not lowered. The managed CHIP/L2 "
                     f"rail currently supports only {lowered} with a compile-time core_num; "
-                    "write any other collective in a HOST orchestrator (builtin dispatch rail) "
-                    "or an InCore function (composite rail)",
+                    f"{advice}",
                     call.span,
                     phase=PHASE,
                 )
+
+
+def _chip_only_advice(op: str) -> str | None:
+    """What works for a collective whose package runs on the CHIP rail alone (no HOST or
+    InCore rail to send it to): a call of its own in a CHIP orchestration. None for others."""
+    builtin = public_builtin(op, CHIP_RAIL)
+    if builtin is None or builtin.supports(HOST_RAIL) or builtin.supports(INCORE_RAIL):
+        return None
+    chips = ", ".join(builtin.package.chips)
+    return (
+        f"{op} has no HOST or InCore rail: call it as a statement of its own in a CHIP "
+        f"orchestration (result = {op}(...), not nested in another expression), with a "
+        f"compile-time core_num, for chip {chips}"
+    )
 
 
 def _chip_rail_ops(chips: tuple[str, ...]) -> list[BuiltinOp]:

@@ -1,0 +1,77 @@
+"""Launch widths a chip's runtime will refuse, found when the tree for that chip is planned.
+
+A sync-start task whose blocks cannot all be resident at once is refused by PyPTO's runtime
+with ``SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID`` (7) when it is submitted: its block count
+exceeds the chip's capacity for the kernel's core type (the chip catalog's
+:meth:`~pypto_build.chip_build.chips.Chip.sync_start_limit`). When the block count is a
+compile-time constant (every collective's admitted width, a kernel call's ``core_num=``), that
+refusal is known at build time, and the build says so.
+
+It is a warning of the render for one chip, not a program diagnostic of the lowering: the
+capacity is a fact of the chip catalog, which the lowering does not know (it must not import
+``chip_build``), and the same program is right for a chip that admits the width (40 blocks run
+on a3's 48 AIV and are refused on a5's 36). The lowering keeps deciding what the program
+means; the chip tree that will be refused names the chip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pypto_build.chip_build.chips import Chip
+from pypto_build.chip_build.orchestration_codegen import kernel_core_type
+from pypto_build.lowering.diagnostics import Span
+from pypto_build.lowering.ir import Attrs, ConstBool, ConstInt, GlobalVar, Program, get_attr
+from pypto_build.lowering.ir.names import CallAttr
+from pypto_build.lowering.ir.walk import walk_calls
+
+#: The runtime's refusal, as it spells it.
+SYNC_START_REFUSAL = "SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID (7)"
+
+
+@dataclass(frozen=True)
+class BuildWarning:
+    """Something the build found that will fail later, located in the program."""
+
+    span: Span
+    message: str
+
+    def render(self) -> str:
+        """``path:line:col: warning: message``, as a compiler prints a warning."""
+        return f"{self.span}: warning: {self.message}"
+
+
+def launch_warnings(program: Program, chip: Chip) -> Iterator[BuildWarning]:
+    """A warning for each call of a CHIP orchestration of ``program`` whose constant
+    sync-start launch is wider than ``chip`` admits for the kernel's core type."""
+    for orch in program.functions:
+        if not orch.is_chip_orchestration:
+            continue
+        for call in walk_calls(orch.body):
+            kernel = program.function(call.op.name) if isinstance(call.op, GlobalVar) else None
+            blocks = _constant(get_attr(call.attrs, CallAttr.CORE_NUM))
+            if kernel is None or blocks is None or not _sync_start(call.attrs):
+                continue
+            core_type = kernel_core_type(kernel)
+            limit = chip.sync_start_limit(core_type)
+            if blocks > 1 and blocks > limit:
+                yield BuildWarning(
+                    call.span,
+                    f"kernel '{kernel.name}' is launched with {blocks} blocks and sync_start, "
+                    f"more than chip {chip.name} ({chip.soc}) admits: its "
+                    f"{core_type.value.upper()} capacity is {limit}, so PyPTO's runtime refuses "
+                    "the task with "
+                    f"{SYNC_START_REFUSAL}",
+                )
+
+
+def _constant(value: object) -> int | None:
+    if isinstance(value, ConstInt):
+        return value.value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _sync_start(attrs: Attrs) -> bool:
+    value = get_attr(attrs, CallAttr.SYNC_START)
+    return value is True or (isinstance(value, ConstBool) and value.value)
