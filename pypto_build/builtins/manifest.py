@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast, get_args
 
+from pypto_build.files import read_regular
+
 MANIFEST_NAME = "builtin.toml"
 TEMPLATES_DIR = "templates"
 TEMPLATE_SUFFIX = ".in"
@@ -163,7 +165,7 @@ class BuiltinPackage:
     def template(self, name: str) -> bytes:
         """The bytes of the declared template ``name``."""
         spec = self.template_spec(name)
-        return (self.root / TEMPLATES_DIR / spec.name).read_bytes()
+        return read_regular(self.root / TEMPLATES_DIR / spec.name)
 
     def dtype_variables(self, dtype: str) -> dict[str, str]:
         """Template variables of payload dtype ``dtype``; a :class:`LookupError` if unsupported."""
@@ -180,10 +182,11 @@ def load_package(root: Path) -> BuiltinPackage:
     """Parse and validate ``root/builtin.toml`` against the templates found under ``root``."""
     path = root / MANIFEST_NAME
     try:
-        with path.open("rb") as stream:
-            data = tomllib.load(stream)
+        data = tomllib.loads(read_regular(path).decode("utf-8"))
     except OSError as error:
         raise ManifestError(f"{path}: cannot read the manifest: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise ManifestError(f"{path}: not UTF-8 text (byte {error.start})") from error
     except tomllib.TOMLDecodeError as error:
         raise ManifestError(f"{path}: not valid TOML: {error}") from error
     return _parse(root, _Table(path, "", data))

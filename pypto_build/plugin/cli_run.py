@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from pypto_build.plugin.cli_common import (
     print_json,
     whole_number,
 )
+from pypto_build.plugin.settings import MAX_SECONDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,7 +93,27 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text}: the timeout must be positive")
+    # inf or 1e300 would reach the runtime's waits as a duration it cannot represent.
+    if not value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text}: the timeout must be at most {MAX_SECONDS:g} seconds (one day)"
+        )
     return value
+
+
+def _timeout(args: argparse.Namespace) -> float | None:
+    """``--timeout``, else ``$PYPTO_SIM_TIMEOUT_S`` checked as the option is (None: neither)."""
+    from pypto_build.chip_build.sim.world import TIMEOUT_ENV
+
+    if args.timeout is not None:
+        return float(args.timeout)
+    text = os.environ.get(TIMEOUT_ENV)
+    if not text:
+        return None
+    try:
+        return _seconds(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"{TIMEOUT_ENV}: {exc}") from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -110,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     inputs = _read_inputs(args.inputs)
     try:
-        result = program.run(inputs, ranks=args.ranks, timeout=args.timeout)
+        result = program.run(inputs, ranks=args.ranks, timeout=_timeout(args))
     except SimulationError as exc:
         _report_failure(args, program, exc.ranks)
         return ExitCode.PROGRAM_ERROR

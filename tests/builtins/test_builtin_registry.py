@@ -8,6 +8,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _support.builtin_distributions import (
+    InstallDistribution,
+    installer,
+    write_python_package,
+)
 
 from pypto_build.builtins import (
     ENTRY_POINT_GROUP,
@@ -25,8 +30,6 @@ A2AV = ":pypto.runtime.builtins.collectives.all_to_all_v"
 INDEXED = ":pypto.runtime.builtins.collectives.indexed_all_to_all_v"
 BUILTINS_DIR = Path(__file__).resolve().parents[2] / "pypto_build" / "builtins"
 
-InstallDistribution = Callable[..., Path]
-
 
 @pytest.fixture
 def fresh_default_registry() -> Iterator[None]:
@@ -40,37 +43,8 @@ def fresh_default_registry() -> Iterator[None]:
 def install_distribution(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_default_registry: None
 ) -> Iterator[InstallDistribution]:
-    """Put a fake installed distribution on ``sys.path`` whose entry points name ``value``s.
-
-    It is found by the real ``importlib.metadata`` (a ``.dist-info`` folder with an
-    ``entry_points.txt``), so the registry's discovery runs unmocked.
-    """
-    site = tmp_path / "site"
-    site.mkdir()
-    monkeypatch.syspath_prepend(str(site))
-
-    def install(entry_points: dict[str, str], name: str = "acme-builtins") -> Path:
-        dist_info = site / f"{name.replace('-', '_')}-1.0.dist-info"
-        dist_info.mkdir()
-        (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-        lines = [f"{key} = {value}" for key, value in entry_points.items()]
-        (dist_info / "entry_points.txt").write_text(
-            f"[{ENTRY_POINT_GROUP}]\n" + "\n".join(lines) + "\n"
-        )
-        return site
-
-    yield install
-    for module in [name for name in sys.modules if name.startswith("acme")]:
-        del sys.modules[module]
-
-
-def write_python_package(site: Path, dotted: str) -> Path:
-    folder = site.joinpath(*dotted.split("."))
-    folder.mkdir(parents=True)
-    for parent in [folder, *folder.relative_to(site).parents]:
-        if parent != Path("."):
-            (site / parent / "__init__.py").touch()
-    return folder
+    """Put a fake installed distribution on ``sys.path`` whose entry points name ``value``s."""
+    yield from installer(tmp_path / "site", monkeypatch)
 
 
 def test_our_packages_are_registered_under_upstream_handles() -> None:
