@@ -366,6 +366,15 @@ def test_signal_stride_below_admitted_blocks_is_rejected(
     assert located(error) == position(source, "signal, counts, recv, core_num")
 
 
+def test_more_ranks_than_a_comm_domain_holds_are_rejected() -> None:
+    source = chip_source(nranks=65, stride=65)
+    error = lowering_error(source)
+    assert error.message == (
+        "collective signal shape[0] (NR = 65) exceeds the 64 ranks a comm domain holds (the "
+        "CommContext's windowsIn[64])"
+    )
+
+
 def test_runtime_core_num_is_rejected() -> None:
     source = chip_source(cores="n")
     error = lowering_error(source)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import warnings
 
 from pypto_build.files import read_regular
 from pypto_build.lowering.diagnostics import ProgramError, Span
@@ -49,7 +50,11 @@ def parse_source(source: str, filename: str) -> tuple[Program, ...]:
 
 def _parse_python(source: str, filename: str) -> ast.Module:
     try:
-        return ast.parse(source, filename=filename)
+        # Python's own warnings about the text (an invalid escape sequence) are not diagnostics
+        # of the program model and must not reach the user as interpreter noise.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source, filename=filename)
     except MemoryError as exc:  # the parser's own stack, before Python's recursion limit
         raise ProgramError("program is nested too deeply to parse", Span(filename, 1, 0)) from exc
     except SyntaxError as exc:

@@ -67,6 +67,7 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, kwarg
 from pypto_build.lowering.ir.walk import defined_names, stmt_exprs, walk_calls, walk_stmts
 from pypto_build.lowering.launch_width import INT32_MAX
+from pypto_build.lowering.legality.runtime import check_rank_count
 from pypto_build.lowering.ops import is_managed_collective, make_call
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.passes.base import Pass, Property
@@ -312,6 +313,7 @@ def check_static_signal_capacity(signal: Type, required_slots: int, span: Span) 
             PHASE,
         )
     rows = signal.shape[0]
+    check_rank_count(rows, span, PHASE)
     if required_slots and rows != required_slots:
         raise ProgramError(
             f"collective signal shape[0] (NR = {rows}) must equal the comm domain's device "

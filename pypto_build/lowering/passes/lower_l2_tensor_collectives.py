@@ -73,6 +73,7 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, kwarg
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.launch_width import INT32_MAX
+from pypto_build.lowering.legality.runtime import check_rank_count
 from pypto_build.lowering.ops import is_managed_collective
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, StmtResult
@@ -178,6 +179,7 @@ class _FunctionLowering(Mutator):
         signal = builtin.role_index(SIGNAL)
         if signal is not None:
             nranks, stride = _signal_shape(call, signal)
+            check_rank_count(nranks, span_of(call.args[signal], call.span), PHASE)
             blocks = builtin.launch_width.blocks(nranks, core_num)
             if stride < blocks:
                 raise ProgramError(

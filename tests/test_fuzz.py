@@ -1,0 +1,27 @@
+"""A seeded run of the program fuzzer (``tests/_support/program_fuzzer.py``): mutants of the
+repository's programs through the front end, the passes, the printer and the render plan give
+a diagnostic or a result, never a crash. ``bench/bench_reliability.py`` runs it for minutes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from _support.program_fuzzer import fuzz
+
+from pypto_build.lowering.legality.runtime import COMM_MAX_RANK_NUM
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_mutated_programs_never_crash(tmp_path: Path) -> None:
+    report = fuzz(tmp_path, seed=2026, count=600)
+    assert report.crashes == []
+    # The mutants reach both outcomes: refused with a diagnostic and accepted whole.
+    assert report.outcomes["ProgramError"] > 0 and report.outcomes["accepted"] > 0
+
+
+def test_the_rank_bound_is_the_kernel_abis() -> None:
+    header = REPO / "pypto_build" / "builtins" / "include" / "pypto_build" / "kernel_abi.h"
+    found = re.search(r"COMM_MAX_RANK_NUM = (\d+);", header.read_text(encoding="utf-8"))
+    assert found is not None and int(found.group(1)) == COMM_MAX_RANK_NUM
