@@ -50,6 +50,12 @@ def test_imports_never_point_upward(part: str) -> None:
     assert found == []
 
 
+def test_the_file_reader_below_every_part_imports_none_of_them() -> None:
+    """``pypto_build/files.py`` serves every part, the ``builtins`` leaf included."""
+    tree = ast.parse((PACKAGE / "files.py").read_text())
+    assert [name for name in _imports(tree) if name.startswith("pypto_build")] == []
+
+
 def test_chip_build_raises_no_program_diagnostic() -> None:
     found = [
         f"{module}:{node.lineno}"

@@ -98,17 +98,19 @@ def replacing(
     leaves ``target`` as it was. ``notify`` hears that the build waits for another one (default:
     a line on standard error).
     """
-    with _locked(target, notify or _tell):
+    # Absolute and normalized, so that "out/" and "." have a name and a parent to stage beside.
+    folder = Path(os.path.abspath(target))
+    with _locked(folder, notify or _tell):
         step("locked")
-        remove_debris(target)
+        remove_debris(folder)
         step("debris-removed")
         check(target)
-        staging = _new_staging(target)
+        staging = _new_staging(folder)
         step("staged")
         try:
             yield staging
             step("swapping")
-            _swap(staging, target)
+            _swap(staging, folder)
         except BaseException:
             _remove(staging)
             raise

@@ -145,6 +145,12 @@ class ContiguityAnalysis(ForwardAnalysis[Verdict, _State]):
         if is_submit(call) and isinstance(result_type, TupleType):
             result_type = result_type.items[0]
         positions = returned_params(callee)
+        if not positions:
+            # A callee that returns none of its parameters (a HOST orchestrator called from a
+            # CHIP one: CheckLegality refuses the call) proves nothing about its result.
+            return _violation(
+                f"the result of '{callee.name}', which returns no parameter", call.span
+            )
         several = len(positions) > 1
         results = tuple(
             self._result(
