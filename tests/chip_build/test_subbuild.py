@@ -333,7 +333,9 @@ def test_every_render_refuses_rails_that_disagree(
 ) -> None:
     # Make the lowering's variables disagree with the package manifest's: the render itself,
     # not only check-render, must refuse, and write nothing.
-    monkeypatch.setattr(BuiltinOp, "template_vars", lambda self, dtype: "dtype_cpp=double")
+    monkeypatch.setattr(
+        BuiltinOp, "template_vars", lambda self, dtype, config=(): "dtype_cpp=double"
+    )
     sources = lower_file(PROGRAMS_DIR / f"{stem}.py", ("a3",))
     out = tmp_path / "out"
     with pytest.raises(RenderError, match="HOST and CHIP rails render different kernels"):
