@@ -22,57 +22,57 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "e79386d523eb8084d8ec2e49194773d9a6101e0b88358a7dbdeb036fdf589413",
-        "a3": "bb76d6edcef3e235a736c549aa6494682ff9058503a0dbb654dfa76a69fced15",
-        "a5": "0f9a743fb1e97c9dc502d3ba54fe9c93f37d1275bbeb8961e653701435c5b095",
+        "a2": "aebf5beda6afdb4ff326e1970eac173b4f2b50aeec971afebcbcfd5469ff9459",
+        "a3": "78ec74dc1051a96ef2cd8e68b3b5601baaf7c3406f8de94bf3bab012f415ca0f",
+        "a5": "24a812c8f394c9e77388e4e5429513e7dc9e14e3d774829cc29cc395317102e2",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "429b7952fddf3d27af6eb8ad3863d9123e9d607c7a3a5eb3361ff49c57540e2d",
-        "a3": "56b8ae1ee796ed67879999e4049c3989171f4c1ab3c29c8bd403a14ad1bce3c1",
-        "a5": "160e075c9b52540731d8c50e257a194048bb4ced4ae8d5266697837ef8f580ec",
+        "a2": "8d06e25e5642175a6f734ae9832ffc4b62891a364e1b6b16762fc2100a20a9b0",
+        "a3": "eeefd2efff312f50c91ddab3120ec18600b531b16899d9be4139293ecebef380",
+        "a5": "109f9e335cbe4e663fc3e2f5972ccb5d28bb1bbe8105c40a23e83310b4d6dbb7",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "92462592529b27216276fd93bdb4daacf444b76e7eb52ed4977ea746f1c5cb4b",
-        "a3": "6e253816cd1fea941a2e047c83340bdca95a9da89ceaacd9a74bf4d6779fa2f8",
-        "a5": "2604bae0309c10c4200b227446c935420e5517125f42c36d89dc76d78fd28245",
+        "a2": "8105f45ed5cd069b05038fdfe1e1bfeb1ffcfdf901b834608e47d5ba3a9d6da6",
+        "a3": "890585b560d0ca4b2446e842220dd3e63ee93a4bd2c36b2616591dabb1c3578b",
+        "a5": "c634cac18a2acd26c6a9ab7c1125c1cfb8e124185d8b356f70f74408b84f154c",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "c39e53c1f8da16f6d5d56895155e48cdc0596bf2625614fcb62dec72ef66b2a4",
-        "a3": "222b02207a7b05fd0990b001eb9695a6da277138c62098eec43578d48fbd2a24",
-        "a5": "6ecfb051decf4db9da136b50d7d74645a736f996c42aceb54b0bb45d39f6d584",
+        "a2": "a3a981561bd31ea53057cf687c260ff691f02105dcb16a7f86059f1e44c8adb9",
+        "a3": "93327a6f9242e6087a2bf6489e0ae8b584d5fcfaa5524d94a4c2bfe4ff5338e7",
+        "a5": "b765c763056465885eebcd8a07a8ca8b34e555c31abf15cc1fa9de112868c10d",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "ebefb115571d63dc893be183f053ebe4c75b2aa1671188c3fe9b4ee57fa3b555",
-        "a3": "b27a24bc7b0eff9a50a4a58552be008284f2e3bfeba4d02c80ded312c26fe13b",
-        "a5": "2cace16ac86a76436c42d5d1eba40cdfe308f97469e0a3cda68209a5d8e1210d",
+        "a2": "7b6f1b386a87c51272336388744330cdb1481adef1dd9b25e3df6eba4bc8a085",
+        "a3": "6ebd0a75f972ee642efb75a7ba664f3690ef9e5670d1318d02eb76980b5a0262",
+        "a5": "30a459b4743c1743f7ec0fac009d1a4684a0f3d8e5a3b555a8904f6a644f37fe",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "94f7f3bda900c2cd7cceae8f315a9ccb7ce5bb549b2aa6080adffe35252a0a77",
-        "a3": "53d1c19421130be6bfa3fce8a9c068549a899c7a2f8f874b656f5f21442af083",
-        "a5": "4b3667addbacd964b064af6e481bd931907a79e05d358065495140dcd455a0fc",
+        "a2": "059a92f814a25481d1620847a8edd0408bf8df50a38d8a5ea6cb5f2aab624451",
+        "a3": "6b8d7265edec3ef774fb82db65c9380db855217963eb3b4104221c69feaba1b5",
+        "a5": "bf036d2b8ec87607710f78968e883a95125c4320851e2ba8494f447198430f0c",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "8243f8120b1d5399cbcf0c7e0508b91b9706e24e279a87c4860c5148ad3361d7",
-        "a3": "14ae126db2fdfb30381df12ed3b04718af754a3d1a204aff8f7823951f4a5561",
-        "a5": "7aafe214ab773eb57a3f12a879c088832625b4026a9f94d7309e7d821e822b99",
+        "a2": "c198917ec9aa4b5dab41d612719e559a70dae271811f8fa494693a0aa4752564",
+        "a3": "196f173685099e59405248d941b33a5209d5c270dd92239b7ee0a5fe24473ac4",
+        "a5": "1c2ae54636ac7bf21be53f304b655e567eec3ba1dfdc4136b9a485c66d369e06",
     },
     (
         "tests/programs/orchestration_features.py",
