@@ -22,65 +22,65 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "aebf5beda6afdb4ff326e1970eac173b4f2b50aeec971afebcbcfd5469ff9459",
-        "a3": "78ec74dc1051a96ef2cd8e68b3b5601baaf7c3406f8de94bf3bab012f415ca0f",
-        "a5": "24a812c8f394c9e77388e4e5429513e7dc9e14e3d774829cc29cc395317102e2",
+        "a2": "34244f1baf37cf8aa4cbc6a3fcf8506989dc32626e1f88506f84adf49809c5ff",
+        "a3": "b6a77779cf482b21aaa6e1b31e5db158da155a01202d57cc3aa96adff82c425f",
+        "a5": "f7016d86d5bb00a15f9f59c2bb529d211b621993f9f6b7459a5adfe3f9e63c63",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "8d06e25e5642175a6f734ae9832ffc4b62891a364e1b6b16762fc2100a20a9b0",
-        "a3": "eeefd2efff312f50c91ddab3120ec18600b531b16899d9be4139293ecebef380",
-        "a5": "109f9e335cbe4e663fc3e2f5972ccb5d28bb1bbe8105c40a23e83310b4d6dbb7",
+        "a2": "fd91b9def01ab8d60b8e152a13f5887874e9cc1901dbfe36a00451f1ddc72cb8",
+        "a3": "d09e862b39ab27659101bb3bede055af1104016233c2552cfa67690c486c8de8",
+        "a5": "ef75005610a61919fe35551625c07c6615a538668c8bc75a6dc5e699fedc6a92",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "8105f45ed5cd069b05038fdfe1e1bfeb1ffcfdf901b834608e47d5ba3a9d6da6",
-        "a3": "890585b560d0ca4b2446e842220dd3e63ee93a4bd2c36b2616591dabb1c3578b",
-        "a5": "c634cac18a2acd26c6a9ab7c1125c1cfb8e124185d8b356f70f74408b84f154c",
+        "a2": "4ff9b3c1e3eea947fcb01e6f440adeb4786682498fbfe0b860c8772c4b7f4498",
+        "a3": "e8c074219c5f05d4a4eca1ec1d865fc741455a2b26d6e902ff32e32d03fa9251",
+        "a5": "9399c58fa6dcf2c9e54e68c5838fd8c629563f0f66308c12af06854007d9161a",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "a3a981561bd31ea53057cf687c260ff691f02105dcb16a7f86059f1e44c8adb9",
-        "a3": "93327a6f9242e6087a2bf6489e0ae8b584d5fcfaa5524d94a4c2bfe4ff5338e7",
-        "a5": "b765c763056465885eebcd8a07a8ca8b34e555c31abf15cc1fa9de112868c10d",
+        "a2": "c2bed9523d7835b0b21aaf04e114fcd9f4fad03f85bc64e8ca8855e88970e5d1",
+        "a3": "43c798673eec3bcc17967534b69b8365bc0760363f44151a08286654cabe9853",
+        "a5": "c0b373b2440460e6ee6c6071c5580e262cf8276ed640622a69bf973893d7c390",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "7b6f1b386a87c51272336388744330cdb1481adef1dd9b25e3df6eba4bc8a085",
-        "a3": "6ebd0a75f972ee642efb75a7ba664f3690ef9e5670d1318d02eb76980b5a0262",
-        "a5": "30a459b4743c1743f7ec0fac009d1a4684a0f3d8e5a3b555a8904f6a644f37fe",
+        "a2": "3dca7c8029c1d3293be37c4b7654fc0aacb2cda9ecfcae79032812e477500274",
+        "a3": "54135816563410cbff9f2aaf92bf2b7458de7abe51890b41355b533375599c24",
+        "a5": "8af8f3f103abf7635e8d2efe3d38404198b3930468e5c66280dd3e7379c4e339",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "059a92f814a25481d1620847a8edd0408bf8df50a38d8a5ea6cb5f2aab624451",
-        "a3": "6b8d7265edec3ef774fb82db65c9380db855217963eb3b4104221c69feaba1b5",
-        "a5": "bf036d2b8ec87607710f78968e883a95125c4320851e2ba8494f447198430f0c",
+        "a2": "8efac84cc13c8854e68a39bc161bd75f6a9ea2fd6ac895d0f0028a8d116132a5",
+        "a3": "cffbddfae5e81b1b1123e83a675a7a90b743d40dcd989214c2f9049bcbf81890",
+        "a5": "9c10c488be18ef3c279bdcf2da3f2c669f9c806f8b0146d613b795e69fb14316",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "c198917ec9aa4b5dab41d612719e559a70dae271811f8fa494693a0aa4752564",
-        "a3": "196f173685099e59405248d941b33a5209d5c270dd92239b7ee0a5fe24473ac4",
-        "a5": "1c2ae54636ac7bf21be53f304b655e567eec3ba1dfdc4136b9a485c66d369e06",
+        "a2": "ec6d8dd495d7a646f28ea4f057222f10e6375a1641dc76f18ece480df166c084",
+        "a3": "4d49311a8a6dac889baa9c5ab164d730253273b8d5ba6b43e12e570e2ca43016",
+        "a5": "b539b3b8129ef30ded52f68c8a91a2d62bee9768ffa92d6e82ffb7924b954467",
     },
     (
         "tests/programs/orchestration_features.py",
         "tests/programs",
     ): {
-        "a2": "66d00d8473768b0a7d7f771651c8b856a5dd35cc3834c6fd64bdbba51031c42e",
-        "a3": "7e72b29cd410b9887dcb708928553b66bdb8eb24f7f3c7a6601fea97bd6ec93f",
-        "a5": "ba016bd5aca0cab2776895df224c7ce945ee7a52d813c208a53f90a78673fdf7",
+        "a2": "36f9b1d92bab6ad8fb15589ce29b8ee67e6cd0f74f04a5917b6cb382d37a0140",
+        "a3": "c80927ff85161a659428bd74ec1a8b3f847a6c2a786b4f9f79d423bbd95da986",
+        "a5": "c42a3fee547589df1d86cc0675e58f547ccc963b677fe8716cc2a225216ea921",
     },
 }
 
