@@ -40,6 +40,8 @@ PAYLOAD_DTYPE = "payload"
 COLLECTIVE = "collective"
 
 CoreType = Literal["aiv", "aic", "mix"]
+#: The core type of a kernel that runs on an AIC and two AIV cores together (cube:vector 1:2).
+MIX: CoreType = "mix"
 #: Where a program may call the op: a HOST orchestrator (one builtin dispatch per device), a CHIP
 #: orchestration (a task of its pipeline), an InCore kernel body (upstream's composite form).
 Rail = Literal["host", "chip", "incore"]

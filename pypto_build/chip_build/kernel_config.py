@@ -253,30 +253,32 @@ class KernelConfig:
 
     def __post_init__(self) -> None:
         by_id: dict[int, KernelEntry] = {}
-        names: set[str] = set()
+        sources: set[str] = set()
         for kernel in self.kernels:
             if kernel.func_id in by_id:
                 raise KernelConfigError(
                     f"kernels '{by_id[kernel.func_id].name}' and '{kernel.name}' share "
                     f"func_id {kernel.func_id}"
                 )
-            if kernel.name in names:
-                raise KernelConfigError(f"kernel '{kernel.name}' is listed twice")
+            # A MIX kernel is listed once per core type, from one source in each core's folder.
+            if kernel.source in sources:
+                raise KernelConfigError(f"kernel {kernel.source} is listed twice")
             by_id[kernel.func_id] = kernel
-            names.add(kernel.name)
+            sources.add(kernel.source)
         object.__setattr__(self, "kernels", tuple(by_id[i] for i in sorted(by_id)))
         object.__setattr__(self, "runtime", Runtime.from_name(self.runtime))
 
     def with_binaries(
         self, binaries: Mapping[str, str], orchestration: str | None = None
     ) -> KernelConfig:
-        """This config with ``binaries[name]`` recorded as the binary of kernel ``name``, and
-        ``orchestration`` (if given) as the orchestration's."""
-        unknown = sorted(set(binaries) - {kernel.name for kernel in self.kernels})
+        """This config with ``binaries[source]`` recorded as the binary of the kernel compiled
+        from ``source`` (relative to the sub-build root), and ``orchestration`` (if given) as
+        the orchestration's."""
+        unknown = sorted(set(binaries) - {kernel.source for kernel in self.kernels})
         if unknown:
             raise KernelConfigError(f"binaries given for unknown kernels: {', '.join(unknown)}")
         kernels = tuple(
-            replace(kernel, binary=binaries.get(kernel.name, kernel.binary))
+            replace(kernel, binary=binaries.get(kernel.source, kernel.binary))
             for kernel in self.kernels
         )
         entry = self.orchestration

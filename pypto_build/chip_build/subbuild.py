@@ -66,7 +66,7 @@ from pypto_build.chip_build.kernel_config import (
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.orchestration_codegen import (
     generate_orchestration,
-    kernel_core_type,
+    kernel_slots,
 )
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
@@ -79,7 +79,6 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import external_source
 from pypto_build.lowering.legality.build import HOST_MODULE, check_programs
-from pypto_build.lowering.legality.chip_orchestration import called_kernels
 from pypto_build.lowering.lower import lower_path
 
 #: The runtime every sub-build targets (its wire name in kernel_config.py).
@@ -278,9 +277,10 @@ def _chip_sub_build(
     """The files of ``orch``'s sub-build, by path relative to it."""
     program = source.program
     files: dict[str, bytes] = {}
-    kernels: list[tuple[int, Function]] = list(enumerate(called_kernels(program, orch)))
-    for _, kernel in kernels:
-        path = f"kernels/{kernel_core_type(kernel).value}/{kernel.name}.cpp"
+    slots = kernel_slots(program, orch)
+    for slot in slots:
+        kernel = slot.kernel
+        path = f"kernels/{slot.core_type.value}/{kernel.name}.cpp"
         builtin = chip_builtin_kernel(kernel)
         if builtin is not None:
             files[path] = _builtin_kernel(plan, builtin)
@@ -292,9 +292,14 @@ def _chip_sub_build(
     include_dirs = (SUBBUILD_INCLUDE_DIR,) if headers else ()
     entries = [
         KernelEntry(
-            func_id, kernel.name, kernel_core_type(kernel), _signature(kernel), None, include_dirs
+            slot.func_id,
+            slot.kernel.name,
+            slot.core_type,
+            _signature(slot.kernel),
+            None,
+            include_dirs,
         )
-        for func_id, kernel in kernels
+        for slot in slots
     ]
     entry = OrchestrationEntry(orch.name, _signature(orch), params=_params(orch))
     config = render_kernel_config(entry, entries, runtime=RUNTIME)

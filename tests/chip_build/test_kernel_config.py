@@ -283,9 +283,9 @@ def test_duplicate_func_id_rejected() -> None:
         render_kernel_config(MAIN, kernels)
 
 
-def test_duplicate_kernel_name_rejected() -> None:
-    kernels = [KernelEntry(0, "a", CoreType.AIV), KernelEntry(1, "a", CoreType.AIC)]
-    with pytest.raises(KernelConfigError, match="kernel 'a' is listed twice"):
+def test_duplicate_kernel_source_rejected() -> None:
+    kernels = [KernelEntry(0, "a", CoreType.AIV), KernelEntry(1, "a", CoreType.AIV)]
+    with pytest.raises(KernelConfigError, match="kernel kernels/aiv/a.cpp is listed twice"):
         render_kernel_config(MAIN, kernels)
 
 
@@ -323,10 +323,21 @@ def test_with_binaries_records_compiled_kernels() -> None:
     config = KernelConfig(
         MAIN, (KernelEntry(0, "a", CoreType.AIV), KernelEntry(1, "b", CoreType.AIC))
     )
-    built = config.with_binaries({"b": "kernels/aic/b.o"})
+    built = config.with_binaries({"kernels/aic/b.cpp": "kernels/aic/b.o"})
     assert [kernel.binary for kernel in built.kernels] == [None, "kernels/aic/b.o"]
-    with pytest.raises(KernelConfigError, match="unknown kernels: z"):
-        config.with_binaries({"z": "kernels/aiv/z.o"})
+    with pytest.raises(KernelConfigError, match="unknown kernels: kernels/aiv/z.cpp"):
+        config.with_binaries({"kernels/aiv/z.cpp": "kernels/aiv/z.o"})
+
+
+def test_a_mix_kernel_is_listed_once_per_core_type() -> None:
+    mix = (KernelEntry(0, "m", CoreType.AIC), KernelEntry(1, "m", CoreType.AIV))
+    config = KernelConfig(MAIN, mix)
+    assert [kernel.source for kernel in config.kernels] == [
+        "kernels/aic/m.cpp",
+        "kernels/aiv/m.cpp",
+    ]
+    built = config.with_binaries({"kernels/aiv/m.cpp": "kernels/aiv/m.o"})
+    assert [kernel.binary for kernel in built.kernels] == [None, "kernels/aiv/m.o"]
 
 
 # --- reading back ---------------------------------------------------------------------------------
