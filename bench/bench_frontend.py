@@ -35,8 +35,8 @@ from recording import (
 
 from pypto_build.lowering.frontend import parse_source
 from pypto_build.lowering.ir import GlobalVar, Program
+from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.passes import Pass, default_pipeline
-from pypto_build.lowering.passes.rewrite import walk_calls
 
 #: The chips the generated program is lowered for (those of the sample package).
 CHIPS = ("a3", "a5")

@@ -38,7 +38,12 @@ CONFIG_TEMPLATE = "kernel_config.py.in"
 #: The operand ``dtype`` that stands for the variant's payload element type.
 PAYLOAD_DTYPE = "payload"
 
+#: The op contract of a package that declares none: typed from its operand table.
+COLLECTIVE = "collective"
+
 CoreType = Literal["aiv", "aic", "mix"]
+#: The core type of a kernel that runs on an AIC and two AIV cores together (cube:vector 1:2).
+MIX: CoreType = "mix"
 #: Where a program may call the op: a HOST orchestrator (one builtin dispatch per device), a CHIP
 #: orchestration (a task of its pipeline), an InCore kernel body (upstream's composite form).
 Rail = Literal["host", "chip", "incore"]
@@ -84,6 +89,9 @@ class Operand:
     dtype: str
     #: The accepted shapes, any of them.
     shapes: tuple[tuple[Dim, ...], ...]
+    #: A call may pass None (the op then runs without it): the kernel's later arguments move
+    #: down one slot, and the variant's variables tell the kernel.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,11 @@ class BuiltinPackage:
     builtin_op: str
     #: How the kernel's launch width follows from ``core_num`` (a rule the lowering names).
     launch_width: str
+    #: The code contract that types the op and configures its kernel (a name the lowering
+    #: knows); ``collective`` types it from the operand table below.
+    contract: str
+    #: What the synthesized kernels are named after (``__builtin_<stem>__<dtype>``).
+    kernel_stem: str
     core_type: CoreType
     chips: tuple[str, ...]
     #: Why only these chips, for diagnostics (e.g. the transport the kernel relies on).
@@ -198,6 +211,8 @@ def _parse(root: Path, top: _Table) -> BuiltinPackage:
     public_op = op.matching("public", _DOTTED, "a dotted op name")
     builtin_op = op.matching("builtin", _DOTTED, "a dotted op name")
     launch_width = op.matching("launch_width", _IDENTIFIER, "a launch-width rule name")
+    contract = op.optional_matching("contract", _IDENTIFIER, "an op contract name") or COLLECTIVE
+    kernel = op.optional_matching("kernel", _IDENTIFIER, "an identifier")
     op.finish()
     core_type = cast(CoreType, top.choice("core_type", get_args(CoreType)))
     chips = top.identifiers("chips", allow_empty=False)
@@ -221,6 +236,8 @@ def _parse(root: Path, top: _Table) -> BuiltinPackage:
         public_op=public_op,
         builtin_op=builtin_op,
         launch_width=launch_width,
+        contract=contract,
+        kernel_stem=kernel or public_op.rsplit(".", 1)[-1],
         core_type=core_type,
         chips=chips,
         chip_note=chip_note,
@@ -245,6 +262,7 @@ def _operand(table: _Table) -> Operand:
         remote=table.boolean("remote"),
         dtype=dtype,
         shapes=_shapes(table),
+        optional=table.optional_boolean("optional"),
     )
     table.finish()
     return operand
@@ -415,6 +433,13 @@ class _Table:
 
     def optional_string(self, key: str) -> str | None:
         return self.string(key) if key in self._data else None
+
+    def optional_matching(self, key: str, pattern: re.Pattern[str], what: str) -> str | None:
+        return self.matching(key, pattern, what) if key in self._data else None
+
+    def optional_boolean(self, key: str) -> bool:
+        """Boolean ``key``, false when absent."""
+        return self.boolean(key) if key in self._data else False
 
     def string(self, key: str) -> str:
         value = self._get(key)

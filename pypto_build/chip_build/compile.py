@@ -322,7 +322,8 @@ def _record_binaries(tree: Path, results: Sequence[CompileResult]) -> None:
         root = result.job.subbuild
         binary = result.artifact.relative_to(root).as_posix()
         if result.job.kind is UnitKind.KERNEL:
-            kernels.setdefault(root, {})[result.job.source.stem] = binary
+            source = result.job.source.relative_to(root).as_posix()
+            kernels.setdefault(root, {})[source] = binary
         else:
             orchestrations[root] = binary
     for root in sorted(kernels.keys() | orchestrations.keys()):

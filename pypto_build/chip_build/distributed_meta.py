@@ -55,6 +55,13 @@ _DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
 BACKEND_TYPES = {"a2a3": "Ascend910B", "a5": "Ascend950"}
 
 
+def dtype_of_name(name: object) -> DataType:
+    """The element type PyPTO's ``str(DataType)`` spells ``name``; a ValueError for any other."""
+    if not isinstance(name, str) or name not in _DTYPES:
+        raise ValueError(f"element type {name!r} is not one of {sorted(_DTYPES)}")
+    return _DTYPES[name]
+
+
 class MetaError(ValueError):
     """A ``distributed_meta.json`` this module cannot read."""
 

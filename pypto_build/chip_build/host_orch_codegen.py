@@ -14,7 +14,8 @@ is the orchestrator's, statement for statement:
 * a ``CommDomainScopeStmt`` (MaterializeCommDomainScopes) becomes
   ``with orch.allocate_domain(name=..., workers=..., window_size=..., buffers=[CommBufferSpec(
   ...), ...]) as <domain>:``, one buffer per window buffer the scope allocates, each padded to
-  whole cache lines (so ``pld.alloc_window_buffer`` itself emits nothing);
+  whole cache lines (so ``pld.alloc_window_buffer`` itself emits nothing) and named as the
+  program names it (``name=``, else the variable), which is how a run's windows read back;
 * a window view (``pld.window`` and views of it) is a different tensor on every rank, so it is
   emitted where a dispatch uses it, for that dispatch's device:
   ``<domain>[device].buffers["<buffer>"].tensor(shapes=..., dtype=...)`` (with element
@@ -45,6 +46,7 @@ import json
 import keyword
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from pypto_build.chip_build import runtime_types
 from pypto_build.chip_build.builtin_variants import host_variant, is_builtin_dispatch
@@ -58,6 +60,7 @@ from pypto_build.lowering.analysis.host_windows import (
     RuntimeOffset,
     WindowBuffer,
     WindowView,
+    buffer_name,
     row_major,
 )
 from pypto_build.lowering.diagnostics import InternalError
@@ -180,6 +183,12 @@ class _HostCodegen(StmtCodegen):
         self.program = program
         self.next_levels = next_levels
         self.windows = HostWindows(program, func)
+        #: The name each window buffer is created under, by its variable.
+        self.buffer_names = {
+            stmt.targets[0].name: buffer_name(stmt)
+            for stmt in walk_stmts(func.body)
+            if _allocates(stmt)
+        }
         #: The statement being generated (the binding is looked up per statement).
         self.current: Stmt | None = None
         #: The ``tensors`` key of each domain's ordering tokens, by the domain's local.
@@ -281,7 +290,7 @@ class _HostCodegen(StmtCodegen):
             padded = -(-sizes[buffer] // WINDOW_ALIGNMENT) * WINDOW_ALIGNMENT
             window_size += padded
             specs.append(
-                f"CommBufferSpec(name={_str(buffer)}, dtype={_str('opaque')}, "
+                f"CommBufferSpec(name={_str(self.buffer_names[buffer])}, dtype={_str('opaque')}, "
                 f"count={sizes[buffer]}, nbytes={padded})"
             )
         self.tokens[domain] = f"__{stmt.name}_ord"
@@ -406,7 +415,7 @@ class _HostCodegen(StmtCodegen):
             byte_offset = f"({offset or '0'}) * {view.dtype.byte_size}"
             arguments += f", strides={strides}, byte_offset={byte_offset}"
         handle = f"{_domain(view.scope)}[{device}]"
-        return f"{handle}.buffers[{_str(view.buffer)}].tensor({arguments})"
+        return f"{handle}.buffers[{_str(self.buffer_names[view.buffer])}].tensor({arguments})"
 
     # -- dispatches ---------------------------------------------------------------------------
 
@@ -511,15 +520,20 @@ def _expr(value: object) -> Expr:
     return value
 
 
+def _allocates(stmt: Stmt) -> TypeGuard[AssignStmt]:
+    """``stmt`` is ``buf = pld.alloc_window_buffer(...)``."""
+    return (
+        isinstance(stmt, AssignStmt)
+        and isinstance(stmt.value, Call)
+        and stmt.value.op == Op.ALLOC_WINDOW_BUFFER
+        and isinstance(stmt.value.type, WindowBufferType)
+    )
+
+
 def _buffer_sizes(scope: CommDomainScopeStmt) -> dict[str, int]:
     """Bytes of each window buffer allocated under ``scope``."""
-    sizes: dict[str, int] = {}
-    for stmt in walk_stmts(scope.body):
-        if (
-            isinstance(stmt, AssignStmt)
-            and isinstance(stmt.value, Call)
-            and stmt.value.op == Op.ALLOC_WINDOW_BUFFER
-            and isinstance(stmt.value.type, WindowBufferType)
-        ):
-            sizes[stmt.targets[0].name] = stmt.value.type.nbytes
-    return sizes
+    return {
+        stmt.targets[0].name: stmt.value.type.nbytes
+        for stmt in walk_stmts(scope.body)
+        if _allocates(stmt) and isinstance(stmt.value.type, WindowBufferType)
+    }

@@ -5,9 +5,13 @@ format byte for byte (``reference/upstream-pypto-collectives.md`` §2.5): the he
 ``ArgDirection`` import only when some signature is present, ``RUNTIME_CONFIG``,
 ``ORCHESTRATION`` and ``KERNELS`` sorted by ``func_id``, tabs, and the blank lines that upstream's
 line joining produces. Signatures list tensor arguments only; scalars are never emitted (the
-direction type has no scalar member). Our one addition is a kernel's compiled ``binary``, the
-last key of its entry and present only when known, so a config without binaries stays
-identical to upstream's.
+direction type has no scalar member). Our additions, keys PyPTO's loader does not read: a
+kernel's compiled ``binary``, the last key of its entry and present only when known, so a config
+without binaries stays identical to upstream's; and the orchestration's ``params``
+(:class:`OrchestrationParam`), every parameter in argument order with its shape, element type
+and whether it is a window, which a signature of directions cannot say and a run of the
+orchestration without a HOST orchestrator needs (``pypto-build run --program``) to allocate its
+windows and check its inputs.
 
 Every kernel, including a hand-written external one, is listed by its path inside the sub-build
 (``kernels/<core type>/<name>.cpp``), never by an absolute path: external sources are copied in.
@@ -24,8 +28,17 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from pypto_build.chip_build.chips import CoreType
+from pypto_build.chip_build.distributed_meta import (
+    DTYPE_NAMES,
+    Parameter,
+    ParameterDirection,
+    ParameterKind,
+    dtype_of_name,
+)
+from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.lowering.ir import ParamDirection
 
 #: Entry point every AICPU orchestration exports (upstream's fixed name).
@@ -92,6 +105,59 @@ def _directions(signature: Sequence[str]) -> tuple[ArgDirection, ...]:
     return tuple(ArgDirection(direction) for direction in signature)
 
 
+#: What an orchestration parameter is: a tensor in device memory, a tensor in a comm domain's
+#: window (a ``DistributedTensor``), a scalar, or the ``CommContext`` of a window parameter's
+#: domain (MaterializeDistTensorCtx appends one per window parameter).
+ParamKind = Literal["tensor", "window", "scalar", "comm_context"]
+_PARAM_KINDS: tuple[ParamKind, ...] = ("tensor", "window", "scalar", "comm_context")
+
+
+@dataclass(frozen=True)
+class OrchestrationParam:
+    """One parameter of a chip orchestration, in argument order: tensors (and windows) are its
+    ``orch_args.tensor(i)`` in turn, scalars and contexts its ``orch_args.scalar(j)``.
+
+    Shapes and element types are the program's, spelled as ``distributed_meta.json`` spells a
+    HOST orchestrator's; a scalar has shape ``()`` and direction In, a context only the window
+    parameter whose domain it belongs to.
+    """
+
+    name: str
+    kind: ParamKind
+    direction: ParameterDirection = "In"
+    shape: tuple[int, ...] = ()
+    dtype: DataType | None = None
+    #: A ``comm_context``'s window parameter.
+    window: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(self.shape))
+        _check_identifier(self.name, "parameter name")
+        if self.kind not in _PARAM_KINDS:
+            raise KernelConfigError(f"parameter {self.name}: unknown kind {self.kind!r}")
+        if self.direction not in ("In", "Out", "InOut"):
+            raise KernelConfigError(f"parameter {self.name}: unknown direction {self.direction!r}")
+        tensor = self.kind in ("tensor", "window")
+        if (self.dtype is None) != (self.kind == "comm_context"):
+            raise KernelConfigError(f"parameter {self.name}: a {self.kind} has an element type")
+        if (self.window is None) != (self.kind != "comm_context"):
+            raise KernelConfigError(f"parameter {self.name}: only a context names a window")
+        if not tensor and (self.shape or self.direction != "In"):
+            raise KernelConfigError(f"parameter {self.name}: a {self.kind} has shape () and is In")
+
+    @property
+    def is_tensor(self) -> bool:
+        """A tensor argument (a window included)."""
+        return self.kind in ("tensor", "window")
+
+    def parameter(self) -> Parameter:
+        """This tensor or scalar as a run binds its input (a window as a tensor)."""
+        if self.dtype is None:
+            raise KernelConfigError(f"parameter {self.name}: a context takes no input")
+        kind: ParameterKind = "tensor" if self.is_tensor else "scalar"
+        return Parameter(self.name, kind, self.shape, self.dtype, self.direction)
+
+
 @dataclass(frozen=True)
 class OrchestrationEntry:
     """The AICPU orchestration of a sub-build, compiled from ``orchestration/<name>.cpp``."""
@@ -102,11 +168,16 @@ class OrchestrationEntry:
     function_name: str = ORCHESTRATION_FUNCTION
     #: The compiled orchestration relative to the sub-build root; None until built.
     binary: str | None = None
+    #: Every parameter, in argument order; empty for an orchestration that does not describe
+    #: them (a HOST-rail variant's, rendered from its package's template).
+    params: tuple[OrchestrationParam, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "signature", _directions(self.signature))
+        object.__setattr__(self, "params", tuple(self.params))
         _check_identifier(self.name, "orchestration name")
         _check_identifier(self.function_name, "orchestration function name")
+        _check_params(self.params, self.signature)
         if self.binary is not None:
             _check_binary(self.binary, self.source, f"orchestration '{self.name}'")
 
@@ -114,6 +185,29 @@ class OrchestrationEntry:
     def source(self) -> str:
         """The source path relative to the sub-build root."""
         return f"orchestration/{self.name}.cpp"
+
+
+def _check_params(params: Sequence[OrchestrationParam], signature: Sequence[ArgDirection]) -> None:
+    """Parameters agree with the signature (one tensor per entry, same directions), and every
+    context names a window parameter."""
+    if not params:
+        return
+    names = [param.name for param in params]
+    if len(set(names)) != len(names):
+        raise KernelConfigError("an orchestration parameter is named twice")
+    tensors = [param for param in params if param.is_tensor]
+    directions = [ArgDirection(param.direction.upper()) for param in tensors]
+    if directions != list(signature):
+        raise KernelConfigError(
+            f"the tensor parameters ({', '.join(d.value for d in directions)}) do not match "
+            f"the signature ({', '.join(d.value for d in signature)})"
+        )
+    windows = {param.name for param in params if param.kind == "window"}
+    for param in params:
+        if param.window is not None and param.window not in windows:
+            raise KernelConfigError(
+                f"context {param.name} names '{param.window}', which is no window parameter"
+            )
 
 
 @dataclass(frozen=True)
@@ -159,30 +253,32 @@ class KernelConfig:
 
     def __post_init__(self) -> None:
         by_id: dict[int, KernelEntry] = {}
-        names: set[str] = set()
+        sources: set[str] = set()
         for kernel in self.kernels:
             if kernel.func_id in by_id:
                 raise KernelConfigError(
                     f"kernels '{by_id[kernel.func_id].name}' and '{kernel.name}' share "
                     f"func_id {kernel.func_id}"
                 )
-            if kernel.name in names:
-                raise KernelConfigError(f"kernel '{kernel.name}' is listed twice")
+            # A MIX kernel is listed once per core type, from one source in each core's folder.
+            if kernel.source in sources:
+                raise KernelConfigError(f"kernel {kernel.source} is listed twice")
             by_id[kernel.func_id] = kernel
-            names.add(kernel.name)
+            sources.add(kernel.source)
         object.__setattr__(self, "kernels", tuple(by_id[i] for i in sorted(by_id)))
         object.__setattr__(self, "runtime", Runtime.from_name(self.runtime))
 
     def with_binaries(
         self, binaries: Mapping[str, str], orchestration: str | None = None
     ) -> KernelConfig:
-        """This config with ``binaries[name]`` recorded as the binary of kernel ``name``, and
-        ``orchestration`` (if given) as the orchestration's."""
-        unknown = sorted(set(binaries) - {kernel.name for kernel in self.kernels})
+        """This config with ``binaries[source]`` recorded as the binary of the kernel compiled
+        from ``source`` (relative to the sub-build root), and ``orchestration`` (if given) as
+        the orchestration's."""
+        unknown = sorted(set(binaries) - {kernel.source for kernel in self.kernels})
         if unknown:
             raise KernelConfigError(f"binaries given for unknown kernels: {', '.join(unknown)}")
         kernels = tuple(
-            replace(kernel, binary=binaries.get(kernel.name, kernel.binary))
+            replace(kernel, binary=binaries.get(kernel.source, kernel.binary))
             for kernel in self.kernels
         )
         entry = self.orchestration
@@ -241,6 +337,24 @@ def _kernel_line(kernel: KernelEntry) -> str:
     return text + "},"
 
 
+def _param_text(param: OrchestrationParam) -> str:
+    """One parameter as a dict literal, keys in a fixed order and only those of its kind."""
+    fields: list[tuple[str, object]] = [("name", param.name), ("kind", param.kind)]
+    if param.is_tensor:
+        fields += [("direction", param.direction), ("shape", list(param.shape))]
+    if param.dtype is not None:
+        fields.append(("dtype", DTYPE_NAMES[param.dtype]))
+    if param.window is not None:
+        fields.append(("window", param.window))
+    return "{" + ", ".join(f'"{key}": {_literal(value)}' for key, value in fields) + "}"
+
+
+def _literal(value: object) -> str:
+    # Names are C identifiers and kinds, directions and element types plain words, so a
+    # double-quoted string needs no escapes.
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
 def _render(config: KernelConfig) -> str:
     orchestration = config.orchestration
     has_signatures = any(kernel.signature for kernel in config.kernels) or bool(
@@ -270,6 +384,10 @@ def _render(config: KernelConfig) -> str:
         ]
         if orchestration.signature:
             items.append(f'\t"signature": {_signature_text(orchestration.signature)},')
+        if orchestration.params:
+            items.append('\t"params": [')
+            items += [f"\t\t{_param_text(param)}," for param in orchestration.params]
+            items.append("\t],")
         if orchestration.binary is not None:
             items.append(f'\t"binary": {_root_path_text(orchestration.binary)},')
         items.append("}\n")
@@ -357,7 +475,7 @@ class _Reader:
 
     def orchestration(self, node: ast.expr) -> OrchestrationEntry:
         entries = self.dict_entries(
-            node, "ORCHESTRATION", {"source", "function_name"}, {"signature", "binary"}
+            node, "ORCHESTRATION", {"source", "function_name"}, {"signature", "binary", "params"}
         )
         source = self.root_path(entries["source"], "orchestration source")
         path = PurePosixPath(source)
@@ -369,9 +487,41 @@ class _Reader:
         signature = self.signature(entries.get("signature"))
         function_name = self.string(entries["function_name"], "function_name")
         binary = self.optional_root_path(entries.get("binary"), "binary")
+        params = self.params(entries.get("params"))
         try:
-            return OrchestrationEntry(path.stem, signature, function_name, binary)
+            return OrchestrationEntry(path.stem, signature, function_name, binary, params)
         except KernelConfigError as exc:
+            raise self.error(node, str(exc)) from None
+
+    def params(self, node: ast.expr | None) -> tuple[OrchestrationParam, ...]:
+        if node is None:
+            return ()
+        if not isinstance(node, ast.List) or not node.elts:
+            raise self.error(node, "params must be a non-empty list of parameter dicts")
+        return tuple(self.param(element) for element in node.elts)
+
+    def param(self, node: ast.expr) -> OrchestrationParam:
+        entries = self.dict_entries(
+            node, "a params entry", {"name", "kind"}, {"direction", "shape", "dtype", "window"}
+        )
+        try:
+            values = {key: ast.literal_eval(value) for key, value in entries.items()}
+        except ValueError:
+            raise self.error(node, "a params entry holds literals only") from None
+        shape = values.get("shape", [])
+        if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):
+            raise self.error(node, f"shape {shape!r} is not a list of sizes")
+        dtype = values.get("dtype")
+        try:
+            return OrchestrationParam(
+                name=self.string(entries["name"], "a parameter name"),
+                kind=values["kind"],
+                direction=values.get("direction", "In"),
+                shape=tuple(shape),
+                dtype=None if dtype is None else dtype_of_name(dtype),
+                window=values.get("window"),
+            )
+        except (KernelConfigError, ValueError) as exc:
             raise self.error(node, str(exc)) from None
 
     def kernel(self, node: ast.expr) -> KernelEntry:

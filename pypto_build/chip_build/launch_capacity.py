@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pypto_build.chip_build.chips import Chip
-from pypto_build.chip_build.orchestration_codegen import kernel_core_type
+from pypto_build.chip_build.chips import Chip, CoreType
+from pypto_build.chip_build.orchestration_codegen import kernel_core_types
 from pypto_build.lowering.diagnostics import Span
 from pypto_build.lowering.ir import Attrs, ConstBool, ConstInt, GlobalVar, Program, get_attr
 from pypto_build.lowering.ir.names import CallAttr
@@ -53,7 +53,10 @@ def launch_warnings(program: Program, chip: Chip) -> Iterator[BuildWarning]:
             blocks = _constant(get_attr(call.attrs, CallAttr.CORE_NUM))
             if kernel is None or blocks is None or not _sync_start(call.attrs):
                 continue
-            core_type = kernel_core_type(kernel)
+            # AIV-only tasks are bounded by the AIV count, every other shape (AIC, a MIX
+            # cluster) by the cluster count, which is the AIC count.
+            aiv_only = kernel_core_types(kernel) == (CoreType.AIV,)
+            core_type = CoreType.AIV if aiv_only else CoreType.AIC
             limit = chip.sync_start_limit(core_type)
             if blocks > 1 and blocks > limit:
                 yield BuildWarning(

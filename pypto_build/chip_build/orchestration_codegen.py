@@ -42,6 +42,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Literal
 
+from pypto_build.builtins.manifest import MIX
+from pypto_build.chip_build.builtin_variants import chip_builtin_kernel
 from pypto_build.chip_build.chips import Chip, CoreType
 from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, call_directions
 from pypto_build.lowering.analysis.returns import returned_params
@@ -142,9 +144,36 @@ def cpp_name(name: str) -> str:
     return name
 
 
-def kernel_core_type(func: Function) -> CoreType:
-    """The core a kernel runs on: AIC for an AIC function, else AIV (upstream's default)."""
-    return CoreType.AIC if func.func_type is FunctionType.AIC else CoreType.AIV
+def kernel_core_types(func: Function) -> tuple[CoreType, ...]:
+    """The cores a kernel runs on, one ``kernel_config.py`` entry each: AIC for an AIC
+    function, AIC and AIV for a builtin whose package declares a MIX kernel (a cluster of one
+    AIC and two AIV cores), else AIV (upstream's default)."""
+    if func.func_type is FunctionType.AIC:
+        return (CoreType.AIC,)
+    builtin = chip_builtin_kernel(func)
+    if builtin is not None and builtin.package.core_type == MIX:
+        return (CoreType.AIC, CoreType.AIV)
+    return (CoreType.AIV,)
+
+
+@dataclass(frozen=True)
+class KernelSlot:
+    """One entry of a sub-build's kernels: a kernel on one core type, under its func_id."""
+
+    func_id: int
+    kernel: Function
+    core_type: CoreType
+
+
+def kernel_slots(program: Program, orch: Function) -> tuple[KernelSlot, ...]:
+    """The kernels ``orch`` submits, in order of first call, each on each of its core types:
+    an entry's position is its func_id."""
+    cores = [
+        (kernel, core)
+        for kernel in called_kernels(program, orch)
+        for core in kernel_core_types(kernel)
+    ]
+    return tuple(KernelSlot(func_id, kernel, core) for func_id, (kernel, core) in enumerate(cores))
 
 
 def generate_orchestration(program: Program, orch: Function, chip: Chip) -> str:
@@ -231,7 +260,9 @@ class _Codegen(StmtCodegen):
         super().__init__(orch, depth=1)
         self.program = program
         self.chip = chip
-        self.func_ids = {f.name: i for i, f in enumerate(called_kernels(program, orch))}
+        self.func_ids: dict[str, dict[CoreType, int]] = {}
+        for slot in kernel_slots(program, orch):
+            self.func_ids.setdefault(slot.kernel.name, {})[slot.core_type] = slot.func_id
         self.locals: dict[str, _Local] = {}
         self.views = 0
         self.tasks = 0
@@ -598,12 +629,7 @@ class _Codegen(StmtCodegen):
                     )
             for line in self._launch_spec(call, call.span):
                 self.emit(f"{task}.launch_spec.{line};")
-            submit = (
-                "rt_submit_aic_task"
-                if kernel_core_type(callee) is CoreType.AIC
-                else "rt_submit_aiv_task"
-            )
-            self.emit(f"{submit}({self.func_ids[callee.name]}, {task});")
+            self.emit(f"{_submit(self.func_ids[callee.name])}, {task});")
 
     def _contiguity_check(self, kernel: str, role: str, arg: _Tensor) -> None:
         self._fail_if(
@@ -640,6 +666,17 @@ class _Codegen(StmtCodegen):
         if isinstance(value, int):
             return str(value)
         return _unparen(self._scalar(value, span))
+
+
+def _submit(func_ids: dict[CoreType, int]) -> str:
+    """The submit call of a task, up to its argument: an AIV or AIC task by its kernel's
+    func_id, a MIX cluster by its AIC kernel and its AIV kernel on both sub-blocks."""
+    aic, aiv = func_ids.get(CoreType.AIC), func_ids.get(CoreType.AIV)
+    if aic is not None and aiv is not None:
+        return f"rt_submit_task(MixedKernels{{{aic}, {aiv}, {aiv}}}"
+    if aic is not None:
+        return f"rt_submit_aic_task({aic}"
+    return f"rt_submit_aiv_task({aiv}"
 
 
 _ADD_TENSOR = {

@@ -49,6 +49,7 @@ from pypto_build.chip_build.builtin_variants import (
     rail_renders,
 )
 from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
+from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES
 from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
 from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.fs import atomic_write_bytes
@@ -57,21 +58,29 @@ from pypto_build.chip_build.kernel_config import (
     ArgDirection,
     KernelEntry,
     OrchestrationEntry,
+    OrchestrationParam,
+    ParamKind,
     render_kernel_config,
 )
 from pypto_build.chip_build.launch_capacity import BuildWarning, launch_warnings
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.orchestration_codegen import (
     generate_orchestration,
-    kernel_core_type,
+    kernel_slots,
 )
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.files import read_regular
 from pypto_build.lowering.diagnostics import InternalError
-from pypto_build.lowering.ir import Function, Program, TensorType
+from pypto_build.lowering.ir import (
+    CommCtxType,
+    DistributedTensorType,
+    Function,
+    Program,
+    ScalarType,
+    TensorType,
+)
 from pypto_build.lowering.ir.names import external_source
 from pypto_build.lowering.legality.build import HOST_MODULE, check_programs
-from pypto_build.lowering.legality.chip_orchestration import called_kernels
 from pypto_build.lowering.lower import lower_path
 
 #: The runtime every sub-build targets (its wire name in kernel_config.py).
@@ -298,9 +307,10 @@ def _chip_sub_build(
     """The files of ``orch``'s sub-build, by path relative to it."""
     program = source.program
     files: dict[str, bytes] = {}
-    kernels: list[tuple[int, Function]] = list(enumerate(called_kernels(program, orch)))
-    for _, kernel in kernels:
-        path = f"kernels/{kernel_core_type(kernel).value}/{kernel.name}.cpp"
+    slots = kernel_slots(program, orch)
+    for slot in slots:
+        kernel = slot.kernel
+        path = f"kernels/{slot.core_type.value}/{kernel.name}.cpp"
         builtin = chip_builtin_kernel(kernel)
         if builtin is not None:
             files[path] = _builtin_kernel(plan, builtin)
@@ -312,13 +322,17 @@ def _chip_sub_build(
     include_dirs = (SUBBUILD_INCLUDE_DIR,) if headers else ()
     entries = [
         KernelEntry(
-            func_id, kernel.name, kernel_core_type(kernel), _signature(kernel), None, include_dirs
+            slot.func_id,
+            slot.kernel.name,
+            slot.core_type,
+            _signature(slot.kernel),
+            None,
+            include_dirs,
         )
-        for func_id, kernel in kernels
+        for slot in slots
     ]
-    config = render_kernel_config(
-        OrchestrationEntry(orch.name, _signature(orch)), entries, runtime=RUNTIME
-    )
+    entry = OrchestrationEntry(orch.name, _signature(orch), params=_params(orch))
+    config = render_kernel_config(entry, entries, runtime=RUNTIME)
     files["kernel_config.py"] = config.encode()
     return dict(sorted(files.items()))
 
@@ -351,6 +365,35 @@ def _signature(func: Function) -> tuple[ArgDirection, ...]:
         for param in func.params
         if isinstance(param.var.type, TensorType)
     )
+
+
+def _params(func: Function) -> tuple[OrchestrationParam, ...]:
+    """Every parameter of chip orchestration ``func`` in argument order, as ``kernel_config.py``
+    records it (what its signature of directions cannot say: shapes, element types, windows,
+    and whose domain each CommCtx parameter is). The lowering appends one CommCtx parameter per
+    DistributedTensor parameter, in their order (the kernel ABI's context slots), so the k-th
+    context is the k-th window's."""
+    windows = iter(
+        [
+            param.var.name
+            for param in func.params
+            if isinstance(param.var.type, DistributedTensorType)
+        ]
+    )
+    params = []
+    for param in func.params:
+        name, ty = param.var.name, param.var.type
+        if isinstance(ty, TensorType):
+            kind: ParamKind = "window" if isinstance(ty, DistributedTensorType) else "tensor"
+            dtype = RUNTIME_DTYPES[ty.dtype]
+            params.append(OrchestrationParam(name, kind, param.direction.value, ty.shape, dtype))
+        elif isinstance(ty, ScalarType):
+            params.append(OrchestrationParam(name, "scalar", dtype=RUNTIME_DTYPES[ty.dtype]))
+        elif isinstance(ty, CommCtxType) and (window := next(windows, None)) is not None:
+            params.append(OrchestrationParam(name, "comm_context", window=window))
+        else:
+            raise InternalError(f"chip orchestration '{func.name}': parameter '{name}' of {ty}")
+    return tuple(params)
 
 
 def _unique(chips: Iterable[str]) -> list[str]:

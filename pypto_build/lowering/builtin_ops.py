@@ -22,8 +22,10 @@ from pypto_build.builtins.manifest import PAYLOAD_DTYPE, Rail
 from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
+    Call,
     DataType,
     DistributedTensorType,
+    Expr,
     Function,
     FunctionType,
     Level,
@@ -34,6 +36,7 @@ from pypto_build.lowering.ir import (
     TensorType,
     Type,
     Var,
+    get_attr,
 )
 from pypto_build.lowering.ir.names import FunctionAttr
 from pypto_build.lowering.launch_width import LaunchWidthRule, launch_width_rule
@@ -71,8 +74,9 @@ class BuiltinOp:
 
     @property
     def stem(self) -> str:
-        """The op's own name (``all_to_all_v``): it names the synthesized kernels."""
-        return self.op.rsplit(".", 1)[-1]
+        """What names the synthesized kernels (``all_to_all_v``, or the manifest's
+        ``[op] kernel``)."""
+        return self.package.kernel_stem
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -113,11 +117,29 @@ class BuiltinOp:
         """Name of the synthesized CHIP-rail kernel of the ``dtype`` variant."""
         return f"__builtin_{self.stem}__{dtype.value}"
 
-    def template_vars(self, dtype: DataType) -> str:
-        """The variant's ``builtin_template_vars``: its manifest variables, ``k=v`` joined by ``,``
-        (both rails render the kernel from these, which is why their renders are identical)."""
-        variables = self.package.dtype_variables(dtype.value)
-        return ",".join(f"{key}={value}" for key, value in variables.items())
+    def template_vars(self, dtype: DataType, config: Sequence[tuple[str, str]] = ()) -> str:
+        """The variant's ``builtin_template_vars``: its manifest variables, then its static
+        configuration's (``config``), ``k=v`` joined by ``,`` (both rails render the kernel from
+        these, which is why their renders are identical)."""
+        variables = [*self.package.dtype_variables(dtype.value).items(), *config]
+        return ",".join(f"{key}={value}" for key, value in variables)
+
+    def call_operands(self, call: Call) -> tuple[tuple[int, Expr], ...]:
+        """The tensor operands ``call`` passes, as (manifest position, expression), in kernel
+        argument order: required operands are the call's arguments, a given optional one is
+        a keyword operand, and an optional one not given is left out."""
+        args = iter(call.args)
+        present: list[tuple[int, Expr]] = []
+        for position, operand in enumerate(self.package.operands):
+            if not operand.optional:
+                present.append((position, next(args)))
+                continue
+            value = get_attr(call.kwargs, operand.name)
+            if isinstance(value, Expr):
+                present.append((position, value))
+        if next(args, None) is not None:
+            raise InternalError(f"{self.op} call has more tensor arguments than operands")
+        return tuple(present)
 
     def require_supported_dtype(self, dtype: DataType, span: Span, phase: str) -> None:
         """Reject a payload ``dtype`` with no kernel variant; both rails render the same
@@ -156,29 +178,33 @@ class BuiltinOp:
             raise InternalError(f"{self.op} {operand.name} must be a tensor, got {arg_type}")
         return arg_type.plain()
 
-    def synthesize_kernel(self, dtype: DataType, arg_types: Sequence[Type]) -> Function:
-        """The kernel declaration (AIV or AIC, as the manifest says) of the ``dtype`` variant,
-        typed after one call site.
+    def synthesize_kernel(
+        self, name: str, template_vars: str, operands: Sequence[tuple[int, Type]]
+    ) -> Function:
+        """The kernel declaration ``name`` (of the function type the manifest's core type
+        gives) rendered with ``template_vars``, typed after one call site's ``operands``
+        (manifest position and type of each tensor it passes).
 
         The body is a single ``return <result>``: it is never compiled, but it keeps returns
         explicit and lets MaterializeDistTensorCtx map the returned DistributedTensor back to
         the parameter it writes. Baking the first call site's shapes into a variant shared by
-        every call is safe: the kernel reads extents from the runtime descriptors and the name
-        pins the dtype.
+        every call is safe: the kernel reads extents from the runtime descriptors, and the
+        variables pin the dtype and any static configuration.
         """
-        operands = self.package.operands
-        if len(arg_types) != len(operands):
-            raise InternalError(
-                f"{self.op} kernel signature has {len(operands)} tensor parameters, "
-                f"got {len(arg_types)} arguments"
-            )
         params = tuple(
-            Param(Var(operand.name, self.canonical_type(i, arg_type)), self.direction(i))
-            for i, (operand, arg_type) in enumerate(zip(operands, arg_types, strict=True))
+            Param(
+                Var(self.package.operands[i].name, self.canonical_type(i, arg_type)),
+                self.direction(i),
+            )
+            for i, arg_type in operands
         )
-        result = params[self.result_index].var
+        result = next(
+            param.var
+            for (i, _), param in zip(operands, params, strict=True)
+            if i == self.result_index
+        )
         return Function(
-            name=self.kernel_name(dtype),
+            name=name,
             params=params,
             return_types=(result.type,),
             body=SeqStmts((ReturnStmt((result,)),)),
@@ -186,7 +212,7 @@ class BuiltinOp:
             level=Level.CHIP,
             attrs=(
                 (FunctionAttr.TEMPLATE_DIR, self.package.handle),
-                (FunctionAttr.TEMPLATE_VARS, self.template_vars(dtype)),
+                (FunctionAttr.TEMPLATE_VARS, template_vars),
                 (FunctionAttr.REQUIRE_CONTIGUOUS, True),
             ),
         )
@@ -199,8 +225,13 @@ class BuiltinOp:
         raise InternalError(f"builtin {self.package.handle} has no payload operand")
 
 
-#: The kernel function a package's ``core_type`` synthesizes.
-_FUNCTION_TYPES: dict[str, FunctionType] = {"aiv": FunctionType.AIV, "aic": FunctionType.AIC}
+#: The kernel function a package's ``core_type`` synthesizes: a MIX kernel (AIC and AIV
+#: together) is an InCore function, as upstream's mixed kernels are before they are split.
+_FUNCTION_TYPES: dict[str, FunctionType] = {
+    "aiv": FunctionType.AIV,
+    "aic": FunctionType.AIC,
+    "mix": FunctionType.InCore,
+}
 
 
 @functools.cache
@@ -216,18 +247,11 @@ def package_op(package: BuiltinPackage) -> BuiltinOp:
     such a slip surfaced as a bare ValueError or an internal error at the first program using
     the op."""
     _require_known_dtypes(package)
-    _require_roles(package)
-    if package.core_type not in _FUNCTION_TYPES:
-        raise _manifest_error(
-            package,
-            "core_type",
-            f"a {package.core_type!r} kernel cannot be synthesized yet (known: "
-            f"{', '.join(_FUNCTION_TYPES)})",
-        )
     return BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
 
 
-def _manifest_error(package: BuiltinPackage, key: str, message: str) -> BuiltinRegistryError:
+def manifest_error(package: BuiltinPackage, key: str, message: str) -> BuiltinRegistryError:
+    """A manifest that does not fit the program model, naming the file and the key."""
     return BuiltinRegistryError(f"{package.manifest_path}: {key}: {message}")
 
 
@@ -243,40 +267,8 @@ def _require_known_dtypes(package: BuiltinPackage) -> None:
     ]
     for key, name in named:
         if name not in known:
-            raise _manifest_error(
+            raise manifest_error(
                 package, key, f"unknown dtype {name!r} (known: {', '.join(known)})"
-            )
-
-
-def _require_roles(package: BuiltinPackage) -> None:
-    """The operands the rails single out by role: exactly one result, a window of the payload
-    dtype (the op writes and returns it, and its dtype selects the variant); a signal, if any, a
-    window of shape ``[NR]`` or ``[NR, S]`` (peers add their credits to it; it gives the rank
-    count and the lanes)."""
-    results = [position for position, op in enumerate(package.operands) if op.role == RESULT]
-    if len(results) != 1:
-        raise _manifest_error(
-            package,
-            "operands",
-            f"must have exactly one operand of role '{RESULT}' (the window the op writes and "
-            f"returns), got {len(results)}",
-        )
-    result = package.operands[results[0]]
-    if not result.window or result.dtype != PAYLOAD_DTYPE:
-        raise _manifest_error(
-            package,
-            f"operands[{results[0]}]",
-            f"the '{RESULT}' operand must be a window of the payload dtype "
-            f'(window = true, dtype = "{PAYLOAD_DTYPE}")',
-        )
-    for position, operand in enumerate(package.operands):
-        if operand.role == SIGNAL and (
-            not operand.window or any(len(shape) not in (1, 2) for shape in operand.shapes)
-        ):
-            raise _manifest_error(
-                package,
-                f"operands[{position}]",
-                f"a '{SIGNAL}' operand must be a window (window = true) of shape [NR] or [NR, S]",
             )
 
 

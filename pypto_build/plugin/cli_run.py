@@ -1,13 +1,18 @@
 """``pypto-build run``: run a built program on P simulated ranks (DESIGN §1, §8).
 
-A thin adapter over :mod:`pypto_build.sim`: the program's parameters come from a ``.npz`` file
-(one array per parameter name; a scalar as a 0-d array; ``Out`` tensors optional, zero-filled when
-absent), every tensor parameter goes back into another one, and the outcome is printed as a short
-summary or, with ``--json``, as a document for machines. A run that fails on a rank exits 1 with
-each failed rank's error code and message, as does a host without a compiler for the runtime; a
-build directory the simulator cannot run or inputs that do not match the program's parameters
-(missing, unknown, or of the wrong shape or element type) are usage errors (exit 2). The
-simulator is imported only when the command runs.
+A thin adapter over :mod:`pypto_build.sim`. The program is the tree's HOST orchestrator or, named
+with ``--program``, one of its chip orchestrations, run on every rank without a HOST
+orchestrator. Its parameters come from a ``.npz`` file (one array per parameter name; a scalar
+as a 0-d array; ``Out`` tensors and a chip orchestration's windows optional; a chip
+orchestration's per-rank values with a leading rank axis), and the run's tensors and windows go
+into another: the parameters under their names, a HOST orchestrator's window buffers under
+``window/<name>`` (a key no parameter can have), and after a failure the error under
+``run/error`` beside whatever the run had left. The outcome is printed as a short summary or,
+with ``--json``, as a document for machines with every dispatch's wall time. A run that fails on
+a rank exits 1 with each failed rank's error code and message, as does a host without a
+compiler for the runtime; a build directory the simulator cannot run or inputs that do not match
+the program's parameters (missing, unknown, or of the wrong shape or element type) are usage
+errors (exit 2). The simulator is imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import importlib.util
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +42,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from pypto_build.plugin.cli_common import Subparsers
-    from pypto_build.sim import DispatchRecord, RankError, SimProgram, SimResult
+    from pypto_build.sim import DispatchRecord, SimProgram, SimResult, SimulationError
 
 
 def register(commands: Subparsers) -> None:
@@ -45,10 +51,13 @@ def register(commands: Subparsers) -> None:
         "run",
         help="run a built program on P simulated ranks (toolchain sim)",
         description=(
-            "Run the HOST orchestrator of BUILD (an output folder of `pypto-build build` with "
-            "toolchain sim, or one of its chip folders) on P simulated ranks on the CPU. Every "
-            "parameter is read by name from --inputs (an Out tensor may be left out: it starts "
-            "zero-filled); every tensor parameter is written to --out as the run left it."
+            "Run a program of BUILD (an output folder of `pypto-build build` with toolchain "
+            "sim, or one of its chip folders) on P simulated ranks on the CPU: its HOST "
+            "orchestrator, or a chip orchestration dispatched on every rank with the windows "
+            "its DistributedTensor parameters need. Every parameter is read by name from "
+            "--inputs (an Out tensor or a window may be left out: it starts zeroed; a chip "
+            "orchestration's per-rank values have a leading rank axis); every tensor parameter "
+            "and window is written to --out as the run left it, also when it fails."
         ),
     )
     parser.add_argument("build", metavar="BUILD", help="the build folder")
@@ -61,13 +70,18 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "--program",
         metavar="NAME",
-        help="the HOST orchestrator to run (default: the only one)",
+        help=(
+            "the program to run: the HOST orchestrator, or a chip orchestration to run on "
+            "every rank (default: the HOST orchestrator, else the only chip orchestration)"
+        ),
     )
     parser.add_argument(
         "--inputs", metavar="FILE.npz", help="the parameters, one array per name (np.savez)"
     )
     parser.add_argument(
-        "--out", metavar="FILE.npz", help="write every tensor parameter after the run here"
+        "--out",
+        metavar="FILE.npz",
+        help="write every tensor parameter and window after the run here (also after a failure)",
     )
     parser.add_argument(
         "--timeout",
@@ -120,8 +134,6 @@ def _run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("numpy") is None:
         print_error("run needs NumPy for the simulator: pip install 'pypto-build[sim]'")
         return ExitCode.PROGRAM_ERROR
-    import numpy as np
-
     from pypto_build.chip_build.sim.library import RuntimeBuildError
     from pypto_build.chip_build.toolchains import ToolchainError
     from pypto_build.sim import BuildTreeError, SimProgram, SimulationError
@@ -134,7 +146,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = program.run(inputs, ranks=args.ranks, timeout=_timeout(args))
     except SimulationError as exc:
-        _report_failure(args, program, exc.ranks)
+        if args.out is not None and exc.result is not None:
+            _write_outputs(Path(args.out), exc.result, exc)
+        _report_failure(args, program, exc)
         return ExitCode.PROGRAM_ERROR
     except (ToolchainError, RuntimeBuildError) as exc:  # no host compiler, or a broken one
         print_error(f"the simulation runtime cannot be built: {exc}")
@@ -142,12 +156,41 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, IndexError) as exc:  # inputs that do not fit the program's parameters
         raise UsageError(str(exc)) from None
     if args.out is not None:
-        # Any: savez's stub types its keywords like its own allow_pickle flag.
-        outputs: dict[str, Any] = {name: result[name] for name in sorted(result)}
-        with Path(args.out).open("wb") as stream:
-            np.savez(stream, **outputs)
+        _write_outputs(Path(args.out), result, None)
     _report_success(args, program, result)
     return ExitCode.OK
+
+
+#: The ``.npz`` key of a window buffer a HOST orchestrator allocated, and of a failed run's
+#: error: a slash keeps them apart from parameters, whose names are identifiers.
+WINDOW_KEY = "window/{}"
+ERROR_KEY = "run/error"
+
+
+def output_arrays(
+    result: SimResult, failure: SimulationError | None
+) -> dict[str, npt.NDArray[np.generic]]:
+    """What ``--out`` holds, by key (sorted): every tensor parameter, the windows that are not
+    parameters (a HOST orchestrator's buffers), and a failure's error, one line per rank."""
+    import numpy as np
+
+    arrays = {name: result[name] for name in result}
+    for name, window in result.windows.items():
+        # A chip orchestration's window is a parameter, the same array: written once, by name.
+        if result.get(name) is not window:
+            arrays[WINDOW_KEY.format(name)] = window
+    if failure is not None:
+        arrays[ERROR_KEY] = np.array([str(error) for error in failure.ranks])
+    return dict(sorted(arrays.items()))
+
+
+def _write_outputs(path: Path, result: SimResult, failure: SimulationError | None) -> None:
+    import numpy as np
+
+    # Any: savez's stub types its keywords like its own allow_pickle flag.
+    arrays: dict[str, Any] = output_arrays(result, failure)
+    with path.open("wb") as stream:
+        np.savez(stream, **arrays)
 
 
 def _read_inputs(path: str | None) -> dict[str, npt.NDArray[np.generic]]:
@@ -165,7 +208,8 @@ def _read_inputs(path: str | None) -> dict[str, npt.NDArray[np.generic]]:
 def _summary(args: argparse.Namespace, program: SimProgram) -> dict[str, object]:
     return {
         "chip": program.build.chip.name,
-        "program": program.host.name,
+        "kind": program.kind,
+        "program": program.name,
         "ranks": args.ranks,
     }
 
@@ -178,41 +222,49 @@ def _dispatch_json(record: DispatchRecord) -> dict[str, object]:
         "message": record.message,
         "next_level": record.next_level,
         "rank": record.rank,
+        "seconds": round(record.seconds, 6),
         "skipped": record.skipped,
         "tasks": record.tasks,
     }
 
 
+def _arrays_json(arrays: Mapping[str, npt.NDArray[np.generic]]) -> dict[str, object]:
+    return {
+        name: {"dtype": str(arrays[name].dtype), "shape": list(arrays[name].shape)}
+        for name in sorted(arrays)
+    }
+
+
+def _result_json(result: SimResult) -> dict[str, object]:
+    return {
+        "dispatches": [_dispatch_json(record) for record in result.dispatches],
+        "outputs": _arrays_json(result),
+        "windows": _arrays_json(result.windows),
+    }
+
+
 def _report_success(args: argparse.Namespace, program: SimProgram, result: SimResult) -> None:
     if args.json:
-        document = {
-            **_summary(args, program),
-            "status": "ok",
-            "dispatches": [_dispatch_json(record) for record in result.dispatches],
-            "outputs": {
-                name: {"dtype": str(result[name].dtype), "shape": list(result[name].shape)}
-                for name in sorted(result)
-            },
-        }
-        print_json(document)
+        print_json({**_summary(args, program), "status": "ok", **_result_json(result)})
         return
     tasks = sum(record.tasks for record in result.dispatches)
     print(
-        f"{program.host.name} ({program.build.chip.name}) ran on {args.ranks} simulated ranks: "
+        f"{program.name} ({program.build.chip.name}) ran on {args.ranks} simulated ranks: "
         f"{len(result.dispatches)} dispatches, {tasks} kernel tasks"
     )
     for record in result.dispatches:
         for line in record.log:
             print(f"  rank {record.rank} {record.next_level}: {line}")
     if args.out is not None:
-        print(f"wrote {', '.join(sorted(result))} to {args.out}")
+        print(f"wrote {', '.join(output_arrays(result, None))} to {args.out}")
 
 
 def _report_failure(
-    args: argparse.Namespace, program: SimProgram, errors: tuple[RankError, ...]
+    args: argparse.Namespace, program: SimProgram, failure: SimulationError
 ) -> None:
     from pypto_build.sim import error_name
 
+    errors = failure.ranks
     if args.json:
         document = {
             **_summary(args, program),
@@ -227,8 +279,13 @@ def _report_failure(
                 }
                 for error in errors
             ],
+            "dispatches": [_dispatch_json(record) for record in failure.dispatches],
         }
+        if failure.result is not None:
+            document.update(_result_json(failure.result))
         print_json(document)
     print(f"{PROG}: the simulated run failed on {len(errors)} rank(s):", file=sys.stderr)
     for error in errors:
         print(f"  {error}", file=sys.stderr)
+    if args.out is not None and failure.result is not None:
+        print(f"{PROG}: wrote what the run left, with the error, to {args.out}", file=sys.stderr)

@@ -416,13 +416,15 @@ class Indexed:
 class Pipeline(ProgramSpec):
     """tests/programs/chip_pipeline.py's pipeline (its kernels: stage_step computes the send
     counts from the ranks, consume_step keeps only received rows) on ``nr`` ranks, each with
-    its own rows."""
+    its own rows; without ``host``, the chip orchestration alone (no HOST orchestrator), as a
+    user who runs a chip pipeline by itself writes it."""
 
     nr: int
+    host: bool = True
 
     @property
     def slug(self) -> str:
-        return f"pipeline-p{self.nr}"
+        return f"pipeline-p{self.nr}" if self.host else f"pipeline-chip-p{self.nr}"
 
     def kernels(self) -> tuple[Path, ...]:
         return (PIPELINE_KERNELS / "stage_step.cpp", PIPELINE_KERNELS / "consume_step.cpp")
@@ -430,7 +432,7 @@ class Pipeline(ProgramSpec):
     def source(self) -> str:
         return (
             _header(self.nr, 1)
-            + f"""
+            + """
 
 @pl.program
 class Pipeline:
@@ -466,7 +468,13 @@ class Pipeline:
         stage, counts = self.stage_step(inp, stage, counts)
         data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv, core_num=1)
         return self.consume_step(data, recv, out)
+"""
+            + (_PIPELINE_HOST if self.host else "")
+        )
 
+
+#: The HOST orchestrator of :class:`Pipeline`: windows, and one dispatch per rank of its rows.
+_PIPELINE_HOST = f"""
     @pl.function(type=pl.FunctionType.Orchestration, level=pl.Level.HOST)
     def host_orch(
         self,
@@ -478,6 +486,48 @@ class Pipeline:
             mine = pl.slice(inp, [TOTAL, SIZE], [r * TOTAL, 0])
             result = pl.slice(out, [TOTAL, SIZE], [r * TOTAL, 0])
             self.chip_pipeline(mine, result, stage, data, signal, counts, recv, device=r)
+"""
+
+
+@dataclass(frozen=True)
+class Stuck(ProgramSpec):
+    """A chip orchestration alone (no HOST orchestrator) whose kernel marks its rank in a window
+    and an output, then waits for a credit nobody gives: a run of it times out, with the marks
+    written."""
+
+    nr: int
+
+    @property
+    def slug(self) -> str:
+        return f"stuck-p{self.nr}"
+
+    def kernels(self) -> tuple[Path, ...]:
+        return (HERE / "kernels" / "mark_then_wait.cpp",)
+
+    def source(self) -> str:
+        return (
+            _header(self.nr, 1)
+            + """
+
+@pl.program
+class Stuck:
+    @pl.function(type=pl.FunctionType.AIV, external_source="kernels/mark_then_wait.cpp")
+    def mark_then_wait(
+        self,
+        mark: pl.InOut[pld.DistributedTensor[[NR], pl.INT32]],
+        flag: pld.DistributedTensor[[NR], pl.INT32],
+        out: pl.Out[pl.Tensor[[NR], pl.INT32]],
+    ) -> tuple[pld.DistributedTensor[[NR], pl.INT32], pl.Tensor[[NR], pl.INT32]]:
+        ...
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip_stuck(
+        self,
+        mark: pl.InOut[pld.DistributedTensor[[NR], pl.INT32]],
+        flag: pld.DistributedTensor[[NR], pl.INT32],
+        out: pl.Out[pl.Tensor[[NR], pl.INT32]],
+    ):
+        mark, out = self.mark_then_wait(mark, flag, out)
 """
         )
 

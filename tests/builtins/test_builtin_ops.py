@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from pypto_build.builtins import load_package
-from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_op, builtin_ops, package_op
 from pypto_build.lowering.ir import DataType, DistributedTensorType, FunctionType, TensorType
 from pypto_build.lowering.ir.names import template_dir, template_vars
@@ -69,16 +68,18 @@ def _op(make_package: MakePackage, core_type: str) -> BuiltinOp:
     return package_op(load_package(make_package(manifest=MANIFEST.format(core_type=core_type))))
 
 
-@pytest.mark.parametrize(("core_type", "func_type"), [("aiv", "AIV"), ("aic", "AIC")])
+@pytest.mark.parametrize(
+    ("core_type", "func_type"), [("aiv", "AIV"), ("aic", "AIC"), ("mix", "InCore")]
+)
 def test_the_synthesized_kernel_is_the_declared_core_type(
     make_package: MakePackage, core_type: str, func_type: str
 ) -> None:
     op = _op(make_package, core_type)
     source = TensorType((8,), DataType.FP32)
     target = DistributedTensorType((8,), DataType.FP32, window="buf")
-    kernel = op.synthesize_kernel(DataType.FP32, [source, target])
+    variables = op.template_vars(DataType.FP32)
+    kernel = op.synthesize_kernel("__builtin_copy__fp32", variables, [(0, source), (1, target)])
     assert kernel.func_type is FunctionType[func_type]
-    assert kernel.name == "__builtin_copy__fp32"
     assert [p.var.type for p in kernel.params] == [source, target.unbound()]
     assert (template_dir(kernel), template_vars(kernel)) == (
         ":acme.kernels.copy",
@@ -86,9 +87,12 @@ def test_the_synthesized_kernel_is_the_declared_core_type(
     )
 
 
-def test_a_mix_kernel_is_refused_when_the_package_is_taken_in(make_package: MakePackage) -> None:
-    with pytest.raises(BuiltinRegistryError, match=r"builtin\.toml: core_type: a 'mix' kernel"):
-        _op(make_package, "mix")
+def test_configuration_variables_follow_the_dtype_variables(make_package: MakePackage) -> None:
+    op = _op(make_package, "aiv")
+    config = (("tiling_key", "1000000000000001001"),)
+    assert (
+        op.template_vars(DataType.FP32, config) == "dtype_cpp=float,tiling_key=1000000000000001001"
+    )
 
 
 def test_our_packages_are_ops() -> None:

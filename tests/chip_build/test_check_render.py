@@ -112,7 +112,9 @@ def test_rail_identity_catches_variables_that_disagree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The CHIP rail's variables come from the lowering; make them disagree with the manifest.
-    monkeypatch.setattr(BuiltinOp, "template_vars", lambda self, dtype: "dtype_cpp=double")
+    monkeypatch.setattr(
+        BuiltinOp, "template_vars", lambda self, dtype, config=(): "dtype_cpp=double"
+    )
     result = _check(tmp_path)
     # A render refuses rails that disagree, so the render-based checks do not run.
     assert len(result.checks) == 1

@@ -233,11 +233,11 @@ def test_host_rail_fans_out_per_rank(rendered: Render) -> None:
             [0, 1],
             512 + 512 + 64 + 64 + 64,
             [
-                ("stage_buf", 512, 512),
-                ("data_buf", 512, 512),
-                ("signal_buf", 16, 64),
-                ("counts_buf", 8, 64),
-                ("recv_buf", 8, 64),
+                ("stage", 512, 512),
+                ("data", 512, 512),
+                ("signal", 16, 64),
+                ("counts", 8, 64),
+                ("recv", 8, 64),
             ],
         )
     ]
@@ -252,11 +252,11 @@ def test_host_rail_fans_out_per_rank(rendered: Render) -> None:
     ]
     _, _, tensors, scalars = orch.submits[3]
     assert tensors == [
-        ("d0[1].stage_buf(8, 64):INT8", "INPUT"),
-        ("d0[1].data_buf(8, 64):INT8", "INOUT"),
-        ("d0[1].signal_buf(2, 2):INT32", "INOUT"),
-        ("d0[1].counts_buf(2,):INT32", "INPUT"),
-        ("d0[1].recv_buf(2, 1):INT32", "INOUT"),
+        ("d0[1].stage(8, 64):INT8", "INPUT"),
+        ("d0[1].data(8, 64):INT8", "INOUT"),
+        ("d0[1].signal(2, 2):INT32", "INOUT"),
+        ("d0[1].counts(2,):INT32", "INPUT"),
+        ("d0[1].recv(2, 1):INT32", "INOUT"),
         ("token(1,)", "INOUT"),
     ]
     # nranks, this rank's CommContext, core_num: the entry's scalars in manifest order.
@@ -264,8 +264,8 @@ def test_host_rail_fans_out_per_rank(rendered: Render) -> None:
     _, _, tensors, scalars = orch.submits[4]
     # The rank's ordering token follows the real tensors of every dispatch on the domain.
     assert tensors == [
-        ("d0[0].data_buf(8, 64):INT8", "INPUT"),
-        ("d0[0].recv_buf(2, 1):INT32", "INPUT"),
+        ("d0[0].data(8, 64):INT8", "INPUT"),
+        ("d0[0].recv(2, 1):INT32", "INPUT"),
         ("out", "OUTPUT_EXISTING"),
         ("token(1,)", "INOUT"),
     ]
@@ -282,7 +282,7 @@ def test_chip_rail_host_dispatches_the_pipeline(rendered: Render) -> None:
     ]
     _, _, tensors, scalars = orch.submits[2]
     assert [kind for _, kind in tensors] == ["INPUT", "OUTPUT_EXISTING"] + ["INOUT"] * 6
-    assert tensors[2] == ("d0[2].stage_buf(8, 64):FLOAT32", "INOUT")
+    assert tensors[2] == ("d0[2].stage(8, 64):FLOAT32", "INOUT")
     assert scalars == [0x1002] * 5
 
 
@@ -347,7 +347,7 @@ def test_explicit_domain_slices_scalars_and_branches(tmp_path: Path) -> None:
     _, _, tensors, scalars = orch.submits[0]
     assert tensors == [
         ("x[4:8, :]", "INPUT"),
-        ("d0[3].stage_buf(8, 64):FLOAT32", "INOUT"),
+        ("d0[3].stage(8, 64):FLOAT32", "INOUT"),
         ("token(1,)", "INOUT"),
     ]
     assert scalars == [4, 0x1003]

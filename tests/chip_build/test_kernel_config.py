@@ -6,6 +6,7 @@ The first group mirrors upstream's ``tests/ut/backend/test_kernel_config_signatu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,12 @@ from pypto_build.chip_build.kernel_config import (
     KernelConfigError,
     KernelEntry,
     OrchestrationEntry,
+    OrchestrationParam,
     Runtime,
     read_kernel_config,
     render_kernel_config,
 )
+from pypto_build.chip_build.runtime_types import DataType
 
 IN, OUT, INOUT = ArgDirection.IN, ArgDirection.OUT, ArgDirection.INOUT
 IMPORT_LINE = "from simpler.task_interface import ArgDirection as _D"
@@ -280,9 +283,9 @@ def test_duplicate_func_id_rejected() -> None:
         render_kernel_config(MAIN, kernels)
 
 
-def test_duplicate_kernel_name_rejected() -> None:
-    kernels = [KernelEntry(0, "a", CoreType.AIV), KernelEntry(1, "a", CoreType.AIC)]
-    with pytest.raises(KernelConfigError, match="kernel 'a' is listed twice"):
+def test_duplicate_kernel_source_rejected() -> None:
+    kernels = [KernelEntry(0, "a", CoreType.AIV), KernelEntry(1, "a", CoreType.AIV)]
+    with pytest.raises(KernelConfigError, match=r"kernel kernels/aiv/a\.cpp is listed twice"):
         render_kernel_config(MAIN, kernels)
 
 
@@ -320,10 +323,21 @@ def test_with_binaries_records_compiled_kernels() -> None:
     config = KernelConfig(
         MAIN, (KernelEntry(0, "a", CoreType.AIV), KernelEntry(1, "b", CoreType.AIC))
     )
-    built = config.with_binaries({"b": "kernels/aic/b.o"})
+    built = config.with_binaries({"kernels/aic/b.cpp": "kernels/aic/b.o"})
     assert [kernel.binary for kernel in built.kernels] == [None, "kernels/aic/b.o"]
-    with pytest.raises(KernelConfigError, match="unknown kernels: z"):
-        config.with_binaries({"z": "kernels/aiv/z.o"})
+    with pytest.raises(KernelConfigError, match=r"unknown kernels: kernels/aiv/z\.cpp"):
+        config.with_binaries({"kernels/aiv/z.cpp": "kernels/aiv/z.o"})
+
+
+def test_a_mix_kernel_is_listed_once_per_core_type() -> None:
+    mix = (KernelEntry(0, "m", CoreType.AIC), KernelEntry(1, "m", CoreType.AIV))
+    config = KernelConfig(MAIN, mix)
+    assert [kernel.source for kernel in config.kernels] == [
+        "kernels/aic/m.cpp",
+        "kernels/aiv/m.cpp",
+    ]
+    built = config.with_binaries({"kernels/aiv/m.cpp": "kernels/aiv/m.o"})
+    assert [kernel.binary for kernel in built.kernels] == [None, "kernels/aiv/m.o"]
 
 
 # --- reading back ---------------------------------------------------------------------------------
@@ -420,3 +434,82 @@ def test_reader_rejects_what_it_did_not_write(old: str, new: str, message: str) 
 def test_reader_requires_kernels_and_runtime_config() -> None:
     with pytest.raises(KernelConfigError, match="RUNTIME_CONFIG and KERNELS must both be assigned"):
         read_kernel_config("RUNTIME_CONFIG = {}\n")
+
+
+# --- the orchestration's parameters ---------------------------------------------------------------
+
+#: A pipeline with a tensor, a window, a scalar and the window's context.
+PARAMS = (
+    OrchestrationParam("inp", "tensor", "In", (8, 64), DataType.FLOAT32),
+    OrchestrationParam("stage", "window", "InOut", (8, 64), DataType.FLOAT32),
+    OrchestrationParam("rows", "scalar", dtype=DataType.INT64),
+    OrchestrationParam("stage__ctx", "comm_context", window="stage"),
+)
+WITH_PARAMS = OrchestrationEntry("pipe", signature=(IN, INOUT), params=PARAMS)
+
+
+def test_params_follow_the_signature_one_line_each() -> None:
+    text = render_kernel_config(WITH_PARAMS, [])
+    assert (
+        '\t"signature": [_D.IN, _D.INOUT],\n'
+        '\t"params": [\n'
+        '\t\t{"name": "inp", "kind": "tensor", "direction": "In", "shape": [8, 64], '
+        '"dtype": "fp32"},\n'
+        '\t\t{"name": "stage", "kind": "window", "direction": "InOut", "shape": [8, 64], '
+        '"dtype": "fp32"},\n'
+        '\t\t{"name": "rows", "kind": "scalar", "dtype": "int64"},\n'
+        '\t\t{"name": "stage__ctx", "kind": "comm_context", "window": "stage"},\n'
+        "\t],\n"
+    ) in text
+    assert read_kernel_config(text).orchestration == WITH_PARAMS
+    with_binary = read_kernel_config(text).with_binaries({}, "sim/orchestration/pipe.so")
+    assert read_kernel_config(with_binary.render()) == with_binary
+
+
+def test_a_window_parameter_is_bound_as_a_tensor() -> None:
+    assert PARAMS[1].parameter().is_tensor
+    assert not PARAMS[2].parameter().is_tensor
+    with pytest.raises(KernelConfigError, match="a context takes no input"):
+        PARAMS[3].parameter()
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            lambda: OrchestrationEntry("pipe", signature=(IN, IN), params=PARAMS),
+            r"the tensor parameters \(IN, INOUT\) do not match the signature \(IN, IN\)",
+        ),
+        (
+            lambda: OrchestrationEntry(
+                "pipe",
+                (IN,),
+                params=(PARAMS[0], OrchestrationParam("c", "comm_context", window="inp")),
+            ),
+            "context c names 'inp', which is no window parameter",
+        ),
+        (lambda: OrchestrationParam("n", "scalar", "Out", dtype=DataType.INT64), "has shape"),
+        (lambda: OrchestrationParam("t", "tensor", "Up", (1,), DataType.INT8), "unknown direction"),
+        (lambda: OrchestrationParam("t", "tensor", "In", (1,)), "a tensor has an element type"),
+    ],
+)
+def test_params_must_describe_the_signature(entry: Callable[[], object], message: str) -> None:
+    with pytest.raises(KernelConfigError, match=message):
+        entry()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('"dtype": "int64"', '"dtype": "int65"', "element type 'int65' is not one of"),
+        ('"shape": [8, 64], "dtype": "fp32"}', '"shape": [8, -1], "dtype": "fp32"}', "shape"),
+        ('"kind": "scalar"', '"kind": "vector"', "unknown kind 'vector'"),
+        ('"window": "stage"', '"window": STAGE', "a params entry holds literals only"),
+        ('"window": "stage"', '"window": "stage", "size": 4', "unknown key 'size' in a params"),
+    ],
+)
+def test_the_reader_checks_params(old: str, new: str, message: str) -> None:
+    text = render_kernel_config(WITH_PARAMS, [])
+    assert old in text
+    with pytest.raises(KernelConfigError, match=message):
+        read_kernel_config(text.replace(old, new, 1))

@@ -22,65 +22,65 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "e79386d523eb8084d8ec2e49194773d9a6101e0b88358a7dbdeb036fdf589413",
-        "a3": "bb76d6edcef3e235a736c549aa6494682ff9058503a0dbb654dfa76a69fced15",
-        "a5": "0f9a743fb1e97c9dc502d3ba54fe9c93f37d1275bbeb8961e653701435c5b095",
+        "a2": "34244f1baf37cf8aa4cbc6a3fcf8506989dc32626e1f88506f84adf49809c5ff",
+        "a3": "b6a77779cf482b21aaa6e1b31e5db158da155a01202d57cc3aa96adff82c425f",
+        "a5": "f7016d86d5bb00a15f9f59c2bb529d211b621993f9f6b7459a5adfe3f9e63c63",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "429b7952fddf3d27af6eb8ad3863d9123e9d607c7a3a5eb3361ff49c57540e2d",
-        "a3": "56b8ae1ee796ed67879999e4049c3989171f4c1ab3c29c8bd403a14ad1bce3c1",
-        "a5": "160e075c9b52540731d8c50e257a194048bb4ced4ae8d5266697837ef8f580ec",
+        "a2": "fd91b9def01ab8d60b8e152a13f5887874e9cc1901dbfe36a00451f1ddc72cb8",
+        "a3": "d09e862b39ab27659101bb3bede055af1104016233c2552cfa67690c486c8de8",
+        "a5": "ef75005610a61919fe35551625c07c6615a538668c8bc75a6dc5e699fedc6a92",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "92462592529b27216276fd93bdb4daacf444b76e7eb52ed4977ea746f1c5cb4b",
-        "a3": "6e253816cd1fea941a2e047c83340bdca95a9da89ceaacd9a74bf4d6779fa2f8",
-        "a5": "2604bae0309c10c4200b227446c935420e5517125f42c36d89dc76d78fd28245",
+        "a2": "4ff9b3c1e3eea947fcb01e6f440adeb4786682498fbfe0b860c8772c4b7f4498",
+        "a3": "e8c074219c5f05d4a4eca1ec1d865fc741455a2b26d6e902ff32e32d03fa9251",
+        "a5": "9399c58fa6dcf2c9e54e68c5838fd8c629563f0f66308c12af06854007d9161a",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "c39e53c1f8da16f6d5d56895155e48cdc0596bf2625614fcb62dec72ef66b2a4",
-        "a3": "222b02207a7b05fd0990b001eb9695a6da277138c62098eec43578d48fbd2a24",
-        "a5": "6ecfb051decf4db9da136b50d7d74645a736f996c42aceb54b0bb45d39f6d584",
+        "a2": "c2bed9523d7835b0b21aaf04e114fcd9f4fad03f85bc64e8ca8855e88970e5d1",
+        "a3": "43c798673eec3bcc17967534b69b8365bc0760363f44151a08286654cabe9853",
+        "a5": "c0b373b2440460e6ee6c6071c5580e262cf8276ed640622a69bf973893d7c390",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "ebefb115571d63dc893be183f053ebe4c75b2aa1671188c3fe9b4ee57fa3b555",
-        "a3": "b27a24bc7b0eff9a50a4a58552be008284f2e3bfeba4d02c80ded312c26fe13b",
-        "a5": "2cace16ac86a76436c42d5d1eba40cdfe308f97469e0a3cda68209a5d8e1210d",
+        "a2": "3dca7c8029c1d3293be37c4b7654fc0aacb2cda9ecfcae79032812e477500274",
+        "a3": "54135816563410cbff9f2aaf92bf2b7458de7abe51890b41355b533375599c24",
+        "a5": "8af8f3f103abf7635e8d2efe3d38404198b3930468e5c66280dd3e7379c4e339",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "94f7f3bda900c2cd7cceae8f315a9ccb7ce5bb549b2aa6080adffe35252a0a77",
-        "a3": "53d1c19421130be6bfa3fce8a9c068549a899c7a2f8f874b656f5f21442af083",
-        "a5": "4b3667addbacd964b064af6e481bd931907a79e05d358065495140dcd455a0fc",
+        "a2": "8efac84cc13c8854e68a39bc161bd75f6a9ea2fd6ac895d0f0028a8d116132a5",
+        "a3": "cffbddfae5e81b1b1123e83a675a7a90b743d40dcd989214c2f9049bcbf81890",
+        "a5": "9c10c488be18ef3c279bdcf2da3f2c669f9c806f8b0146d613b795e69fb14316",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "8243f8120b1d5399cbcf0c7e0508b91b9706e24e279a87c4860c5148ad3361d7",
-        "a3": "14ae126db2fdfb30381df12ed3b04718af754a3d1a204aff8f7823951f4a5561",
-        "a5": "7aafe214ab773eb57a3f12a879c088832625b4026a9f94d7309e7d821e822b99",
+        "a2": "ec6d8dd495d7a646f28ea4f057222f10e6375a1641dc76f18ece480df166c084",
+        "a3": "4d49311a8a6dac889baa9c5ab164d730253273b8d5ba6b43e12e570e2ca43016",
+        "a5": "b539b3b8129ef30ded52f68c8a91a2d62bee9768ffa92d6e82ffb7924b954467",
     },
     (
         "tests/programs/orchestration_features.py",
         "tests/programs",
     ): {
-        "a2": "66d00d8473768b0a7d7f771651c8b856a5dd35cc3834c6fd64bdbba51031c42e",
-        "a3": "7e72b29cd410b9887dcb708928553b66bdb8eb24f7f3c7a6601fea97bd6ec93f",
-        "a5": "ba016bd5aca0cab2776895df224c7ce945ee7a52d813c208a53f90a78673fdf7",
+        "a2": "36f9b1d92bab6ad8fb15589ce29b8ee67e6cd0f74f04a5917b6cb382d37a0140",
+        "a3": "c80927ff85161a659428bd74ec1a8b3f847a6c2a786b4f9f79d423bbd95da986",
+        "a5": "c42a3fee547589df1d86cc0675e58f547ccc963b677fe8716cc2a225216ea921",
     },
 }
 

@@ -14,6 +14,7 @@ from _support.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, s
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
+from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.chip_build.subbuild import (
     LOG_DIR,
     RenderError,
@@ -132,6 +133,31 @@ def test_kernel_config_signatures_and_func_ids(rendered: Render) -> None:
     ]
     assert config.orchestration is not None
     assert config.orchestration.signature == (IN, OUT, INOUT, INOUT, INOUT, INOUT, INOUT)
+
+
+def test_kernel_config_describes_the_orchestrations_parameters(rendered: Render) -> None:
+    """Every parameter in argument order: windows told from tensors, the contexts
+    MaterializeDistTensorCtx appended naming their windows, scalars with their element type."""
+    pipeline = read_kernel_config(
+        rendered("chip_pipeline") / "a3/next_levels/chip_pipeline/kernel_config.py"
+    ).orchestration
+    assert pipeline is not None
+    windows = ("stage", "data", "signal", "counts", "recv")
+    assert [(p.name, p.kind, p.direction) for p in pipeline.params] == [
+        ("inp", "tensor", "In"),
+        ("out", "tensor", "Out"),
+        *((name, "window", "InOut") for name in windows),
+        *((f"{name}__ctx", "comm_context", "In") for name in windows),
+    ]
+    shapes = [(8, 64), (8, 64), (8, 64), (8, 64), (2, 1), (2,), (2, 1)]
+    assert [p.shape for p in pipeline.params[:7]] == shapes
+    assert [p.window for p in pipeline.params[7:]] == list(windows)
+    features = read_kernel_config(
+        rendered("orchestration_features") / "a3/next_levels/features/kernel_config.py"
+    ).orchestration
+    assert features is not None
+    scalars = [(p.name, p.dtype) for p in features.params if p.kind == "scalar"]
+    assert scalars == [("steps", DataType.INT64), ("factor", DataType.FLOAT32)]
 
 
 def test_external_kernels_are_copied_not_referenced(rendered: Render) -> None:
@@ -333,7 +359,9 @@ def test_every_render_refuses_rails_that_disagree(
 ) -> None:
     # Make the lowering's variables disagree with the package manifest's: the render itself,
     # not only check-render, must refuse, and write nothing.
-    monkeypatch.setattr(BuiltinOp, "template_vars", lambda self, dtype: "dtype_cpp=double")
+    monkeypatch.setattr(
+        BuiltinOp, "template_vars", lambda self, dtype, config=(): "dtype_cpp=double"
+    )
     sources = lower_file(PROGRAMS_DIR / f"{stem}.py", ("a3",))
     out = tmp_path / "out"
     with pytest.raises(RenderError, match="HOST and CHIP rails render different kernels"):

@@ -26,6 +26,7 @@ OTHER_MEANINGS: dict[str, dict[str, str]] = {
     "dtype": {
         "builtins/manifest.py": "the manifest's operand key",
         "chip_build/distributed_meta.py": "a key of distributed_meta.json",
+        "chip_build/kernel_config.py": "a key of an orchestration's params in kernel_config.py",
         "plugin/cli_run.py": "a key of run's --json document",
         "lowering/ops/tensor_ops.py": "an operand of the ops it defines",
         "lowering/ops/distributed_ops.py": "an operand of the ops it defines",

@@ -12,7 +12,8 @@ import pytest
 import pypto_build.lowering.builtin_ops as builtin_ops_module
 from pypto_build.builtins import BuiltinRegistryError
 from pypto_build.builtins.manifest import load_package
-from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_ops
+from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_ops, package_op
+from pypto_build.lowering.contracts.registry import contract_of
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     INDEX,
@@ -34,7 +35,6 @@ from pypto_build.lowering.ir import (
     WindowBufferType,
     compact_strides,
 )
-from pypto_build.lowering.launch_width import launch_width_rule
 from pypto_build.lowering.ops import (
     deduce_type,
     dsl_spelling,
@@ -42,7 +42,6 @@ from pypto_build.lowering.ops import (
     make_call,
     resolve_dsl_name,
 )
-from pypto_build.lowering.ops.collectives import public_op
 from pypto_build.lowering.ops.registry import lookup, program_ops
 from pypto_build.lowering.ops.signature import Operands
 
@@ -728,7 +727,6 @@ def _rejection(build: Build, **overrides: Type | Expr) -> ProgramError:
 
 @pytest.mark.parametrize("builtin", builtin_ops(), ids=lambda b: b.stem)
 def test_a_builtin_public_op_takes_its_manifest_operands_then_core_num(builtin: object) -> None:
-    from pypto_build.lowering.builtin_ops import BuiltinOp
 
     assert isinstance(builtin, BuiltinOp)
     opdef = lookup(builtin.op)
@@ -1051,9 +1049,8 @@ ALLGATHER_PACKAGE = (
 def _allgather_type(**types: Type) -> Type:
     """The type the allgather package's public op deduces, read from its folder (uninstalled:
     this process's op table does not know it)."""
-    package = load_package(ALLGATHER_PACKAGE)
-    rule = launch_width_rule(package.launch_width, package.manifest_path)
-    opdef = public_op(BuiltinOp(package, rule))
+    builtin = package_op(load_package(ALLGATHER_PACKAGE))
+    opdef = contract_of(builtin).public_op(builtin)
     values: dict[str, AttrValue] = {name: _operand(name, ty) for name, ty in types.items()}
     return opdef.deduce(Operands(opdef, values, CALL_SPAN))
 
@@ -1129,7 +1126,8 @@ def test_taking_a_package_in_checks_its_manifest_in_program_model_terms(
     builtin_ops.cache_clear()
     try:
         with pytest.raises(BuiltinRegistryError) as error:
-            builtin_ops()
+            for builtin in builtin_ops():
+                contract_of(builtin)
     finally:
         builtin_ops.cache_clear()
     assert str(error.value) == f"{manifest}: {message}"

@@ -384,4 +384,4 @@ def test_a_loop_carried_cycle_reaches_the_violation_inside_it() -> None:
     call = call_stmt.values[0]
     assert isinstance(call, Call)
     expected = Violation("tensor.write", Span(*position(text, WRITE)))
-    assert ContiguityAnalysis(program, pipeline).violation(call, 0) == expected
+    assert ContiguityAnalysis(program, pipeline).violation(call, call.args[0]) == expected

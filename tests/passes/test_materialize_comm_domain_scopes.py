@@ -22,6 +22,7 @@ from _support.passes import (
     span_location,
 )
 
+from pypto_build.lowering.analysis.host_windows import buffer_name
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
@@ -42,6 +43,7 @@ from pypto_build.lowering.passes import (
 )
 from pypto_build.lowering.passes.materialize_comm_domain_scopes import (
     MaterializeCommDomainScopes,
+    allocation,
 )
 from pypto_build.lowering.printer import print_programs
 
@@ -358,6 +360,48 @@ def test_reassigned_window_buffer_is_rejected() -> None:
         "variable of its own"
     )
     assert located(error) == position(source, "buf =", occurrence=1)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # Two buffers given one name, in different domains: a run reads windows by name.
+        (
+            'a = pld.alloc_window_buffer(64, name="stage")',
+            'b = pld.alloc_window_buffer(64, name="stage")',
+        ),
+        # A given name that is another buffer's variable name.
+        ("stage = pld.alloc_window_buffer(64)", 'b = pld.alloc_window_buffer(64, name="stage")'),
+    ],
+)
+def test_two_window_buffers_of_one_name_are_rejected(first: str, second: str) -> None:
+    source = host_source(
+        f"""\
+        with pld.comm_domain(devices=[0, 1]):
+            {first}
+        {second}
+        """
+    )
+    error = materialize_error(source)
+    assert error.message == (
+        f"window buffer name 'stage' is already given to the buffer allocated at line "
+        f"{line_of(source, first)}: a comm domain creates its window buffers, and a run reads "
+        "them back, by name, so give each pld.alloc_window_buffer a name of its own"
+    )
+    assert located(error) == position(source, second)
+
+
+def test_a_buffer_is_named_as_the_program_names_it() -> None:
+    program = materialize(
+        host_source(
+            """\
+            a = pld.alloc_window_buffer(64, name="stage")
+            b = pld.alloc_window_buffer(64)
+            """
+        )
+    )
+    allocations = [s for s in walk_stmts(host_function(program).body) if allocation(s)]
+    assert [buffer_name(s) for s in allocations if isinstance(s, AssignStmt)] == ["stage", "b"]
 
 
 # --- front end: with pld.comm_domain(...) ----------------------------------------------------

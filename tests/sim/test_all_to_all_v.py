@@ -104,7 +104,7 @@ def signal_lanes(result: sim.SimResult, nr: int, lanes: int) -> npt.NDArray[np.g
     """Every rank's signal window after the run, [rank, peer, lane]."""
     domain = result.domain("d0")
     return np.stack(
-        [domain.view("signal_buf", rank, (nr, lanes), DataType.INT32) for rank in range(nr)]
+        [domain.view("signal", rank, (nr, lanes), DataType.INT32) for rank in range(nr)]
     )
 
 
@@ -339,15 +339,15 @@ def test_the_ranks_see_one_window_per_rank_at_the_same_offsets(
     domain = result.domain("d0")
     assert domain.devices == (0, 1)
     assert [(b.name, b.offset) for b in domain.buffers] == [
-        ("stage_buf", 0),
-        ("data_buf", 2048),
-        ("signal_buf", 4096),
-        ("counts_buf", 4160),
-        ("recv_buf", 4224),
+        ("stage", 0),
+        ("data", 2048),
+        ("signal", 4096),
+        ("counts", 4160),
+        ("recv", 4224),
     ]
     # Each rank's window holds what it received last: the drained output of the last round.
     total = 2 * MAX_RECV
     last_round = result["out"].reshape(ROUNDS, 2, total, SIZE)[-1]
     for rank in (0, 1):
-        data = domain.view("data_buf", rank, (total, SIZE), DataType.FLOAT32)
+        data = domain.view("data", rank, (total, SIZE), DataType.FLOAT32)
         np.testing.assert_array_equal(data, last_round[rank])

@@ -19,7 +19,11 @@ from pypto_build.chip_build.distributed_meta import (
     read_meta,
 )
 from pypto_build.chip_build.runtime_types import DataType
-from pypto_build.chip_build.sim.arguments import InputError, bind_arguments
+from pypto_build.chip_build.sim.arguments import (
+    InputError,
+    bind_arguments,
+    bind_rank_arguments,
+)
 
 PARAMETERS = (
     Parameter("inp", "tensor", (4, 2), DataType.FLOAT32, "In"),
@@ -66,6 +70,71 @@ def test_missing_inputs_and_unknown_names_are_listed() -> None:
     )
     with pytest.raises(InputError, match=re.escape(message)):
         bind_arguments("host", PARAMETERS, inputs)
+
+
+# --- a chip orchestration's inputs, per rank -----------------------------------------------
+
+#: A chip orchestration's parameters: a tensor, a window, an Out tensor and a scalar.
+CHIP_PARAMETERS = (
+    Parameter("inp", "tensor", (2,), DataType.INT32, "In"),
+    Parameter("stage", "tensor", (2,), DataType.FLOAT32, "InOut"),
+    Parameter("out", "tensor", (2,), DataType.INT32, "Out"),
+    Parameter("rows", "scalar", (), DataType.INT64, "In"),
+)
+WINDOWS = {"stage"}
+
+
+def test_a_leading_rank_axis_gives_each_rank_its_own_and_a_plain_value_is_everyones() -> None:
+    per_rank = np.arange(6, dtype=np.int32).reshape(3, 2)
+    inputs = {"inp": per_rank, "rows": np.array([4, 5, 6]), "stage": np.ones(2, np.float32)}
+    bound = bind_rank_arguments("pipe", CHIP_PARAMETERS, inputs, 3, WINDOWS)
+    assert [b.tensors["inp"].tolist() for b in bound] == [[0, 1], [2, 3], [4, 5]]
+    assert [b.scalars["rows"] for b in bound] == [4, 5, 6]
+    assert [b.tensors["stage"].tolist() for b in bound] == [[1.0, 1.0]] * 3
+    # Each rank's tensors are allocations of their own, as each chip has its own memory.
+    assert all(b.tensors["inp"].base is None for b in bound)
+    one_scalar = bind_rank_arguments(
+        "pipe", CHIP_PARAMETERS, {"inp": per_rank, "rows": 7}, 3, WINDOWS
+    )
+    assert [b.scalars["rows"] for b in one_scalar] == [7, 7, 7]
+    # Out tensors and windows not given start zeroed.
+    assert [b.tensors["out"].tolist() for b in one_scalar] == [[0, 0]] * 3
+    assert [b.tensors["stage"].tolist() for b in one_scalar] == [[0.0, 0.0]] * 3
+
+
+def test_windows_are_optional_and_marked_so() -> None:
+    message = "inputs of pipe: missing inp, rows (parameters: inp, stage (window, optional), "
+    message += "out (Out, optional), rows)"
+    with pytest.raises(InputError, match=re.escape(message)):
+        bind_rank_arguments("pipe", CHIP_PARAMETERS, {}, 2, WINDOWS)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (
+            "inp",
+            np.zeros((3, 2), dtype=np.int32),
+            "input 'inp' of pipe: expected shape (2, 2) (one per rank) or (2,) (every rank's) "
+            "int32, got shape (3, 2) int32",
+        ),
+        (
+            "inp",
+            np.zeros((2, 2), dtype=np.int64),
+            "input 'inp' of pipe: expected shape (2, 2) int32, got shape (2, 2) int64",
+        ),
+        (
+            "rows",
+            np.array([1, 2, 3]),
+            "scalar 'rows' of pipe: expected one int64 value, or one per rank (shape (2,)), "
+            "got shape (3,)",
+        ),
+    ],
+)
+def test_per_rank_inputs_are_checked(name: str, value: object, message: str) -> None:
+    inputs = {"inp": np.zeros(2, dtype=np.int32), "rows": 1, name: value}
+    with pytest.raises(InputError, match=re.escape(message)):
+        bind_rank_arguments("pipe", CHIP_PARAMETERS, inputs, 2, WINDOWS)
 
 
 @pytest.mark.parametrize(

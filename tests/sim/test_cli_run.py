@@ -72,11 +72,20 @@ def test_run_writes_every_tensor_parameter_and_a_json_summary(
         (0, "builtin.tensor.all_to_all_v__fp32"),
         (0, "drain_orch"),
     ]
+    assert document["kind"] == "host"
+    assert all(isinstance(d["seconds"], float) for d in document["dispatches"])
+    # The windows, by the names the program gave them: buffers declared in bytes.
+    assert document["windows"]["data"] == {"dtype": "uint8", "shape": [NR, TOTAL * SIZE * 4]}
     with np.load(tmp_path / "out.npz") as outputs:
-        assert sorted(outputs.files) == ["counts_in", "inp", "out", "recv_out"]
+        windows = [f"window/{name}" for name in ("counts", "data", "recv", "signal", "stage")]
+        assert sorted(outputs.files) == ["counts_in", "inp", "out", "recv_out", *windows]
         golden = exchange(inputs, uniform_counts(NR))
         got = outputs["out"].reshape(ROUNDS, NR, TOTAL, SIZE)
         np.testing.assert_array_equal(got[0], golden.target)
+        # Each rank's data window holds what it received in the last round.
+        data = outputs["window/data"].view(np.float32).reshape(NR, TOTAL, SIZE)
+        np.testing.assert_array_equal(data, golden.target)
+        np.testing.assert_array_equal(outputs["window/recv"].view(np.int32), golden.recv)
 
 
 def test_a_failed_run_exits_1_naming_each_rank(
@@ -92,6 +101,36 @@ def test_a_failed_run_exits_1_naming_each_rank(
         "all_to_all_v: signal stride (1) is smaller than the admitted block count (2) for "
         "core_num=2, nranks=2"
     ) in err
+
+
+def test_a_failed_run_still_writes_its_tensors_windows_and_error(
+    build: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_inputs(tmp_path / "in.npz", core_num=2)
+    out = tmp_path / "out.npz"
+    argv = ["--ranks", "2", "--inputs", str(tmp_path / "in.npz"), "--out", str(out), "--json"]
+    assert run_command(str(build), *argv) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert document["status"] == "failed"
+    assert [(e["rank"], e["code"]) for e in document["errors"]] == [(0, 5), (1, 5)]
+    # The stage dispatches ran; everything after the failed collective was skipped.
+    assert [(d["next_level"], d["skipped"]) for d in document["dispatches"] if d["rank"] == 0] == [
+        ("stage_orch", False),
+        ("builtin.tensor.all_to_all_v__fp32", False),
+        ("drain_orch", True),
+        ("stage_orch", True),
+        ("builtin.tensor.all_to_all_v__fp32", True),
+        ("drain_orch", True),
+    ]
+    assert "stage" in document["windows"] and "out" in document["outputs"]
+    with np.load(out) as outputs:
+        assert "window/stage" in outputs.files and "out" in outputs.files
+        # What the stage dispatches staged is in the windows.
+        staged = outputs["window/stage"].view(np.float32).reshape(NR, TOTAL, SIZE)
+        np.testing.assert_array_equal(staged, payload(NR, "fp32"))
+        errors = outputs["run/error"].tolist()
+        assert [error.split(":")[0] for error in errors] == ["rank 0", "rank 1"]
+        assert "SIMPLER_ERROR_INVALID_ARGS (5)" in errors[0]
 
 
 def test_inputs_must_match_the_parameters(build: Path, tmp_path: Path) -> None:

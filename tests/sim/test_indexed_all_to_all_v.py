@@ -52,7 +52,7 @@ def test_rows_are_gathered_through_the_index(core_num: int, build_program: Build
     np.testing.assert_array_equal(result["out"].reshape(NR, TOTAL, SIZE), target)
     signal = result.domain("d0")
     for rank in range(NR):
-        lanes = signal.view("signal_buf", rank, (NR, core_num), sim.DataType.INT32)
+        lanes = signal.view("signal", rank, (NR, core_num), sim.DataType.INT32)
         assert not lanes.any()
 
 

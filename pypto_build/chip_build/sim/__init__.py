@@ -5,6 +5,9 @@
   runs tasks as block threads, latches errors and enforces the time limits.
 * :mod:`.world` -- the ranks: a worker thread each, running its chip dispatches in order.
 * :mod:`.l3` -- the L3 orchestration API on that world, so generated HOST orchestrators run.
+* :mod:`.launch` -- running a program: a HOST orchestrator, or a chip orchestration on every
+  rank through the same L3 objects; :mod:`.arguments` -- its inputs, checked and bound;
+  :mod:`.result` -- its tensors and windows by name.
 * :mod:`.program` -- opening a compiled chip tree; :mod:`.tensors` -- host tensors as
   descriptors; :mod:`.errors` -- error codes and :class:`.errors.SimulationError`.
 

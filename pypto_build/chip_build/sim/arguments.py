@@ -1,4 +1,5 @@
-"""Binding a run's inputs to a HOST orchestrator's parameters (``distributed_meta.json``).
+"""Binding a run's inputs to a program's parameters: a HOST orchestrator's
+(``distributed_meta.json``), or a chip orchestration's on every rank (``kernel_config.py``).
 
 Everything is checked before anything runs, so a wrong input is an error that names the
 parameter instead of a kernel reading past a buffer: every ``In`` and ``InOut`` parameter must be
@@ -6,12 +7,17 @@ given and nothing else may be; a tensor must have exactly the declared shape and
 (no silent conversion: a float64 array for an FP32 tensor is an error, not a rounded copy); a
 scalar must be one value its type holds. An ``Out`` tensor that is not given starts
 zero-filled; one that is given starts as given. Given arrays are copied, never modified.
+
+A chip orchestration runs on every rank, each with its own arguments (:func:`bind_rank_
+arguments`): an input with a leading axis of the rank count gives rank r its ``[r]``, one of the
+parameter's own shape gives every rank the same value. Its windows are optional, as its ``Out``
+tensors: a window not given starts zeroed, as a comm domain allocates it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -48,23 +54,7 @@ def bind_arguments(
 ) -> BoundArguments:
     """Check ``inputs`` against ``parameters`` of HOST orchestrator ``program`` and bind them
     (see the module); an :class:`InputError` names every problem of one kind at once."""
-    names = [parameter.name for parameter in parameters]
-    unknown = sorted(set(inputs) - set(names))
-    missing = [
-        parameter.name
-        for parameter in parameters
-        if parameter.name not in inputs and parameter.direction != "Out"
-    ]
-    if unknown or missing:
-        problems = []
-        if missing:
-            problems.append(f"missing {', '.join(missing)}")
-        if unknown:
-            problems.append(f"unknown {', '.join(unknown)}")
-        raise InputError(
-            f"inputs of {program}: {'; '.join(problems)} "
-            f"(parameters: {_signature(parameters) or 'none'})"
-        )
+    _check_names(program, parameters, inputs, _is_out)
     tensors: dict[str, npt.NDArray[np.generic]] = {}
     scalars: dict[str, ScalarValue] = {}
     for parameter in parameters:
@@ -75,11 +65,97 @@ def bind_arguments(
     return BoundArguments(tensors, scalars)
 
 
-def _signature(parameters: Sequence[Parameter]) -> str:
-    """``inp, out (Out, optional), core_num``: the parameters, the optional ones marked."""
-    return ", ".join(
-        f"{parameter.name} (Out, optional)" if parameter.direction == "Out" else parameter.name
-        for parameter in parameters
+def bind_rank_arguments(
+    program: str,
+    parameters: Sequence[Parameter],
+    inputs: Mapping[str, npt.ArrayLike],
+    ranks: int,
+    windows: Collection[str],
+) -> tuple[BoundArguments, ...]:
+    """Check ``inputs`` against ``parameters`` of chip orchestration ``program``, of which
+    ``windows`` are windows, and bind each rank's (see the module): one per rank, each
+    rank's tensors its own arrays."""
+    _check_names(program, parameters, inputs, lambda p: _is_out(p) or p.name in windows)
+    bound = [BoundArguments({}, {}) for _ in range(ranks)]
+    for parameter in parameters:
+        if parameter.is_tensor:
+            values = _rank_tensors(program, parameter, inputs.get(parameter.name), ranks)
+            for arguments, tensor in zip(bound, values, strict=True):
+                arguments.tensors[parameter.name] = tensor
+        else:  # a scalar is never optional
+            scalars = _rank_scalars(program, parameter, inputs[parameter.name], ranks)
+            for arguments, scalar in zip(bound, scalars, strict=True):
+                arguments.scalars[parameter.name] = scalar
+    return tuple(bound)
+
+
+def _is_out(parameter: Parameter) -> bool:
+    return parameter.direction == "Out"
+
+
+def _check_names(
+    program: str,
+    parameters: Sequence[Parameter],
+    inputs: Mapping[str, npt.ArrayLike],
+    optional: Callable[[Parameter], bool],
+) -> None:
+    """Every parameter but the ``optional`` ones given, and nothing else."""
+    names = [parameter.name for parameter in parameters]
+    unknown = sorted(set(inputs) - set(names))
+    missing = [p.name for p in parameters if p.name not in inputs and not optional(p)]
+    if unknown or missing:
+        problems = []
+        if missing:
+            problems.append(f"missing {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown {', '.join(unknown)}")
+        signature = ", ".join(
+            p.name if not optional(p) else f"{p.name} ({_optional_kind(p)}, optional)"
+            for p in parameters
+        )
+        raise InputError(
+            f"inputs of {program}: {'; '.join(problems)} (parameters: {signature or 'none'})"
+        )
+
+
+def _optional_kind(parameter: Parameter) -> str:
+    return "Out" if _is_out(parameter) else "window"
+
+
+def _rank_tensors(
+    program: str, parameter: Parameter, value: npt.ArrayLike | None, ranks: int
+) -> list[npt.NDArray[np.generic]]:
+    """Each rank's copy of tensor ``parameter``: ``value[r]``, or ``value`` for all (zeros when
+    not given)."""
+    if value is None:
+        return [_tensor(program, parameter, None) for _ in range(ranks)]
+    array = np.asarray(value)
+    ranked = replace(parameter, shape=(ranks, *parameter.shape))
+    if array.shape == ranked.shape:
+        # Each rank's tensor is an allocation of its own, as each chip has its own memory.
+        return [row.copy() for row in _tensor(program, ranked, array)]
+    if array.shape == parameter.shape:
+        return [_tensor(program, parameter, array) for _ in range(ranks)]
+    raise InputError(
+        f"input '{parameter.name}' of {program}: expected shape {ranked.shape} (one per rank) "
+        f"or {parameter.shape} (every rank's) {_dtype_name(parameter.dtype)}, got shape "
+        f"{array.shape} {array.dtype}"
+    )
+
+
+def _rank_scalars(
+    program: str, parameter: Parameter, value: npt.ArrayLike, ranks: int
+) -> list[ScalarValue]:
+    """Each rank's value of scalar ``parameter``: ``value[r]`` of shape ``(ranks,)``, or one
+    value for all."""
+    array = np.asarray(value)
+    if array.shape == (ranks,):
+        return [_scalar(program, parameter, item) for item in array]
+    if array.shape == ():
+        return [_scalar(program, parameter, array)] * ranks
+    raise InputError(
+        f"scalar '{parameter.name}' of {program}: expected one {_dtype_name(parameter.dtype)} "
+        f"value, or one per rank (shape {(ranks,)}), got shape {array.shape}"
     )
 
 

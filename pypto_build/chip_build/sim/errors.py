@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pypto_build.chip_build.sim.runtime import RUN_REFUSED
+
+if TYPE_CHECKING:
+    from pypto_build.chip_build.sim.result import SimResult
 
 SIMPLER_ERROR_INVALID_ARGS = 5
 SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID = 7
@@ -59,6 +63,9 @@ class DispatchRecord:
     log: tuple[str, ...]
     #: Not run: its rank had already failed.
     skipped: bool
+    #: Wall time the dispatch took on its rank's thread, orchestration and tasks (0 skipped): a
+    #: simulated run's timings show where it waits, not how fast a chip would be.
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -86,14 +93,18 @@ class RankError:
 
 
 class SimulationError(RuntimeError):
-    """A simulated run failed; :attr:`ranks` holds each failed rank's first error and
-    :attr:`dispatches` what every dispatch had done by then."""
+    """A simulated run failed; :attr:`ranks` holds each failed rank's first error,
+    :attr:`dispatches` what every dispatch had done by then and :attr:`result`, when the run
+    got as far as its program, the tensors and windows as the failure left them: what a user
+    debugging the failure looks at first."""
 
     def __init__(
         self, ranks: Sequence[RankError], dispatches: Sequence[DispatchRecord] = ()
     ) -> None:
         self.ranks = tuple(sorted(ranks, key=lambda error: error.rank))
         self.dispatches = tuple(dispatches)
+        #: The run's partial result (set by the run that raised this).
+        self.result: SimResult | None = None
         lines = [f"simulation failed on {len(self.ranks)} rank(s):"]
         lines += [f"  {error}" for error in self.ranks]
         super().__init__("\n".join(lines))

@@ -9,7 +9,9 @@ ranks. :mod:`.host_env` hands the module these objects under the names it import
   member's handle has simpler's fields (``domain_rank``, ``domain_size``, ``device_ctx``,
   ``buffers``), and ``buffers[name].tensor(shapes, dtype, strides=None, byte_offset=0)`` views a
   window slot. When the ``with`` block ends, the domain's dispatches are waited for (a fence), the
-  windows are snapshotted for the result and then freed.
+  windows are snapshotted for the result and then freed. A block that ends in an error (a rank
+  failed, the run hung) is snapshotted too: what the windows held then is what a user debugging
+  the failure needs.
 * ``orch.submit_next_level(callable, args, config, worker=)`` (and pypto's ``_submit_chip``
   around it) describes the arguments at once, so a bad argument fails in the orchestrator, where
   it was written, and queues the dispatch on the worker's rank thread.
@@ -37,6 +39,8 @@ from pypto_build.chip_build.sim.tensors import SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import Dispatch, World
 
 _UINT64_MASK = (1 << 64) - 1
+#: The ``CommBufferSpec`` element type of a buffer declared in bytes.
+OPAQUE = "opaque"
 
 
 def scalar_bits(value: ScalarValue) -> int:
@@ -140,11 +144,21 @@ class SimDomainHandle:
 
 @dataclass(frozen=True)
 class BufferLayout:
-    """Where a window buffer sits in every member's window."""
+    """Where a window buffer sits in every member's window, and what it holds."""
 
     name: str
     offset: int
+    #: Bytes carved from the window (the declared size, padded).
     nbytes: int
+    #: The declared elements: ``count`` of ``dtype`` (simpler's ``CommBufferSpec`` fields;
+    #: ``opaque`` counts bytes, as pypto-build's HOST orchestrators declare every buffer).
+    count: int = 0
+    dtype: str = OPAQUE
+
+    @property
+    def element(self) -> np.dtype[np.generic]:
+        """The NumPy element type of the declared contents."""
+        return np.dtype(np.uint8) if self.dtype == OPAQUE else np.dtype(self.dtype)
 
 
 def layout_buffers(buffers: Sequence[CommBufferSpec], window_size: int) -> tuple[BufferLayout, ...]:
@@ -157,7 +171,13 @@ def layout_buffers(buffers: Sequence[CommBufferSpec], window_size: int) -> tuple
             raise ValueError(f"window buffer '{spec.name}' has a negative size {spec.nbytes}")
         if any(layout.name == spec.name for layout in layouts):
             raise ValueError(f"window buffer '{spec.name}' is declared twice")
-        layouts.append(BufferLayout(spec.name, offset, spec.nbytes))
+        layout = BufferLayout(spec.name, offset, spec.nbytes, spec.count, spec.dtype)
+        if layout.count * layout.element.itemsize > spec.nbytes:
+            raise ValueError(
+                f"window buffer '{spec.name}' declares {spec.count} {spec.dtype} elements in "
+                f"{spec.nbytes} bytes"
+            )
+        layouts.append(layout)
         offset += spec.nbytes
     if offset > window_size:
         raise ValueError(f"the window buffers need {offset} bytes; the window has {window_size}")
@@ -176,10 +196,14 @@ class DomainSnapshot:
 
     def buffer(self, name: str, device: int) -> npt.NDArray[np.uint8]:
         """The bytes of buffer ``name`` in ``device``'s window."""
+        layout = self._layout(name)
+        window = self.windows[self._member(device)]
+        return window[layout.offset : layout.offset + layout.nbytes]
+
+    def _layout(self, name: str) -> BufferLayout:
         for layout in self.buffers:
             if layout.name == name:
-                window = self.windows[self._member(device)]
-                return window[layout.offset : layout.offset + layout.nbytes]
+                return layout
         known = ", ".join(layout.name for layout in self.buffers)
         raise KeyError(f"domain {self.name} has no window buffer '{name}' (it has: {known})")
 
@@ -188,6 +212,18 @@ class DomainSnapshot:
     ) -> npt.NDArray[np.generic]:
         """Buffer ``name`` of ``device`` read as a packed ``shape`` tensor of ``dtype``."""
         return window_tensor(self.buffer(name, device), shape, dtype).view
+
+    def contents(self, name: str) -> npt.NDArray[np.generic]:
+        """Buffer ``name`` as the program declared it, every member's: ``[members, count]`` of
+        its element type (bytes for a buffer declared in bytes), members in ``devices`` order."""
+        layout = self._layout(name)
+        size = layout.count * layout.element.itemsize
+        return np.stack(
+            [
+                window[layout.offset : layout.offset + size].view(layout.element)
+                for window in self.windows
+            ]
+        )
 
     def _member(self, device: int) -> int:
         try:
@@ -264,10 +300,10 @@ class SimOrchestrator:
         try:
             yield SimDomain(handles, name)
             self.world.fence()
+        finally:
+            self.world.quiesce()  # no dispatch may still use the windows (unless abandoned)
             windows = tuple(native.window(rank).copy() for rank in range(len(members)))
             self.snapshots.append(DomainSnapshot(name, members, layouts, windows))
-        finally:
-            self.world.quiesce()  # no dispatch may still use the windows
             self.world.release_domain(native)
 
     def submit_next_level(

@@ -1,10 +1,15 @@
 """Opening a built chip tree for the simulator: its sub-builds and its HOST orchestrator.
 
 A compiled tree (``<out>/<chip>``, DESIGN §7) describes itself: ``manifest.json`` names the chip
-and the toolchain, each ``next_levels/<name>/kernel_config.py`` lists the orchestration and the
-kernels with their binaries, ``orchestration/host_orch.py`` is the HOST orchestrator, written
-for PyPTO's runtime, and ``distributed_meta.json`` lists its parameters. Only binaries of the
-``sim`` toolchain run here; anything else is an error that says how to build them.
+and the toolchain, each ``next_levels/<name>/kernel_config.py`` lists the orchestration (with
+its parameters) and the kernels with their binaries, ``orchestration/host_orch.py`` is the HOST
+orchestrator, written for PyPTO's runtime, and ``distributed_meta.json`` lists its parameters.
+Only binaries of the ``sim`` toolchain run here; anything else is an error that says how to
+build them.
+
+A tree's programs are its HOST orchestrator and its chip orchestrations (:meth:`ChipBuild.
+program`): a user who wrote only a chip pipeline runs it on every rank without writing a HOST
+orchestrator, by its name.
 
 Before anything of a tree is read, the tree is checked against its manifest (every file's
 SHA-256, nothing missing, nothing added): a tree is run exactly as it was built, or not at all.
@@ -29,7 +34,11 @@ from types import ModuleType
 from pypto_build.chip_build.chips import Chip, get_chip
 from pypto_build.chip_build.distributed_meta import META_NAME, MetaError, Parameter, read_meta
 from pypto_build.chip_build.host_orch_codegen import ENTRY_MARKER, MODULE_NAME
-from pypto_build.chip_build.kernel_config import KernelConfigError, read_kernel_config
+from pypto_build.chip_build.kernel_config import (
+    KernelConfigError,
+    OrchestrationParam,
+    read_kernel_config,
+)
 from pypto_build.chip_build.manifest import MANIFEST_NAME, verify_manifest
 from pypto_build.chip_build.sim.host_env import HostModuleError, load_host_module
 from pypto_build.chip_build.sim.runtime import KernelBinary
@@ -56,6 +65,9 @@ class SubBuild:
     orchestration: Path
     entry: str
     kernels: tuple[KernelBinary, ...]
+    #: The orchestration's parameters in argument order (``kernel_config.py``'s ``params``);
+    #: empty for a HOST-rail variant, which only a HOST orchestrator dispatches.
+    params: tuple[OrchestrationParam, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,33 @@ class ChipBuild:
             raise BuildTreeError(
                 f"{self.root} has no HOST orchestrator '{name}' (it has: {known})"
             ) from None
+
+    def program(self, name: str | None) -> HostOrchestrator | SubBuild:
+        """The program ``name`` runs: the HOST orchestrator of that name, else the chip
+        orchestration (``next_levels/<name>``, run on every rank). Without a name, the tree's
+        HOST orchestrator, else its only chip orchestration."""
+        if name in self.hosts or (name is None and self.hosts):
+            return self.host(name)
+        runnable = [sub.name for sub in self.sub_builds.values() if sub.params]
+        known = f"HOST orchestrators: {', '.join(self.hosts) or 'none'}; chip orchestrations: "
+        known += ", ".join(runnable) or "none"
+        if name is None:
+            if len(runnable) == 1:
+                return self.sub_builds[runnable[0]]
+            raise BuildTreeError(
+                f"{self.root} has no HOST orchestrator; name the chip orchestration to run with "
+                f"--program (pypto_build.sim: program=) ({known})"
+            )
+        sub_build = self.sub_builds.get(name)
+        if sub_build is None:
+            raise BuildTreeError(f"{self.root} has no program '{name}' ({known})")
+        if not sub_build.params:
+            raise BuildTreeError(
+                f"{self.root / NEXT_LEVELS / name} does not list its parameters in "
+                f"{KERNEL_CONFIG} (a HOST-rail collective, which its HOST orchestrator "
+                "dispatches, or a tree built by an older pypto-build: build it again)"
+            )
+        return sub_build
 
     def sub_build(self, name: str) -> SubBuild:
         try:
@@ -215,7 +254,8 @@ def _sub_build(root: Path) -> SubBuild:
         binary = root / kernel.binary
         _require_binary(binary, root)
         kernels.append(KernelBinary(kernel.func_id, kernel.name, kernel.core_type, binary))
-    return SubBuild(root.name, orchestration, config.orchestration.function_name, tuple(kernels))
+    entry = config.orchestration
+    return SubBuild(root.name, orchestration, entry.function_name, tuple(kernels), entry.params)
 
 
 def _require_binary(path: Path, root: Path) -> None:

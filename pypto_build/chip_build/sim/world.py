@@ -167,9 +167,11 @@ class World:
                 skipped = rank in self._failed
                 if not skipped:
                     self._running[rank] = dispatch.next_level
+            started = time.perf_counter()
             outcome = None if skipped else self._execute(rank, dispatch)
+            seconds = time.perf_counter() - started if outcome is not None else 0.0
             with self._cond:
-                self._record(rank, index, dispatch, outcome)
+                self._record(rank, index, dispatch, outcome, seconds)
                 self._running.pop(rank, None)
                 self._pending -= 1
                 self._finished += 1
@@ -189,7 +191,12 @@ class World:
             return RunOutcome(RUN_REFUSED, f"{type(exc).__name__}: {exc}", 0, (), False)
 
     def _record(
-        self, rank: int, index: int, dispatch: Dispatch, outcome: RunOutcome | None
+        self,
+        rank: int,
+        index: int,
+        dispatch: Dispatch,
+        outcome: RunOutcome | None,
+        seconds: float,
     ) -> None:
         if outcome is None:
             self._records.append(
@@ -206,6 +213,7 @@ class World:
                 outcome.tasks,
                 outcome.log,
                 skipped=False,
+                seconds=seconds,
             )
         )
         if outcome.abandoned:

@@ -33,12 +33,13 @@ source.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
 from pypto_build.lowering.analysis.dataflow import FlowState, ForwardAnalysis, Value
 from pypto_build.lowering.analysis.returns import returned_params
-from pypto_build.lowering.diagnostics import SYNTHETIC, InternalError, ProgramError, Span
+from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     Call,
     ConstInt,
@@ -57,7 +58,7 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import Op, is_submit
 from pypto_build.lowering.ops.registry import lookup
-from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.ops.signature import span_of
 
 
 @dataclass(frozen=True)
@@ -83,17 +84,18 @@ class ContiguityAnalysis(ForwardAnalysis[Verdict, _State]):
     def __init__(self, program: Program, func: Function) -> None:
         super().__init__(program, func)
         #: The verdicts of each op call's operands (by the call's identity), as last seen.
-        self._operands: dict[int, tuple[Value[Verdict], ...]] = {}
+        #: The verdict of each tensor operand of each op call (both by identity), as last seen.
+        self._operands: dict[int, dict[int, Value[Verdict]]] = {}
         self.run(FlowState({}))
 
-    def violation(self, call: Call, position: int) -> Violation | None:
-        """Why operand ``position`` of op call ``call`` (a call of the analysed function) may
-        not be dense row-major, or None: the violation written first, when several chains may
-        reach it."""
-        operands = self._operands.get(id(call))
-        if operands is None:
-            raise InternalError(f"contiguity: the call at {call.span} is not in the function")
-        found = self.collapse(operands[position])
+    def violation(self, call: Call, operand: Expr) -> Violation | None:
+        """Why ``operand`` of op call ``call`` (a call of the analysed function) may not be
+        dense row-major, or None: the violation written first, when several chains may reach
+        it."""
+        found_operands = self._operands.get(id(call), {})
+        if id(operand) not in found_operands:
+            raise InternalError(f"contiguity: the operand at {call.span} was not analysed")
+        found = self.collapse(found_operands[id(operand)])
         return min(found, key=lambda v: (v.span.line, v.span.col), default=None)
 
     def join_leaves(self, a: Verdict, b: Verdict) -> Verdict:
@@ -118,7 +120,11 @@ class ContiguityAnalysis(ForwardAnalysis[Verdict, _State]):
         return _violation(f"the expression {type(expr).__name__}", span_of(expr))
 
     def op_call(self, call: Call, args: tuple[Value[Verdict], ...], state: _State) -> Verdict:
-        self._operands[id(call)] = args
+        operands = {id(expr): value for expr, value in zip(call.args, args, strict=True)}
+        for _, given in call.kwargs:
+            if isinstance(given, Expr) and isinstance(given.type, TensorType):
+                operands[id(given)] = self.eval(given, state)
+        self._operands[id(call)] = operands
         op = call.callee_name
         effects = lookup(op).effects
         traced = effects.keeps_density and effects.view_of is not None
@@ -186,12 +192,15 @@ class ContiguityAnalysis(ForwardAnalysis[Verdict, _State]):
 
 
 def check_contiguous_operands(
-    analysis: ContiguityAnalysis, call: Call, names: tuple[str, ...], phase: str
+    analysis: ContiguityAnalysis,
+    call: Call,
+    operands: Sequence[tuple[str, Expr]],
+    phase: str,
 ) -> None:
-    """Reject the first operand of op call ``call`` not provably contiguous; ``names`` are the
-    operands' names, in argument order."""
-    for position, (name, operand) in enumerate(zip(names, call.args, strict=True)):
-        found = analysis.violation(call, position)
+    """Reject the first of ``operands`` (name, expression) of op call ``call`` not provably
+    contiguous."""
+    for name, operand in operands:
+        found = analysis.violation(call, operand)
         if found is not None:
             raise ProgramError(
                 f"{call.callee_name} {name} is not provably contiguous: it may come from "
@@ -233,10 +242,3 @@ def _element(value_type: Type, index: int) -> Type | None:
     if not isinstance(value_type, TupleType) or index >= len(value_type.items):
         return None
     return value_type.items[index]
-
-
-def span_of(node: object, fallback: Span = SYNTHETIC) -> Span:
-    """The source span of an IR node (the Expr base class does not declare one), or
-    ``fallback`` for a node written by a pass or for a literal."""
-    span = expr_span(node, fallback)
-    return fallback if span == SYNTHETIC else span

@@ -103,6 +103,15 @@ class WindowBuffer:
     scope: str
 
 
+def buffer_name(stmt: AssignStmt) -> str:
+    """The name the program gave the window buffer ``stmt`` allocates: its ``name=`` when given,
+    else its variable's. The IR names a buffer by its variable (views refer to it); this is the
+    name its comm domain creates it under, so a run's windows read back as the program calls
+    them."""
+    given = kwarg(stmt.value, Kwarg.NAME) if isinstance(stmt.value, Call) else None
+    return given if isinstance(given, str) and given else stmt.targets[0].name
+
+
 @dataclass(frozen=True)
 class RuntimeOffset:
     """The element offset a slice at a runtime position adds; ``site`` identifies the slice

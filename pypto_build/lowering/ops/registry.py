@@ -4,9 +4,10 @@ The DSL spelling of an op is ``"pl." + name`` for ``tensor.*`` ops and the name 
 ``pld.*`` ops; some ops also have short spellings (``pl.create_tensor``). The front end resolves
 a file's import aliases to the canonical ``pl.`` / ``pld.`` prefixes before asking here.
 
-The managed collectives come from the registered builtin packages (DESIGN §6): each package's
-public op (``pld.tensor.all_to_all_v``) is a DSL op, and its internal op
-(``builtin.tensor.all_to_all_v``) is created only by the HOST rail: it is looked up like any op,
+The managed collectives come from the registered builtin packages (DESIGN §6), typed by the
+contract each names (:mod:`pypto_build.lowering.contracts`): each package's public op
+(``pld.tensor.all_to_all_v``) is a DSL op, and its internal op (``builtin.tensor.all_to_all_v``,
+where the contract has a HOST rail) is created only by the HOST rail: it is looked up like any op,
 but no DSL name resolves to it and it prints under its IR name. A collective without a package
 only parses, so a pass can reject it by name; a package that implements it takes its place. The
 table is built on first use, so importing the program model does not load every package.
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 
 from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.builtin_ops import builtin_ops
+from pypto_build.lowering.contracts.registry import contract_of
 from pypto_build.lowering.diagnostics import InternalError
-from pypto_build.lowering.ops.collectives import PARSE_ONLY_OPS, internal_op, public_op
+from pypto_build.lowering.ops.collectives import PARSE_ONLY_OPS
 from pypto_build.lowering.ops.distributed_ops import DISTRIBUTED_OPS
 from pypto_build.lowering.ops.signature import OpDef
 from pypto_build.lowering.ops.tensor_ops import TENSOR_OPS
@@ -40,7 +42,8 @@ class _Table:
 
 @functools.cache
 def _table() -> _Table:
-    packaged = {builtin.op: public_op(builtin) for builtin in builtin_ops()}
+    contracts = [(builtin, contract_of(builtin)) for builtin in builtin_ops()]
+    packaged = {builtin.op: contract.public_op(builtin) for builtin, contract in contracts}
     parse_only = {op.name: op for op in PARSE_ONLY_OPS if op.name not in packaged}
     static = {op.name: op for op in (*TENSOR_OPS, *DISTRIBUTED_OPS)}
     for name in packaged:
@@ -51,7 +54,11 @@ def _table() -> _Table:
                 "model itself; a builtin package may only add a collective"
             )
     ops = {**static, **parse_only, **packaged}
-    internal = {builtin.builtin_op: internal_op(builtin) for builtin in builtin_ops()}
+    internal = {
+        builtin.builtin_op: opdef
+        for builtin, contract in contracts
+        if (opdef := contract.internal_op(builtin)) is not None
+    }
     by_dsl_name = {
         spelling: op.name
         for op in ops.values()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
-from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
+from pypto_build.lowering.diagnostics import SYNTHETIC, InternalError, ProgramError, Span
 from pypto_build.lowering.ir import AttrValue, DataType, Expr, Layout, Type
 
 
@@ -117,6 +117,13 @@ def expr_span(value: object, fallback: Span) -> Span:
     """The span an operand value was written at; literals (which have none) use ``fallback``."""
     span = getattr(value, "span", None)
     return span if isinstance(span, Span) else fallback
+
+
+def span_of(node: object, fallback: Span = SYNTHETIC) -> Span:
+    """The source span of an IR node (the Expr base class does not declare one), or
+    ``fallback`` for a node written by a pass or for a literal."""
+    span = expr_span(node, fallback)
+    return fallback if span == SYNTHETIC else span
 
 
 def fail(message: str, span: Span) -> NoReturn:

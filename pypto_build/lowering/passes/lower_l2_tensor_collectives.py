@@ -42,25 +42,22 @@ from pypto_build.lowering.analysis.constants import constant_bindings
 from pypto_build.lowering.analysis.contiguity import (
     ContiguityAnalysis,
     check_contiguous_operands,
-    span_of,
 )
 from pypto_build.lowering.builtin_ops import (
     CHIP_RAIL,
     HOST_RAIL,
     INCORE_RAIL,
-    SIGNAL,
     BuiltinOp,
     builtin_ops,
     public_builtin,
 )
-from pypto_build.lowering.diagnostics import InternalError, ProgramError
+from pypto_build.lowering.contracts.base import ChipVariant
+from pypto_build.lowering.contracts.registry import contract_of
+from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import (
     AssignStmt,
-    Attrs,
     Call,
-    ConstBool,
     ConstInt,
-    DistributedTensorType,
     EvalStmt,
     Expr,
     Function,
@@ -70,15 +67,16 @@ from pypto_build.lowering.ir import (
     ReturnStmt,
     Var,
 )
-from pypto_build.lowering.ir.names import CallAttr, Kwarg, kwarg
+from pypto_build.lowering.ir.names import Kwarg, kwarg
 from pypto_build.lowering.ir.walk import walk_calls
-from pypto_build.lowering.launch_width import INT32_MAX
-from pypto_build.lowering.legality.runtime import check_rank_count
 from pypto_build.lowering.ops import is_managed_collective
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, StmtResult
 
 PHASE = "LowerL2TensorCollectives"
+
+#: What identifies a synthesized kernel: the op, its template variables, the operands passed.
+_VariantKey = tuple[str, str, tuple[int, ...]]
 
 
 @dataclass(frozen=True)
@@ -99,7 +97,7 @@ class LowerL2TensorCollectives(Pass):
 
     def apply(self, program: Program) -> Program:
         # One kernel per variant for the whole program, in first-use order.
-        kernels: dict[str, Function] = {}
+        kernels: dict[_VariantKey, Function] = {}
         functions = tuple(
             _FunctionLowering(self.chips, program, func, kernels).function(func)
             if func.is_chip_orchestration
@@ -120,7 +118,7 @@ class _FunctionLowering(Mutator):
         chips: tuple[str, ...],
         program: Program,
         func: Function,
-        kernels: dict[str, Function],
+        kernels: dict[_VariantKey, Function],
     ) -> None:
         self.chips = chips
         self.program = program
@@ -166,44 +164,37 @@ class _FunctionLowering(Mutator):
 
     def _lower(self, call: Call, builtin: BuiltinOp) -> Call:
         builtin.require_chips(self.chips, call.span, PHASE)
-        if len(call.args) != len(builtin.names):
-            raise InternalError(
-                f"{PHASE}: {call.op} must have {len(builtin.names)} tensor args, "
-                f"got {len(call.args)}"
-            )
-        core_num_expr, core_num = _core_num(call, builtin, self.constants)
-        result = call.args[builtin.result_index].type
-        if not isinstance(result, DistributedTensorType):
-            raise InternalError(f"{PHASE}: {call.op} result must be DistributedTensorType")
-        blocks = core_num
-        signal = builtin.role_index(SIGNAL)
-        if signal is not None:
-            nranks, stride = _signal_shape(call, signal)
-            check_rank_count(nranks, span_of(call.args[signal], call.span), PHASE)
-            blocks = builtin.launch_width.blocks(nranks, core_num)
-            if stride < blocks:
-                raise ProgramError(
-                    f"CHIP {call.op}: signal stride ({stride}) is smaller than the admitted "
-                    f"block count ({blocks}) for core_num={core_num}, nranks={nranks}",
-                    span_of(call.args[signal], call.span),
-                    phase=PHASE,
-                )
-        _require_remote_windows(call, builtin)
-        builtin.require_supported_dtype(result.dtype, call.span, PHASE)
-        check_contiguous_operands(self.contiguity, call, builtin.names, PHASE)
-        kernel = self._kernel(call, builtin, result)
-        attrs: Attrs = ()
-        if blocks > 1:
-            attrs = (
-                (CallAttr.CORE_NUM, ConstInt(blocks, core_num_expr.type, core_num_expr.span)),
-                (CallAttr.SYNC_START, ConstBool(True, span=core_num_expr.span)),
-            )
-        return Call(GlobalVar(kernel.name), call.args, result, attrs=attrs, span=call.span)
+        # The contract sees core_num folded; the analyses keep the call they analysed.
+        folded = _fold_core_num(call, self.constants)
+        variant = contract_of(builtin).chip_variant(builtin, folded, PHASE)
+        operands = builtin.call_operands(call)
+        named = [(builtin.names[position], expr) for position, expr in operands]
+        check_contiguous_operands(self.contiguity, call, named, PHASE)
+        args = tuple(expr for _, expr in operands)
+        kernel = self._kernel(call, builtin, variant, operands)
+        return Call(GlobalVar(kernel.name), args, call.type, attrs=variant.launch, span=call.span)
 
-    def _kernel(self, call: Call, builtin: BuiltinOp, result: DistributedTensorType) -> Function:
-        name = builtin.kernel_name(result.dtype)
-        kernel = self.kernels.get(name)
+    def _kernel(
+        self,
+        call: Call,
+        builtin: BuiltinOp,
+        variant: ChipVariant,
+        operands: tuple[tuple[int, Expr], ...],
+    ) -> Function:
+        """The kernel of ``variant`` for these operands, shared by every call with the same;
+        the first of a dtype is ``__builtin_<stem>__<dtype>``, later configurations of the
+        same dtype are numbered from 2."""
+        template_vars = builtin.template_vars(variant.dtype, variant.config)
+        key = (builtin.op, template_vars, tuple(position for position, _ in operands))
+        kernel = self.kernels.get(key)
         if kernel is None:
+            base = builtin.kernel_name(variant.dtype)
+            taken = sum(
+                1
+                for known in self.kernels.values()
+                if known.name == base or known.name.startswith(f"{base}__")
+            )
+            name = base if taken == 0 else f"{base}__{taken + 1}"
             if self.program.function(name) is not None:
                 raise ProgramError(
                     f"{PHASE}: synthesized builtin kernel name '{name}' collides with an "
@@ -211,70 +202,11 @@ class _FunctionLowering(Mutator):
                     call.span,
                     phase=PHASE,
                 )
-            kernel = builtin.synthesize_kernel(result.dtype, [arg.type for arg in call.args])
-            self.kernels[name] = kernel
+            kernel = builtin.synthesize_kernel(
+                name, template_vars, [(position, expr.type) for position, expr in operands]
+            )
+            self.kernels[key] = kernel
         return kernel
-
-
-def _require_remote_windows(call: Call, builtin: BuiltinOp) -> None:
-    """A peer reaches a remote operand through CommRemotePtr, so on this rail it must be a
-    DistributedTensor even where the op accepts a local tensor (for the InCore composite path,
-    which reads it locally)."""
-    for position, operand in enumerate(builtin.package.operands):
-        arg = call.args[position]
-        if operand.remote and not isinstance(arg.type, DistributedTensorType):
-            raise ProgramError(
-                f"CHIP {call.op} {operand.name} must be a DistributedTensor: peers read this "
-                f"rank's {operand.name} through CommRemotePtr, so a plain Tensor (accepted only "
-                "on the InCore composite path) is not supported on this rail",
-                span_of(arg, call.span),
-                PHASE,
-            )
-
-
-def _core_num(
-    call: Call, builtin: BuiltinOp, constants: Mapping[str, ConstInt]
-) -> tuple[ConstInt, int]:
-    """The compile-time ``core_num`` (L) of ``call``, range-checked before any narrowing; a
-    name bound once to a constant (``constants``) is folded, as upstream's Simplify does."""
-    value = kwarg(call, Kwarg.CORE_NUM)
-    if value is None:
-        return ConstInt(1, span=call.span), 1
-    if isinstance(value, Var) and value.name in constants:
-        value = replace(constants[value.name], span=value.span)
-    if not isinstance(value, ConstInt):
-        if builtin.supports(HOST_RAIL):
-            reason = "is not supported on this rail yet; pass a compile-time core_num (the HOST "
-            reason += "rail accepts a runtime value)"
-        else:
-            reason = (
-                f"is not supported; pass a compile-time core_num ({builtin.launch_width.meaning})"
-            )
-        raise ProgramError(
-            f"CHIP {call.op}: a runtime core_num {reason}", span_of(value, call.span), phase=PHASE
-        )
-    if not 1 <= value.value <= INT32_MAX:
-        raise ProgramError(
-            f"CHIP {call.op}: core_num must be in [1, {INT32_MAX}], got {value.value}",
-            span_of(value, call.span),
-            phase=PHASE,
-        )
-    return value, value.value
-
-
-def _signal_shape(call: Call, position: int) -> tuple[int, int]:
-    """The signal's static ``[NR, S]``; a rank-1 ``[NR]`` signal has one lane (S = 1), as the
-    kernels read it (``signal_lanes``). The package's manifest admits one of the two forms and
-    the deducer the manifest's shapes, so anything else is a bug."""
-    signal = call.args[position].type
-    if not isinstance(signal, DistributedTensorType) or len(signal.shape) not in (1, 2):
-        raise InternalError(f"{PHASE}: {call.op} signal must be a 1D or 2D DistributedTensor")
-    nranks, stride = (*signal.shape, 1)[:2]
-    if nranks < 1 or stride < 1:
-        raise InternalError(
-            f"{PHASE}: {call.op} signal [NR, S] must be positive, got [{nranks}, {stride}]"
-        )
-    return nranks, stride
 
 
 def check_no_residual_collectives(program: Program, chips: tuple[str, ...] = ()) -> None:
@@ -302,6 +234,18 @@ def check_no_residual_collectives(program: Program, chips: tuple[str, ...] = ())
                     call.span,
                     phase=PHASE,
                 )
+
+
+def _fold_core_num(call: Call, constants: Mapping[str, ConstInt]) -> Call:
+    """``call`` with a ``core_num`` name bound once to a constant replaced by the constant, as
+    upstream's Simplify folds it before its collective lowering (``c = 2`` then
+    ``core_num=c``)."""
+    value = kwarg(call, Kwarg.CORE_NUM)
+    if not (isinstance(value, Var) and value.name in constants):
+        return call
+    folded = replace(constants[value.name], span=value.span)
+    kwargs = tuple((key, folded if key == Kwarg.CORE_NUM else item) for key, item in call.kwargs)
+    return replace(call, kwargs=kwargs)
 
 
 def _chip_only_advice(op: str) -> str | None:

@@ -24,7 +24,10 @@ The pass also rejects what would give a window no single, fixed domain:
 * a collective whose window operands were allocated in different scopes (an outer domain's
   window used inside a nested one);
 * a window buffer variable assigned twice: windows name the buffer they view, so the name must
-  denote one allocation.
+  denote one allocation;
+* two window buffers of one orchestrator with the same name (``name=`` when given, else the
+  variable's; :func:`~pypto_build.lowering.analysis.host_windows.buffer_name`): a domain
+  creates its buffers, and a run reads them back, by that name.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pypto_build.lowering.analysis.host_windows import buffer_name
 from pypto_build.lowering.builtin_ops import HOST_RAIL, public_builtin
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import (
@@ -192,6 +196,8 @@ class _ScopeChecker:
     def __init__(self) -> None:
         self._open: list[str] = []
         self._allocations: dict[str, _Allocation] = {}
+        #: Where the buffer of each given name (:func:`buffer_name`) is allocated.
+        self._names: dict[str, Span] = {}
 
     def block(self, body: SeqStmts) -> None:
         for stmt in body.stmts:
@@ -221,9 +227,23 @@ class _ScopeChecker:
                     target.span,
                     PHASE,
                 )
-        buffer = allocated_buffer(stmt)
-        if buffer is not None:
-            self._allocations[buffer] = _Allocation(self._open[-1], stmt.span)
+        found = allocation(stmt)
+        if found is not None:
+            self._allocations[found.targets[0].name] = _Allocation(self._open[-1], stmt.span)
+            self._name(found)
+
+    def _name(self, stmt: AssignStmt) -> None:
+        name = buffer_name(stmt)
+        earlier = self._names.get(name)
+        if earlier is not None:
+            raise ProgramError(
+                f"window buffer name '{name}' is already given to the buffer allocated at line "
+                f"{earlier.line}: a comm domain creates its window buffers, and a run "
+                f"reads them back, by name, so give each {ALLOC_WINDOW_BUFFER} a name of its own",
+                stmt.span,
+                PHASE,
+            )
+        self._names[name] = stmt.span
 
     def _expr(self, expr: Expr) -> None:
         for node in walk_exprs(expr):

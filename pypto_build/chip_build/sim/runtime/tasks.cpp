@@ -6,9 +6,11 @@
 // submission order, which is the order the device runtime's TensorMap imposes on tasks that
 // share tensors (every orchestration we generate submits in program order), and it is what
 // makes a collective's blocks meet their peers' blocks: every rank runs its own orchestration
-// on its own thread. A task of launch width B runs as B threads started together, each calling
-// kernel_entry with its own 50-slot argument array: the tensor descriptors, the scalars, and
-// &LocalContext{block_idx, B} at SPMD_LOCAL_CONTEXT_INDEX.
+// on its own thread. A task of launch width B runs as B blocks of threads started together (one
+// thread per block, or three for a MIX cluster), each calling its kernel_entry with its own
+// 50-slot argument array: the tensor descriptors, the scalars, &LocalContext{block_idx, B} at
+// SPMD_LOCAL_CONTEXT_INDEX and the core's GlobalContext (its sub-block id) at
+// SPMD_GLOBAL_CONTEXT_INDEX.
 
 #include <array>
 #include <chrono>
@@ -30,104 +32,132 @@ std::atomic<uint64_t> g_task_timeout_ns{40'000'000'000ull};
 
 std::atomic<uint64_t> g_progress{0};
 
-// Upstream's per-core GlobalContext (sub-block id, DMA workspaces) at args[49]: zeros here, as
-// the simulation has no sub-blocks and no asynchronous DMA engines.
+// Upstream's per-core GlobalContext (sub-block id, DMA workspaces) at args[49]: the sub-block id
+// tells a MIX task's two AIV cores of a cluster apart; the simulation has no asynchronous DMA
+// engines, so the workspaces stay zero.
 struct GlobalContext {
   int32_t sub_block_id;
   uint64_t dma_workspace[4];
 };
 
-// Everything the block threads of one task read. Shared ownership: the threads of an abandoned
+// One core of a block: the kernel it runs and its sub-block id. An AIV or AIC task has one core
+// per block; a MIX task a cluster of three (the AIC kernel, and the AIV kernels on sub-blocks 0
+// and 1), as the device runs a cube:vector = 1:2 kernel.
+struct Core {
+  const Kernel* kernel;
+  int32_t sub_block_id;
+};
+
+// Everything the core threads of one task read. Shared ownership: the threads of an abandoned
 // task keep it alive after the submitting thread has given up on them.
 class TaskLaunch {
  public:
   // `tensors` are the task's descriptors in argument order (runtime-allocated outputs included).
-  TaskLaunch(RankRun* run, const Kernel& kernel, const CoreTaskArgs& args,
+  TaskLaunch(RankRun* run, const std::vector<Core>& cores, const CoreTaskArgs& args,
              const std::vector<ChipTensor>& tensors)
       : run_(run),
-        kernel_name_(kernel.name),
-        func_id_(kernel.func_id),
-        entry_(kernel.entry),
+        cores_(cores),
         tensors_(tensors),  // the runtime's copy, as the device payload holds one
-        blocks_(static_cast<size_t>(args.launch_spec.block_num())),
-        args_(blocks_.size()),
-        remaining_(args.launch_spec.block_num()) {
-    const int32_t block_num = args.launch_spec.block_num();
-    for (int32_t block = 0; block < block_num; ++block) {
-      blocks_[static_cast<size_t>(block)] = LocalContext{block, block_num};
-      std::array<int64_t, KERNEL_MAX_ARGS>& slots = args_[static_cast<size_t>(block)];
-      slots.fill(0);
-      for (size_t i = 0; i < tensors_.size(); ++i) {
-        slots[i] = reinterpret_cast<int64_t>(&tensors_[i]);
+        block_num_(args.launch_spec.block_num()),
+        blocks_(static_cast<size_t>(block_num_)),
+        globals_(cores_.size()),
+        args_(static_cast<size_t>(block_num_) * cores_.size()),
+        remaining_(thread_count()) {
+    for (size_t core = 0; core < cores_.size(); ++core) {
+      globals_[core].sub_block_id = cores_[core].sub_block_id;
+    }
+    for (int32_t block = 0; block < block_num_; ++block) {
+      blocks_[static_cast<size_t>(block)] = LocalContext{block, block_num_};
+      for (size_t core = 0; core < cores_.size(); ++core) {
+        std::array<int64_t, KERNEL_MAX_ARGS>& slots = args_[slot_index(block, core)];
+        slots.fill(0);
+        for (size_t i = 0; i < tensors_.size(); ++i) {
+          slots[i] = reinterpret_cast<int64_t>(&tensors_[i]);
+        }
+        for (int32_t i = 0; i < args.scalar_count(); ++i) {
+          slots[tensors_.size() + static_cast<size_t>(i)] = static_cast<int64_t>(args.scalars[i]);
+        }
+        slots[SPMD_LOCAL_CONTEXT_INDEX] =
+            reinterpret_cast<int64_t>(&blocks_[static_cast<size_t>(block)]);
+        slots[SPMD_GLOBAL_CONTEXT_INDEX] = reinterpret_cast<int64_t>(&globals_[core]);
       }
-      for (int32_t i = 0; i < args.scalar_count(); ++i) {
-        slots[tensors_.size() + static_cast<size_t>(i)] = static_cast<int64_t>(args.scalars[i]);
-      }
-      slots[SPMD_LOCAL_CONTEXT_INDEX] =
-          reinterpret_cast<int64_t>(&blocks_[static_cast<size_t>(block)]);
-      slots[SPMD_GLOBAL_CONTEXT_INDEX] = reinterpret_cast<int64_t>(&global_);
     }
   }
 
-  void run_block(int32_t block) {
+  int32_t thread_count() const { return block_num_ * static_cast<int32_t>(cores_.size()); }
+
+  // Thread `index` runs core index % cores of block index / cores.
+  void run_thread(int32_t index) {
+    const int32_t block = index / static_cast<int32_t>(cores_.size());
+    const size_t core = static_cast<size_t>(index) % cores_.size();
+    const Kernel& kernel = *cores_[core].kernel;
     g_progress.fetch_add(1, std::memory_order_relaxed);
     ThreadContext& context = thread_context();
     context.run = run_;
-    context.kernel_name = kernel_name_.c_str();
-    context.func_id = func_id_;
+    context.kernel_name = kernel.name.c_str();
+    context.func_id = kernel.func_id;
     context.block_idx = block;
-    context.block_num = static_cast<int32_t>(blocks_.size());
-    entry_(args_[static_cast<size_t>(block)].data());
+    context.block_num = block_num_;
+    kernel.entry(args_[slot_index(block, core)].data());
     context = ThreadContext{};
     g_progress.fetch_add(1, std::memory_order_relaxed);
-    finish_block();
+    finish_thread();
   }
 
-  // A block that was never started counts as returned, so the wait below cannot hang on it.
-  void finish_block() {
+  // A thread that was never started counts as returned, so the wait below cannot hang on it.
+  void finish_thread() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (--remaining_ == 0) {
       done_.notify_all();
     }
   }
 
-  // How many blocks are still running after waiting at most `timeout`.
+  // How many threads are still running after waiting at most `timeout`.
   int32_t wait(std::chrono::nanoseconds timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait_for(lock, timeout, [this] { return remaining_ == 0; });
     return remaining_;
   }
 
-  const std::string& kernel_name() const { return kernel_name_; }
-
  private:
+  size_t slot_index(int32_t block, size_t core) const {
+    return static_cast<size_t>(block) * cores_.size() + core;
+  }
+
   RankRun* const run_;
-  const std::string kernel_name_;
-  const int32_t func_id_;
-  const KernelEntry entry_;
+  const std::vector<Core> cores_;
   std::vector<ChipTensor> tensors_;
+  const int32_t block_num_;
   std::vector<LocalContext> blocks_;
+  std::vector<GlobalContext> globals_;
   std::vector<std::array<int64_t, KERNEL_MAX_ARGS>> args_;
-  GlobalContext global_{};
   std::mutex mutex_;
   std::condition_variable done_;
   int32_t remaining_;
 };
 
-void run_task(RankRun& run, const Kernel& kernel, const CoreTaskArgs& args,
+// The task's name in messages: its (first) kernel's.
+std::string task_name(const std::vector<Core>& cores) {
+  const Kernel& kernel = *cores.front().kernel;
+  return format("kernel '%s' (func_id %d)", kernel.name.c_str(), kernel.func_id);
+}
+
+void run_task(RankRun& run, const std::vector<Core>& cores, const CoreTaskArgs& args,
               const std::vector<ChipTensor>& tensors) {
-  auto launch = std::make_shared<TaskLaunch>(&run, kernel, args, tensors);
+  auto launch = std::make_shared<TaskLaunch>(&run, cores, args, tensors);
+  const int32_t thread_count = launch->thread_count();
   const int32_t block_num = args.launch_spec.block_num();
   std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(block_num));
-  for (int32_t block = 0; block < block_num; ++block) {
+  threads.reserve(static_cast<size_t>(thread_count));
+  for (int32_t index = 0; index < thread_count; ++index) {
     try {
-      threads.emplace_back([launch, block] { launch->run_block(block); });
+      threads.emplace_back([launch, index] { launch->run_thread(index); });
     } catch (const std::system_error& error) {
       run.report(SIMPLER_ERROR_SCHEDULER_TIMEOUT,
-                 format("kernel '%s' (func_id %d): could not start block %d of %d: %s",
-                        kernel.name.c_str(), kernel.func_id, block, block_num, error.what()));
-      launch->finish_block();
+                 format("%s: could not start a core of block %d of %d: %s",
+                        task_name(cores).c_str(), index / static_cast<int32_t>(cores.size()),
+                        block_num, error.what()));
+      launch->finish_thread();
     }
   }
   const uint64_t budget_ns = g_task_timeout_ns.load(std::memory_order_relaxed);
@@ -138,10 +168,11 @@ void run_task(RankRun& run, const Kernel& kernel, const CoreTaskArgs& args,
     }
     return;
   }
+  // A thread is a block, unless a block is a MIX cluster of cores.
+  const char* unit = cores.size() == 1 ? "blocks" : "cores";
   run.report(SIMPLER_ERROR_SCHEDULER_TIMEOUT,
-             format("kernel '%s' (func_id %d): %d of %d blocks did not return within %.1f s; "
-                    "they were abandoned",
-                    kernel.name.c_str(), kernel.func_id, running, block_num,
+             format("%s: %d of %d %s did not return within %.1f s; they were abandoned",
+                    task_name(cores).c_str(), running, thread_count, unit,
                     static_cast<double>(budget_ns) / 1e9));
   run.abandon();
   for (std::thread& thread : threads) {
@@ -192,36 +223,58 @@ bool materialize(RankRun& run, const CoreTaskArgs& args, std::vector<ChipTensor>
   return true;
 }
 
-// The kernel a task runs and its core type; a MIX task (AIC and AIV kernels together) is
-// refused, the simulator runs AIV-only and AIC-only tasks.
-const Kernel* task_kernel(RankRun& run, const MixedKernels& kernels, CoreType* core_type) {
-  const bool aic = kernels.aic_kernel_id != INVALID_KERNEL_ID;
-  const bool aiv0 = kernels.aiv0_kernel_id != INVALID_KERNEL_ID;
-  const bool aiv1 = kernels.aiv1_kernel_id != INVALID_KERNEL_ID;
-  if (aic == (aiv0 || aiv1) || (aiv0 && aiv1)) {
-    run.report(SIMPLER_ERROR_INVALID_ARGS,
-               format("task kernels aic=%d aiv0=%d aiv1=%d: the simulator runs one AIV or one "
-                      "AIC kernel per task",
-                      kernels.aic_kernel_id, kernels.aiv0_kernel_id, kernels.aiv1_kernel_id));
-    return nullptr;
-  }
-  *core_type = aic ? CoreType::AIC : CoreType::AIV;
-  const int32_t func_id =
-      aic ? kernels.aic_kernel_id : (aiv0 ? kernels.aiv0_kernel_id : kernels.aiv1_kernel_id);
+// The kernel of `func_id`, which must be a `core_type` kernel; null after reporting why not.
+const Kernel* find_kernel(RankRun& run, int32_t func_id, CoreType core_type) {
   const Kernel* kernel = run.callable->kernel(func_id);
   if (kernel == nullptr) {
     run.report(SIMPLER_ERROR_INVALID_ARGS,
                format("no kernel with func_id %d in this callable's kernel_config.py", func_id));
     return nullptr;
   }
-  if (kernel->core_type != *core_type) {
+  if (kernel->core_type != core_type) {
     run.report(SIMPLER_ERROR_INVALID_ARGS,
                format("kernel '%s' (func_id %d) is an %s kernel, submitted as %s",
                       kernel->name.c_str(), func_id, core_type_name(kernel->core_type),
-                      core_type_name(*core_type)));
+                      core_type_name(core_type)));
     return nullptr;
   }
   return kernel;
+}
+
+// The cores of each block of a task: one AIV or one AIC kernel, or a MIX cluster (an AIC kernel
+// and an AIV kernel on each of the two sub-blocks). Empty after reporting a bad combination.
+std::vector<Core> task_cores(RankRun& run, const MixedKernels& kernels, CoreType* limit_type) {
+  const bool aic = kernels.aic_kernel_id != INVALID_KERNEL_ID;
+  const bool aiv0 = kernels.aiv0_kernel_id != INVALID_KERNEL_ID;
+  const bool aiv1 = kernels.aiv1_kernel_id != INVALID_KERNEL_ID;
+  const bool single = (aic + aiv0 + aiv1) == 1;
+  if (!single && !(aic && aiv0 && aiv1)) {
+    run.report(SIMPLER_ERROR_INVALID_ARGS,
+               format("task kernels aic=%d aiv0=%d aiv1=%d: the simulator runs one AIV or one "
+                      "AIC kernel per task, or a MIX cluster of all three",
+                      kernels.aic_kernel_id, kernels.aiv0_kernel_id, kernels.aiv1_kernel_id));
+    return {};
+  }
+  std::vector<Core> cores;
+  const auto add = [&](int32_t func_id, CoreType core_type, int32_t sub_block_id) {
+    const Kernel* kernel = find_kernel(run, func_id, core_type);
+    if (kernel != nullptr) {
+      cores.push_back(Core{kernel, sub_block_id});
+    }
+    return kernel != nullptr;
+  };
+  // A task with an AIC kernel is bounded by the cluster count, an AIV-only one by the AIVs.
+  *limit_type = aic ? CoreType::AIC : CoreType::AIV;
+  if (aic && !add(kernels.aic_kernel_id, CoreType::AIC, 0)) {
+    return {};
+  }
+  if (aiv0 && !add(kernels.aiv0_kernel_id, CoreType::AIV, 0)) {
+    return {};
+  }
+  if (aiv1 && !add(kernels.aiv1_kernel_id, CoreType::AIV, single ? 0 : 1)) {
+    return {};
+  }
+  return cores;
 }
 
 }  // namespace
@@ -240,19 +293,18 @@ void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,
                        args.error_msg != nullptr ? args.error_msg : "(no message)"));
     return;
   }
-  CoreType core_type = CoreType::AIV;
-  const Kernel* kernel = task_kernel(*run, kernels, &core_type);
-  if (kernel == nullptr) {
+  CoreType limit_type = CoreType::AIV;
+  const std::vector<Core> cores = task_cores(*run, kernels, &limit_type);
+  if (cores.empty()) {
     return;
   }
   const int32_t block_num = args.launch_spec.block_num();
   if (block_num < 1) {
-    run->report(SIMPLER_ERROR_INVALID_ARGS,
-                format("kernel '%s' (func_id %d): block_num must be >= 1, got %d",
-                       kernel->name.c_str(), kernel->func_id, block_num));
+    run->report(SIMPLER_ERROR_INVALID_ARGS, format("%s: block_num must be >= 1, got %d",
+                                                   task_name(cores).c_str(), block_num));
     return;
   }
-  const int32_t limit = run->sync_start_limit(core_type);
+  const int32_t limit = run->sync_start_limit(limit_type);
   if (args.launch_spec.require_sync_start() && block_num > 1 && block_num > limit) {
     // Its blocks could never all be resident at once: a guaranteed deadlock.
     run->report(SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
@@ -264,7 +316,7 @@ void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,
     return;
   }
   run->count_task();
-  run_task(*run, *kernel, args, tensors);
+  run_task(*run, cores, args, tensors);
 }
 
 void alloc_tensors(const CoreTaskArgs& args, TaskOutputTensors* outputs) {

@@ -1,0 +1,240 @@
+"""Running a program of a chip tree on P simulated ranks: a HOST orchestrator as PyPTO's L3 runner
+runs it, or one chip orchestration dispatched once on every rank.
+
+Both go through the same world (:mod:`.world`) and the same L3 objects (:mod:`.l3`): a chip
+orchestration run without a HOST orchestrator is driven as a generated HOST orchestrator would
+drive it, so its windows are a comm domain made by ``allocate_domain`` (one over all P ranks,
+one buffer per window parameter, shaped and typed as the parameter, padded as the HOST codegen
+pads buffers) and its dispatches are ``submit_next_level`` calls with ``TaskArgs``. Nothing of
+the domain, context or dispatch machinery exists twice.
+
+A run that fails (a rank latched an error, the run hung) raises :class:`SimulationError` with
+its :attr:`~SimulationError.result` set: the tensors and windows as the failure left them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from pypto_build.chip_build.host_orch_codegen import WINDOW_ALIGNMENT
+from pypto_build.chip_build.kernel_config import OrchestrationParam
+from pypto_build.chip_build.runtime_types import DataType, ScalarValue, TensorArgType
+from pypto_build.chip_build.sim.arguments import (
+    BoundArguments,
+    bind_arguments,
+    bind_rank_arguments,
+)
+from pypto_build.chip_build.sim.errors import SimulationError
+from pypto_build.chip_build.sim.host_env import allocate_intermediates, entry_of
+from pypto_build.chip_build.sim.l3 import (
+    OPAQUE,
+    CallConfig,
+    CommBufferSpec,
+    SimDomain,
+    SimNextLevel,
+    SimOrchestrator,
+    TaskArgs,
+    make_tensor_arg,
+)
+from pypto_build.chip_build.sim.program import ChipBuild, HostOrchestrator, SubBuild
+from pypto_build.chip_build.sim.result import SimResult
+from pypto_build.chip_build.sim.runtime import load_runtime
+from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor
+from pypto_build.chip_build.sim.world import Timeouts, World
+from pypto_build.lowering.ir import ParamDirection
+
+#: The comm domain of a chip orchestration's windows: the name a HOST orchestrator's single
+#: world domain has.
+CHIP_DOMAIN = "d0"
+
+
+@contextlib.contextmanager
+def _session(
+    build: ChipBuild, sub_builds: Iterable[SubBuild], ranks: int, timeouts: Timeouts
+) -> Iterator[tuple[SimOrchestrator, dict[str, SimNextLevel]]]:
+    """A world of ``ranks`` rank threads with ``sub_builds`` loaded, closed afterwards."""
+    runtime = load_runtime()
+    world = World(runtime, build.chip, ranks, timeouts)
+    callables: dict[str, SimNextLevel] = {}
+    try:
+        for sub_build in sub_builds:
+            native = runtime.load_callable(
+                sub_build.orchestration, sub_build.entry, sub_build.kernels
+            )
+            callables[sub_build.name] = SimNextLevel(sub_build.name, native)
+        yield SimOrchestrator(world), callables
+    finally:
+        world.close([next_level.native for next_level in callables.values()])
+
+
+def _finish(
+    orchestrator: SimOrchestrator, body: Callable[[], None], result: Callable[[], SimResult]
+) -> SimResult:
+    """Run ``body``, wait for every dispatch, and return ``result()``; a failure raises with
+    ``result()`` as far as the run got."""
+    try:
+        body()
+        orchestrator.world.fence()
+    except SimulationError as failure:
+        failure.result = result()
+        raise
+    return result()
+
+
+def run_host(
+    build: ChipBuild,
+    host: HostOrchestrator,
+    inputs: Mapping[str, npt.ArrayLike],
+    ranks: int,
+    timeouts: Timeouts,
+) -> SimResult:
+    """Run HOST orchestrator ``host`` as PyPTO's L3 runner calls it: the parameters by name,
+    the intermediates, then the marked entry."""
+    arguments = bind_arguments(host.name, host.parameters, inputs)
+    module = host.load()
+    entry = entry_of(module, host.path)
+    with _session(build, build.sub_builds.values(), ranks, timeouts) as (orch, callables):
+        tensors = arguments.values()
+
+        def body() -> None:
+            allocate_intermediates(module, tensors, ranks)
+            entry(
+                orch,
+                None,
+                CallConfig(),
+                tensors=tensors,
+                callables=callables,
+                sub_ids={},
+                _keep=[],
+                world_size=ranks,
+            )
+
+        def result() -> SimResult:
+            # Copies: threads of an abandoned run may still write the caller's arrays.
+            left = {name: array.copy() for name, array in arguments.tensors.items()}
+            return SimResult(left, orch.world.records(), tuple(orch.snapshots))
+
+        return _finish(orch, body, result)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A window parameter of a chip orchestration: its buffer in the run's comm domain."""
+
+    param: OrchestrationParam
+
+    @property
+    def dtype(self) -> DataType:
+        return _element_type(self.param)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.param.shape, dtype=np.int64)) * NUMPY_DTYPES[self.dtype].itemsize
+
+    def spec(self) -> CommBufferSpec:
+        """The buffer, declared in bytes and padded as the HOST codegen declares buffers."""
+        padded = -(-self.nbytes // WINDOW_ALIGNMENT) * WINDOW_ALIGNMENT
+        return CommBufferSpec(self.param.name, OPAQUE, self.nbytes, padded)
+
+
+def run_chip(
+    build: ChipBuild,
+    sub_build: SubBuild,
+    inputs: Mapping[str, npt.ArrayLike],
+    ranks: int,
+    timeouts: Timeouts,
+) -> SimResult:
+    """Dispatch chip orchestration ``sub_build`` once on each of ``ranks`` ranks, each with its
+    own arguments, its window parameters in one comm domain over all ranks (see the module).
+    Every tensor parameter comes back with a leading rank axis; the windows also under
+    :attr:`SimResult.windows`."""
+    params = sub_build.params
+    windows = [_Window(param) for param in params if param.kind == "window"]
+    bound = bind_rank_arguments(
+        sub_build.name,
+        [param.parameter() for param in params if param.kind != "comm_context"],
+        inputs,
+        ranks,
+        {window.param.name for window in windows},
+    )
+    specs = [window.spec() for window in windows]
+    with _session(build, [sub_build], ranks, timeouts) as (orch, callables):
+        next_level = callables[sub_build.name]
+
+        def body() -> None:
+            if not windows:
+                _dispatch(orch, next_level, params, bound, None)
+                return
+            with orch.allocate_domain(
+                name=CHIP_DOMAIN,
+                workers=range(ranks),
+                window_size=sum(spec.nbytes for spec in specs),
+                buffers=specs,
+            ) as domain:
+                _dispatch(orch, next_level, params, bound, domain)
+
+        def result() -> SimResult:
+            snapshot = orch.snapshots[0] if orch.snapshots else None
+            tensors: dict[str, npt.NDArray[np.generic]] = {}
+            for param in params:
+                name = param.name
+                if param.kind == "tensor":
+                    tensors[name] = np.stack([arguments.tensors[name] for arguments in bound])
+                elif param.kind == "window" and snapshot is not None:
+                    dtype = _element_type(param)
+                    views = [snapshot.view(name, r, param.shape, dtype) for r in range(ranks)]
+                    tensors[name] = np.stack(views)
+            by_window = {w.param.name: tensors[w.param.name] for w in windows if snapshot}
+            return SimResult(tensors, orch.world.records(), tuple(orch.snapshots), by_window)
+
+        return _finish(orch, body, result)
+
+
+def _element_type(param: OrchestrationParam) -> DataType:
+    if param.dtype is None:
+        raise TypeError(f"parameter {param.name} ({param.kind}) has no element type")
+    return param.dtype
+
+
+def _dispatch(
+    orch: SimOrchestrator,
+    next_level: SimNextLevel,
+    params: tuple[OrchestrationParam, ...],
+    bound: tuple[BoundArguments, ...],
+    domain: SimDomain | None,
+) -> None:
+    """Each rank's dispatch: its windows start as given, then every rank's ``TaskArgs`` in
+    argument order (tensors, then scalars and contexts) is submitted to that rank."""
+
+    def window(rank: int, param: OrchestrationParam) -> SimTensor:
+        if domain is None:
+            raise TypeError(f"window parameter {param.name} outside a comm domain")
+        return domain[rank].buffers[param.name].tensor(param.shape, _element_type(param))
+
+    # Every window is filled before any rank runs: a peer's first remote write must land on
+    # the initial contents, never be overwritten by them.
+    for rank, arguments in enumerate(bound):
+        for param in params:
+            if param.kind == "window":
+                window(rank, param).view[...] = arguments.tensors[param.name]
+    for rank, arguments in enumerate(bound):
+        task = TaskArgs()
+        scalars: list[ScalarValue] = []
+        for param in params:
+            tag = TensorArgType.of(ParamDirection(param.direction))
+            if param.kind == "tensor":
+                task.add_tensor(make_tensor_arg(orch, arguments.tensors[param.name]), tag)
+            elif param.kind == "window":
+                task.add_tensor(window(rank, param), tag)
+            elif param.kind == "scalar":
+                scalars.append(arguments.scalars[param.name])
+            elif domain is not None:  # a window's context: every window is in the one domain
+                scalars.append(domain[rank].device_ctx)
+        for scalar in scalars:
+            task.add_scalar(scalar)
+        orch.submit_next_level(next_level, task, CallConfig(), worker=rank)

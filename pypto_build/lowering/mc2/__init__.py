@@ -1,0 +1,14 @@
+"""The fused MC2 operator ``batch_matmul_reduce_scatter_all_to_all`` (seed 003) as pure rules.
+
+Two modules that know no IR and no build, so the op's type deduction, the kernel build and the
+two-stage host API apply exactly the same checks and compute exactly the same tiling:
+
+* :mod:`~pypto_build.lowering.mc2.rules` -- every aclnn check of the operator in aclnn's
+  order, from a :class:`~pypto_build.lowering.mc2.rules.Mc2Request` (operand shapes and dtypes,
+  group names, attributes) to the checked static
+  :class:`~pypto_build.lowering.mc2.rules.Mc2Config`, or an
+  :class:`~pypto_build.lowering.mc2.rules.Mc2Error` carrying the aclnn status;
+* :mod:`~pypto_build.lowering.mc2.tiling` -- the build-time tiling of a configuration: the
+  common tiling fields, the local / non-local tiles, Lite mode, the workspace, the tiling key,
+  the HCCL configuration and the UB sizing.
+"""

@@ -1,0 +1,360 @@
+"""The build-time tiling of ``batch_matmul_reduce_scatter_all_to_all`` from a checked config.
+
+Every kernel variant is built for one static :class:`~pypto_build.lowering.mc2.rules.Mc2Config`,
+so its whole tiling is known at build time: :func:`tile` computes it exactly as upstream's host
+tiling does ([reference A.3]), for the kernel template (:meth:`Mc2Tiling.template_vars`), the
+variant's ``kernel_config.py`` entry (:meth:`Mc2Tiling.as_json`), ``pypto-build lower`` and the
+workspace the op and the host API require.
+
+Citation shorthand: ``[reference A.x]`` = ``reference/cann-fused-op-and-toolchain.md`` §A.x;
+``[seed 003]`` = the seed document of the operator.
+
+**Tiles are uncut.** Upstream cuts the local and non-local E and C axes into tiles sized by
+performance models of the matmul and of HCCL, which are not public ([reference A.3.3]): tile
+shapes are implementation-defined, and the result does not depend on them ([reference A.5.5]).
+So every tile here is the one ``InitTileInfo`` starts from ([reference A.3.2]): the whole E/ep
+experts and the whole C (y_shard_type 0) or C/tp (1) rows, one tile, no tail. The workspace
+formula only grows with the tile lengths, so the workspace of uncut tiles also bounds the
+workspace of any cut; [reference A.3.5]'s worked example assumes uncut tiles too.
+
+**Local and non-local** ([reference A.3.3]): a rank's rows bound for its own EP position
+(``local``) need no AllToAll and go straight into ``out``; the rows for the other ep-1 positions
+(``nonlocal``, upstream's ``domestic*`` fields) go ReduceScatter -> bias -> AllToAll, and the
+kernel runs them first.
+
+Names: the attributes are Python's; :meth:`Mc2Tiling.as_json` uses upstream's tiling-data names
+([reference A.3.1], e.g. ``commonTiling.domesticTileE.tileLen``) and
+:meth:`Mc2Tiling.template_vars` the snake_case of its key paths
+(``common_tiling_domestic_tile_e_tile_len``). ``aivCoreNum``, a fact of the chip and not of the
+configuration, is not part of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from pypto_build.lowering.ir.types import DataType
+from pypto_build.lowering.mc2.rules import Mc2Config
+
+#: The workspace's system part: 16 MiB on top of the kernel's own buffers [reference A.3.5].
+SYSTEM_BYTES = 16 * 1024 * 1024
+#: The UB of one a3 (Ascend910_93) vector core: ``ub_size=196608`` in CANN's platform config
+#: ``Ascend910_93.ini`` ([AICoreSpec]), the size [reference A.3.8]'s examples use.
+A3_UB_BYTES = 196608
+#: ``LITE_THRESHOLD``: y_shard_type 1 runs in Lite mode when C/tp is at most this
+#: [reference A.3.2].
+LITE_THRESHOLD = 640
+#: The tiling key's base; the flags are its last four decimal digits [reference A.3.6].
+TILING_KEY_BASE = 1_000_000_000_000_000_000
+#: Tiling data ``version`` and ``hcommCnt`` (two HCCL groups) [reference A.3.1].
+TILING_VERSION = 2
+HCOMM_CNT = 2
+#: What each flag of the tiling key adds: yShardFlag, isWeightTrans, isBias, isLite.
+_KEY_DIGITS = (1, 10, 100, 1000)
+#: ``ALIGN16``: the add step's element count is a multiple of 16 [reference A.3.8].
+UB_ALIGN = 16
+
+
+def tiling_key(y_shard_type: int, transpose_weight: bool, has_bias: bool, is_lite: bool) -> int:
+    """``UpdateTilingKey`` [reference A.3.6]: one decimal digit per flag (yShardFlag,
+    isWeightTrans, isBias, isLite), for any of the 16 combinations."""
+    flags = (y_shard_type == 1, transpose_weight, has_bias, is_lite)
+    return TILING_KEY_BASE + sum(
+        digit for digit, flag in zip(_KEY_DIGITS, flags, strict=True) if flag
+    )
+
+
+#: The keys the kernel has a template instance for [reference A.3.6]: all eight of
+#: y_shard_type 1, and the four of y_shard_type 0 without Lite (which the tiling never sets
+#: for y_shard_type 0).
+DISPATCHED_TILING_KEYS = frozenset(
+    tiling_key(shard, trans, bias, lite)
+    for shard in (0, 1)
+    for trans in (False, True)
+    for bias in (False, True)
+    for lite in (False, True)
+    if shard == 1 or not lite
+)
+
+
+def is_lite(config: Mc2Config) -> bool:
+    """Lite mode [reference A.3.2]: y_shard_type 1 with C/tp <= 640 gathers the tile's x rows
+    into one batched matmul."""
+    return config.y_shard_type == 1 and config.C_over_tp <= LITE_THRESHOLD
+
+
+def datasize(dtype: DataType) -> int:
+    """``GetDataSize``: 2 bytes for FP16 and BF16, 4 otherwise [reference A.3.2]."""
+    return 2 if dtype in (DataType.FP16, DataType.BF16) else 4
+
+
+def _tiling_bias_dtype(config: Mc2Config) -> DataType:
+    """The bias dtype the tiling computes with. [reference A.3.2] and [reference A.3.8] leave
+    the case without a bias open; upstream's tiling function then takes x's dtype
+    (``biasDatatype = inputDatatype``), which decides ``biasDatasize`` (2) and, for BF16 x, the
+    UB sizing's bias cast flag."""
+    return config.dtype if config.bias_dtype is None else config.bias_dtype
+
+
+def ub_capacity_for_add(
+    x_dtype: DataType, bias_dtype: DataType, has_bias: bool, ub_bytes: int
+) -> int:
+    """``CalculateMaxSplitUB`` [reference A.3.8]: how many elements one bias-add step holds in
+    ``ub_bytes`` of UB, for ``bias_dtype`` as the tiling takes it (x's without a bias, see
+    :func:`_tiling_bias_dtype`). Per element it needs the left operand (2 bytes), its FP32
+    cast for BF16 x, the bias (2) and its FP32 cast for a BF16 bias, and the output (2 with a
+    bias, 4 when anything is cast); rounded down to a multiple of 16 elements."""
+    x_cast = x_dtype is DataType.BF16
+    bias_cast = bias_dtype is DataType.BF16
+    add_out = 4 if bias_cast or (x_cast and has_bias) else 2 if has_bias else 0
+    coeff = 2 + (4 if x_cast else 0) + (2 if has_bias else 0) + (4 if bias_cast else 0) + add_out
+    return ub_bytes // coeff // UB_ALIGN * UB_ALIGN
+
+
+@dataclass(frozen=True)
+class TileInfo:
+    """``TileInfo`` [reference A.3.1]: ``tile_cnt`` tiles of ``tile_len``, then ``tail_cnt``
+    tiles of ``tail_len``."""
+
+    tile_len: int
+    tile_cnt: int
+    tail_len: int
+    tail_cnt: int
+
+    @staticmethod
+    def uncut(length: int) -> TileInfo:
+        """The whole axis as one tile, as ``InitTileInfo`` sets it [reference A.3.2]."""
+        return TileInfo(length, 1, 0, 0)
+
+    @property
+    def longest(self) -> int:
+        return max(self.tile_len, self.tail_len)
+
+    def as_json(self) -> dict[str, object]:
+        """HOT's field order (``tileLen, tileCnt, tailLen, tailCnt``) [reference A.3.1]."""
+        return {
+            "tileLen": self.tile_len,
+            "tileCnt": self.tile_cnt,
+            "tailLen": self.tail_len,
+            "tailCnt": self.tail_cnt,
+        }
+
+
+@dataclass(frozen=True)
+class HcclConfig:
+    """One HCCL communication of the kernel [reference A.3.7]: the group it runs on (the op's
+    ``group_ep`` or ``group_tp``), HCCL's op type, the algorithm string and the reduce op."""
+
+    group: Literal["ep", "tp"]
+    op_type: int
+    alg_config: str
+    reduce_type: int
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "group": self.group,
+            "opType": self.op_type,
+            "algConfig": self.alg_config,
+            "reduceType": self.reduce_type,
+        }
+
+
+#: ReduceScatter (op type 7, sum) over the TP group; the algorithm is [seed 003]'s
+#: ``doublering`` (the older upstream tiling of [reference A.3.7] says ``ring``).
+REDUCE_SCATTER = HcclConfig("tp", 7, "ReduceScatter=level0:doublering", 0)
+#: AlltoAll (op type 8) over the EP group [reference A.3.7].
+ALL_TO_ALL = HcclConfig("ep", 8, "AlltoAll=level0:fullmesh;level1:pairwise", 0)
+#: The HCCL element type of each I/O dtype [reference A.3.7].
+HCCL_DATA_TYPES = {DataType.FP16: "HCCL_DATA_TYPE_FP16", DataType.BF16: "HCCL_DATA_TYPE_BFP16"}
+
+
+@dataclass(frozen=True)
+class MatmulShape:
+    """The problem one batched matmul of a tile solves, ``(m, n, k, batch)``; bias is never the
+    matmul's [reference A.3.4]."""
+
+    m: int
+    n: int
+    k: int
+    batch: int
+
+    def as_json(self) -> dict[str, object]:
+        return {"m": self.m, "n": self.n, "k": self.k, "batch": self.batch}
+
+
+@dataclass(frozen=True)
+class Mc2Tiling:
+    """The tiling of one configuration; ``config`` holds the sizes the common tiling repeats."""
+
+    config: Mc2Config
+    input_datasize: int
+    bias_datasize: int
+    ub_capacity_for_add: int
+    total_ub_size: int
+    local_tile_e: TileInfo
+    nonlocal_tile_e: TileInfo
+    local_tile_c: TileInfo
+    nonlocal_tile_c: TileInfo
+    local_matmul: MatmulShape
+    nonlocal_matmul: MatmulShape
+    is_lite: bool
+    tiling_key: int
+    #: The workspace the kernel's own buffers take; a window must hold at least this.
+    user_bytes: int
+    hccl_data_type: str
+    reduce_scatter: HcclConfig = REDUCE_SCATTER
+    all_to_all: HcclConfig = ALL_TO_ALL
+
+    @property
+    def system_bytes(self) -> int:
+        return SYSTEM_BYTES
+
+    @property
+    def total_bytes(self) -> int:
+        """``workspace[0]`` of upstream's tiling: the user part and the 16 MiB system part."""
+        return self.user_bytes + SYSTEM_BYTES
+
+    def as_json(self) -> dict[str, object]:
+        """The tiling as upstream lays it out ([reference A.3.1]; the commonTiling fields in
+        declaration order), with the key, Lite mode and the workspace."""
+        c = self.config
+        return {
+            "version": TILING_VERSION,
+            "hcommCnt": HCOMM_CNT,
+            "tilingKey": self.tiling_key,
+            "isLite": self.is_lite,
+            "workspace": {
+                "userBytes": self.user_bytes,
+                "systemBytes": self.system_bytes,
+                "totalBytes": self.total_bytes,
+            },
+            "hcclDataType": self.hccl_data_type,
+            "hcommCfgRS": self.reduce_scatter.as_json(),
+            "hcommCfgATA": self.all_to_all.as_json(),
+            "commonTiling": {
+                "epGroupSize": c.ep,
+                "tpGroupSize": c.tp,
+                "expert": c.E,
+                "EOverEp": c.E_over_ep,
+                "C": c.C,
+                "COverTp": c.C_over_tp,
+                "H": c.H,
+                "HOverTp": c.H_over_tp,
+                "MOverTp": c.M_over_tp,
+                "inputDatasize": self.input_datasize,
+                "biasDatasize": self.bias_datasize,
+                "ubCapacityForAdd": self.ub_capacity_for_add,
+                "totalUbSize": self.total_ub_size,
+                "isBias": c.has_bias,
+                "isWeightTrans": c.transpose_weight,
+                "localTileE": self.local_tile_e.as_json(),
+                "domesticTileE": self.nonlocal_tile_e.as_json(),
+                "localTileC": self.local_tile_c.as_json(),
+                "domesticTileC": self.nonlocal_tile_c.as_json(),
+                "yShardFlag": c.y_shard_type,
+            },
+            "localMatmul": self.local_matmul.as_json(),
+            "domesticMatmul": self.nonlocal_matmul.as_json(),
+        }
+
+    def template_vars(self) -> dict[str, str]:
+        """Every value of :meth:`as_json` as a kernel template variable, in its order: the key
+        path in snake_case (``common_tiling_expert``), the value as C++ spells it (``true``,
+        ``false``, decimal integers; strings unquoted)."""
+        return dict(_flatten(self.as_json(), ""))
+
+
+def tile(config: Mc2Config, *, ub_bytes: int = A3_UB_BYTES) -> Mc2Tiling:
+    """The tiling of ``config`` with uncut tiles (module docstring), for a vector core with
+    ``ub_bytes`` of UB (a3's by default)."""
+    lite = is_lite(config)
+    rows = config.C_over_tp if config.y_shard_type == 1 else config.C
+    tile_e, tile_c = TileInfo.uncut(config.E_over_ep), TileInfo.uncut(rows)
+    bias_dtype = _tiling_bias_dtype(config)
+    input_datasize = datasize(config.dtype)
+    return Mc2Tiling(
+        config=config,
+        input_datasize=input_datasize,
+        bias_datasize=datasize(bias_dtype),
+        ub_capacity_for_add=ub_capacity_for_add(
+            config.dtype, bias_dtype, config.has_bias, ub_bytes
+        ),
+        total_ub_size=ub_bytes,
+        local_tile_e=tile_e,
+        nonlocal_tile_e=tile_e,
+        local_tile_c=tile_c,
+        nonlocal_tile_c=tile_c,
+        local_matmul=_matmul(config, tile_e, tile_c, 1, lite),
+        nonlocal_matmul=_matmul(config, tile_e, tile_c, config.ep - 1, lite),
+        is_lite=lite,
+        tiling_key=tiling_key(config.y_shard_type, config.transpose_weight, config.has_bias, lite),
+        user_bytes=_workspace_elements(config, tile_e, tile_c, tile_e, tile_c, lite)
+        * input_datasize,
+        hccl_data_type=HCCL_DATA_TYPES[config.dtype],
+    )
+
+
+def _matmul(
+    config: Mc2Config, tile_e: TileInfo, tile_c: TileInfo, destinations: int, lite: bool
+) -> MatmulShape:
+    """The matmul of one tile bound for ``destinations`` EP positions [reference A.3.4]: one
+    expert's C rows at a time, or in Lite mode every expert of the tile and the rows for every
+    TP and EP destination in one batched call."""
+    if not lite:
+        return MatmulShape(tile_c.tile_len, config.H, config.M_over_tp, 1)
+    rows = tile_c.tile_len * config.tp * destinations
+    return MatmulShape(rows, config.H, config.M_over_tp, tile_e.tile_len)
+
+
+def _workspace_elements(
+    config: Mc2Config,
+    local_e: TileInfo,
+    local_c: TileInfo,
+    nonlocal_e: TileInfo,
+    nonlocal_c: TileInfo,
+    lite: bool,
+) -> int:
+    """The user workspace in elements, ``MC2SetWorkspace`` / ``MC2SetWorkspaceShard``
+    [reference A.3.5], for the given tiles."""
+    E, C, H, ep, tp = config.E, config.C, config.H, config.ep, config.tp
+    if config.y_shard_type == 0:
+        # The ReduceScatter and AllToAll buffers, then the matmul output of the largest tile
+        # (all ep-1 non-local destinations at once).
+        comm_out = 2 * E * C * config.H_over_tp + E * C * H
+        trans_out = max(
+            local_e.longest * local_c.longest * H,
+            (ep - 1) * nonlocal_e.longest * nonlocal_c.longest * H,
+        )
+        return comm_out + trans_out
+    comm_out = 2 * E * config.C_over_tp * H + E * C * H
+    if lite:
+        # transBeforeBMM (x rows, M/tp wide) and sharedBMMOut (matmul rows, H wide), each as
+        # large as the larger of the local and the non-local tile.
+        local_rows = local_c.longest * local_e.tile_len * tp
+        nonlocal_rows = nonlocal_c.longest * nonlocal_e.tile_len * tp * (ep - 1)
+        for width in (config.M_over_tp, H):
+            comm_out += max(local_rows * width, nonlocal_rows * width)
+    return comm_out
+
+
+def _flatten(tree: dict[str, object], prefix: str) -> Iterator[tuple[str, str]]:
+    for key, value in tree.items():
+        name = prefix + _snake_case(key)
+        if isinstance(value, dict):
+            yield from _flatten(value, name + "_")
+        else:
+            yield name, _cpp(value)
+
+
+def _snake_case(name: str) -> str:
+    """``EOverEp`` -> ``e_over_ep``, ``hcommCfgRS`` -> ``hcomm_cfg_rs``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def _cpp(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

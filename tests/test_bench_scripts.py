@@ -1,0 +1,24 @@
+"""The benchmark scripts keep working as the code they measure changes.
+
+They run outside the test suite (their figures are recorded, never asserted), so nothing else
+would notice a script that no longer imports: each must at least start and print its usage.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+@pytest.mark.parametrize("script", sorted(BENCH.glob("bench_*.py")), ids=lambda path: path.name)
+def test_a_benchmark_script_starts(script: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "usage:" in done.stdout
