@@ -285,7 +285,7 @@ def test_duplicate_func_id_rejected() -> None:
 
 def test_duplicate_kernel_source_rejected() -> None:
     kernels = [KernelEntry(0, "a", CoreType.AIV), KernelEntry(1, "a", CoreType.AIV)]
-    with pytest.raises(KernelConfigError, match="kernel kernels/aiv/a.cpp is listed twice"):
+    with pytest.raises(KernelConfigError, match=r"kernel kernels/aiv/a\.cpp is listed twice"):
         render_kernel_config(MAIN, kernels)
 
 
@@ -325,7 +325,7 @@ def test_with_binaries_records_compiled_kernels() -> None:
     )
     built = config.with_binaries({"kernels/aic/b.cpp": "kernels/aic/b.o"})
     assert [kernel.binary for kernel in built.kernels] == [None, "kernels/aic/b.o"]
-    with pytest.raises(KernelConfigError, match="unknown kernels: kernels/aiv/z.cpp"):
+    with pytest.raises(KernelConfigError, match=r"unknown kernels: kernels/aiv/z\.cpp"):
         config.with_binaries({"kernels/aiv/z.cpp": "kernels/aiv/z.o"})
 
 
