@@ -250,7 +250,9 @@ def test_include_dir_holds_the_headers() -> None:
     headers = sorted(path.name for path in (include_dir() / "pypto_build").iterdir())
     assert headers == [
         "all_to_all_v_protocol.h",
+        "host_float.h",
         "kernel_abi.h",
+        "mix_kernel.h",
         "orchestration.h",
         "portability.h",
     ]
