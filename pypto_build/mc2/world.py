@@ -15,9 +15,11 @@ kernel on all of them at once, on a thread of its own: the program of the config
 through the engine (:mod:`pypto_build.mc2.kernels`), dispatched once per rank by the
 simulator's chip-orchestration runner (:func:`pypto_build.sim.SimProgram.run`), with each
 rank's tensors stacked along a leading rank axis; each rank's result is then written into its
-``out``. :meth:`SimStream.synchronize` waits for the rank's launches and raises what failed
-(the first failure of a launch, on every rank's stream), or, when some rank never launched,
-a :class:`~pypto_build.mc2.errors.RunError` naming those ranks instead of hanging.
+``out``. A world's launches run one after another, in the order they filled, as a stream runs
+what was queued on it in order. :meth:`SimStream.synchronize` waits for the rank's launches and
+raises what failed (the first failure of a launch, on every rank's stream), or, when some rank
+never launched, a :class:`~pypto_build.mc2.errors.RunError` naming those ranks instead of
+hanging.
 
 One thread per rank, as in aclnn's sample, or one thread calling :func:`run` for every rank in
 turn and then synchronizing: both work, because :func:`run` never waits for the other ranks.
@@ -59,6 +61,8 @@ class _Launch:
     submissions: dict[int, _Submission] = field(default_factory=dict)
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    #: The world's launch before this one, which runs first: a stream runs in order.
+    previous: _Launch | None = None
 
 
 class SimWorld:
@@ -87,6 +91,7 @@ class SimWorld:
         self.streams = tuple(SimStream(self, rank) for rank in range(self.size))
         self._changed = threading.Condition()
         self._open = _Launch()
+        self._last: _Launch | None = None
 
     @property
     def size(self) -> int:
@@ -118,6 +123,7 @@ class SimWorld:
                 )
             launch.submissions[rank] = submission
             if len(launch.submissions) == self.size:
+                launch.previous, self._last = self._last, launch
                 self._open = _Launch()
                 threading.Thread(
                     target=self._execute, args=(launch,), name="mc2-launch", daemon=True
@@ -143,7 +149,11 @@ class SimWorld:
                 )
 
     def _execute(self, launch: _Launch) -> None:
-        """Run the kernel on every rank of ``launch`` and write each rank's results back."""
+        """Run the kernel on every rank of ``launch`` and write each rank's results back,
+        once the world's previous launch has ended."""
+        if launch.previous is not None:
+            launch.previous.done.wait()
+            launch.previous = None  # keep no chain of finished launches alive
         try:
             submissions = [launch.submissions[rank] for rank in range(self.size)]
             executors = [submission.executor for submission in submissions]

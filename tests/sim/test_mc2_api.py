@@ -112,10 +112,10 @@ class Api:
     with a leading rank axis, as the simulator stores their dtypes; each rank passes its
     ``[rank]`` (the weight's transposed view when ``case.transposed``)."""
 
-    def __init__(self, case: Case, values: Operands) -> None:
+    def __init__(self, case: Case, values: Operands, world: mc2.SimWorld | None = None) -> None:
         self.case = case
         self.values = values
-        self.world = mc2.SimWorld(case.ep, case.tp)
+        self.world = mc2.SimWorld(case.ep, case.tp) if world is None else world
         self.x = mc2_golden.storage(values.x, case.dtype)
         logical = values.weight.transpose(0, 1, 3, 2) if case.transposed else values.weight
         self.weight = np.ascontiguousarray(mc2_golden.storage(logical, case.dtype))
@@ -199,6 +199,21 @@ def test_one_thread_launches_every_rank_and_a_repeatable_executor_runs_again() -
         api.launch(rank, executor, size)
     api.world.synchronize()
     assert_matches(case, api.result(), dataclasses.replace(api.values, x=again.x))
+
+
+def test_launches_queued_before_synchronizing_run_in_order() -> None:
+    """Two launches of one world, each rank queuing both before anything is synchronized (two
+    configurations, other tensors): each ends with its own result."""
+    first, second = CASES[2], dataclasses.replace(CASES[2], shard=1, bias_rank=2)
+    world = mc2.SimWorld(first.ep, first.tp)
+    apis = [Api(case, operands(case, seed), world) for seed, case in enumerate((first, second))]
+    for api in apis:
+        for rank in range(api.case.ranks):
+            size, executor = api.first_stage(rank)
+            api.launch(rank, executor, size)
+    world.synchronize()
+    for api in apis:
+        assert_matches(api.case, api.result(), api.values)
 
 
 def test_the_kernel_the_api_ran_is_the_one_a_programs_build_ships(
