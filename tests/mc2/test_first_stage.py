@@ -10,6 +10,7 @@ M 12; ``_support.mc2``), turned into one rank's arrays by ``_support.mc2_host``.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,8 @@ from _support.mc2 import mc2_request, with_dim, with_dtype, with_shape
 from _support.mc2_host import arrays_of, call
 
 from pypto_build import mc2
+from pypto_build.chip_build.subbuild import lower_file
+from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir.types import DataType
 from pypto_build.lowering.mc2.rules import Mc2Request, check
 from pypto_build.lowering.mc2.tiling import tile
@@ -99,6 +102,38 @@ def test_each_rule_refuses_the_api_as_it_refuses_the_op(case: str) -> None:
         expected.operand,
         str(expected),
     )
+
+
+@pytest.mark.parametrize(
+    ("edit", "out_shape", "group_tp"),
+    [
+        (("out: pl.Out[pl.Tensor[[E,", "out: pl.Out[pl.Tensor[[6,"), (6, 4, 16), "tp"),
+        (("y_shard_type=1\n", "y_shard_type=1, group_ep='ep', group_tp='ep'\n"), (8, 4, 16), "ep"),
+    ],
+    ids=["common-shape", "group-check"],
+)
+def test_a_program_and_a_call_get_the_same_message(
+    repo_root: Path,
+    tmp_path: Path,
+    edit: tuple[str, str],
+    out_shape: tuple[int, ...],
+    group_tp: str,
+) -> None:
+    """The sample's program with a mistake, and the host API called with the same operands:
+    the program's diagnostic is the API's error, after the op's name."""
+    text = (repo_root / "samples/moe_mc2/src/moe_mc2/pipelines.py").read_text(encoding="utf-8")
+    assert text.count(edit[0]) == 1
+    program = tmp_path / "pipelines.py"
+    program.write_text(text.replace(*edit), encoding="utf-8")
+    with pytest.raises(ProgramError) as diagnostic:
+        lower_file(program, ["a3"])
+    x = np.zeros((2, 32, 8), np.float16)
+    weight, bias = np.zeros((2, 8, 16), np.float16), np.zeros((2, 16), np.float16)
+    out = np.zeros(out_shape, np.float16)
+    with pytest.raises(mc2.Mc2Error) as error:
+        mc2.get_workspace_size(x, weight, bias, "ep", group_tp, 4, 2, 1, out)
+    op = "pld.tensor.batch_matmul_reduce_scatter_all_to_all"
+    assert diagnostic.value.message == f"{op} {error.value}"
 
 
 def test_the_status_is_an_int_with_aclnn_names() -> None:
