@@ -1,7 +1,8 @@
 """The package's layering, as its imports show it.
 
 Dependencies point one way: ``plugin -> chip_build -> lowering -> builtins`` (``plugin`` may
-use ``lowering`` for the ``lower`` command, ``chip_build`` the templates of ``builtins``).
+use ``lowering`` for the ``lower`` command, ``chip_build`` the templates of ``builtins``); the
+host API ``mc2`` sits beside ``plugin``, over the engine.
 Backends lower through ``lowering.lower`` and never reach into the passes, and every program
 diagnostic is the lowering's: ``chip_build`` raises none.
 """
@@ -23,6 +24,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "builtins": ("pypto_build.lowering", "pypto_build.chip_build", "pypto_build.plugin"),
     "lowering": ("pypto_build.chip_build", "pypto_build.plugin"),
     "chip_build": ("pypto_build.plugin", "pypto_build.lowering.passes"),
+    # The host API builds its program through the engine, as every front end does.
+    "mc2": ("pypto_build.plugin", "pypto_build.lowering.passes"),
 }
 
 

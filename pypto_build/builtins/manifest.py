@@ -37,6 +37,9 @@ CONFIG_TEMPLATE = "kernel_config.py.in"
 
 #: The operand ``dtype`` that stands for the variant's payload element type.
 PAYLOAD_DTYPE = "payload"
+#: An operand dtype the op's contract checks itself (a bias whose type follows the payload's
+#: by a rule, a workspace of bytes).
+ANY_DTYPE = "any"
 
 #: The op contract of a package that declares none: typed from its operand table.
 COLLECTIVE = "collective"
@@ -87,7 +90,7 @@ class Operand:
     remote: bool
     #: ``"payload"`` for the variant's element type, else a fixed dtype name such as ``int32``.
     dtype: str
-    #: The accepted shapes, any of them.
+    #: The accepted shapes, any of them (none: the op's contract checks them).
     shapes: tuple[tuple[Dim, ...], ...]
     #: A call may pass None (the op then runs without it): the kernel's later arguments move
     #: down one slot, and the variant's variables tell the kernel.
@@ -252,7 +255,7 @@ def _parse(root: Path, top: _Table) -> BuiltinPackage:
 def _operand(table: _Table) -> Operand:
     direction = table.choice("direction", tuple(d.value for d in Direction))
     dtype = table.string("dtype")
-    if dtype != PAYLOAD_DTYPE and not _IDENTIFIER.fullmatch(dtype):
+    if dtype not in (PAYLOAD_DTYPE, ANY_DTYPE) and not _IDENTIFIER.fullmatch(dtype):
         raise table.error("dtype", f"must be {PAYLOAD_DTYPE!r} or a dtype name, got {dtype!r}")
     operand = Operand(
         name=table.matching("name", _IDENTIFIER, "an identifier"),
@@ -261,7 +264,7 @@ def _operand(table: _Table) -> Operand:
         window=table.boolean("window"),
         remote=table.boolean("remote"),
         dtype=dtype,
-        shapes=_shapes(table),
+        shapes=_shapes(table) if "shapes" in table.keys_in_order() else (),
         optional=table.optional_boolean("optional"),
     )
     table.finish()

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pypto_build.builtins import BuiltinPackage, all_packages
-from pypto_build.builtins.manifest import PAYLOAD_DTYPE, Rail
+from pypto_build.builtins.manifest import ANY_DTYPE, PAYLOAD_DTYPE, Rail
 from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
@@ -263,7 +263,7 @@ def _require_known_dtypes(package: BuiltinPackage) -> None:
     named += [
         (f"operands[{position}].dtype", operand.dtype)
         for position, operand in enumerate(package.operands)
-        if operand.dtype != PAYLOAD_DTYPE
+        if operand.dtype not in (PAYLOAD_DTYPE, ANY_DTYPE)
     ]
     for key, name in named:
         if name not in known:

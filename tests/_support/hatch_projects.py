@@ -11,7 +11,8 @@ import pytest
 from hatchling.builders.sdist import SdistBuilder
 from hatchling.builders.wheel import WheelBuilder
 
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "moe_a2a"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+SAMPLE = SAMPLES / "moe_a2a"
 #: Variables that would change what the hook builds, cleared for every test.
 _CLEARED = (
     "ASCEND_HOME_PATH",
@@ -41,9 +42,13 @@ def hook_environment(patch: pytest.MonkeyPatch, cache: Path, temp: Path) -> None
     patch.setattr(tempfile, "tempdir", str(temp))
 
 
-def copy_sample(destination: Path, *, chips: tuple[str, ...] = ("a3", "a5")) -> Path:
-    """A copy of the sample package at ``destination``, built for ``chips``."""
-    shutil.copytree(SAMPLE, destination, ignore=shutil.ignore_patterns("__pycache__", "_kernels"))
+def copy_sample(
+    destination: Path, *, chips: tuple[str, ...] = ("a3", "a5"), sample: str = "moe_a2a"
+) -> Path:
+    """A copy of sample package ``sample`` at ``destination``; one written for a3 and a5 is
+    built for ``chips``."""
+    ignore = shutil.ignore_patterns("__pycache__", "_kernels")
+    shutil.copytree(SAMPLES / sample, destination, ignore=ignore)
     pyproject = destination / "pyproject.toml"
     listed = ", ".join(f'"{chip}"' for chip in chips)
     text = pyproject.read_text(encoding="utf-8")

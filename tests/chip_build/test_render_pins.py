@@ -34,6 +34,13 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "a3": "d09e862b39ab27659101bb3bede055af1104016233c2552cfa67690c486c8de8",
         "a5": "ef75005610a61919fe35551625c07c6615a538668c8bc75a6dc5e699fedc6a92",
     },
+    # The fused MC2 operator runs on a3 only.
+    (
+        "samples/moe_mc2/src/moe_mc2/pipelines.py",
+        "samples/moe_mc2",
+    ): {
+        "a3": "497331d8c9dfb79d7090656138ae225f729f90569a5b315880e243b86d6570f9",
+    },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
@@ -85,8 +92,9 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
 }
 
 
-def _render_digests(program: Path, source_root: Path, out: Path) -> dict[str, str]:
-    chips = ("a2", "a3", "a5")
+def _render_digests(
+    program: Path, source_root: Path, out: Path, chips: tuple[str, ...]
+) -> dict[str, str]:
     render_subbuilds(lower_file(program, chips), chips, out, source_root=source_root)
     return {
         chip: hashlib.sha256((out / chip / "manifest.json").read_bytes()).hexdigest()
@@ -96,5 +104,6 @@ def _render_digests(program: Path, source_root: Path, out: Path) -> dict[str, st
 
 @pytest.mark.parametrize(("program", "source_root"), sorted(PINS))
 def test_rendered_trees_are_pinned(program: str, source_root: str, tmp_path: Path) -> None:
-    digests = _render_digests(ROOT / program, ROOT / source_root, tmp_path / "out")
-    assert digests == PINS[program, source_root]
+    pins = PINS[program, source_root]
+    digests = _render_digests(ROOT / program, ROOT / source_root, tmp_path / "out", tuple(pins))
+    assert digests == pins

@@ -159,6 +159,26 @@ def test_pip_wheel_of_a_sample_with_build_isolation(
         assert "outputs match the NumPy golden: 4 ranks exchanged 34 token rows" in printed
 
 
+def test_pip_wheel_of_the_mc2_sample_and_its_demo_on_8_ranks(
+    local_wheels: Path, session_cache: Path, tmp_path: Path
+) -> None:
+    """The fused operator's sample: its wheel ships the a3 tree with the MIX kernel rendered
+    from pypto-build's builtin package, and its demo runs it on ep 4 x tp 2 simulated ranks."""
+    env = _environment(local_wheels, session_cache)
+    wheel, output = _pip_wheel(SAMPLES / "moe_mc2", tmp_path / "dist", env)
+    assert wheel.name == "moe_mc2-0.1.0-py3-none-linux_x86_64.whl"
+    assert "numpy" not in _build_environment_packages(output)
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    sub_build = "moe_mc2/_kernels/a3/next_levels/expert_combine"
+    for core in ("aic", "aiv"):
+        assert f"{sub_build}/kernels/{core}/__builtin_bmm_rs_a2a__fp16.cpp" in names
+    assert not [name for name in names if "/_kernels/a5/" in name or _BUILD_OUTPUT.search(name)]
+    printed = _run_demo(wheel, "moe_mc2.demo", tmp_path)
+    assert "expert_combine ran on 8 simulated ranks (ep 4 x tp 2): 8 dispatches" in printed
+    assert "outputs match the NumPy golden: 8 ranks (ep 4 x tp 2)" in printed
+
+
 @pytest.mark.parametrize("sample", sorted(DEMOS))
 def test_python_m_build_makes_an_sdist_without_build_output_and_a_wheel_from_it(
     local_wheels: Path, session_cache: Path, tmp_path: Path, sample: str

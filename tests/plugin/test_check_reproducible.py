@@ -154,10 +154,11 @@ def test_diffoscope_reports_a_changed_member(wheel: Path, tmp_path: Path) -> Non
 
 @needs_gxx
 @pytest.mark.slow
-def test_two_builds_of_the_sample_package_are_byte_identical(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("sample", ["moe_a2a", "moe_mc2"])
+def test_two_builds_of_a_sample_package_are_byte_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sample: str
 ) -> None:
-    project = copy_sample(tmp_path / "moe_a2a")
+    project = copy_sample(tmp_path / sample, sample=sample)
     report = tmp_path / "report"
     code, out, err = run_cli(
         capsys, "check-reproducible", str(project), "--report", str(report), "--json"
@@ -165,7 +166,7 @@ def test_two_builds_of_the_sample_package_are_byte_identical(
     assert (code, err) == (ExitCode.OK, ""), out
     document = json.loads(out)
     assert document["passed"] is True
-    assert document["wheels"][0].startswith("moe_a2a-0.1.0-py3-none-")
+    assert document["wheels"][0].startswith(f"{sample}-0.1.0-py3-none-")
     assert document["wheels"][0] == document["wheels"][1]
     assert document["sha256"][0] == document["sha256"][1]
     assert document["report"] == []

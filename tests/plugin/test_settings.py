@@ -345,7 +345,7 @@ def test_schema_and_runtime_check_agree_on_every_table(
 
 def test_the_validate_pyproject_command_checks_the_table(tmp_path: Path, repo_root: Path) -> None:
     command = [sys.executable, "-m", "validate_pyproject"]
-    for sample in ("moe_a2a", "moe_a2a_host"):
+    for sample in ("moe_a2a", "moe_a2a_host", "moe_mc2"):
         good = repo_root / "samples" / sample / "pyproject.toml"
         done = subprocess.run([*command, str(good)], capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stdout + done.stderr

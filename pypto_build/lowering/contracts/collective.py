@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pypto_build.builtins.manifest import PAYLOAD_DTYPE, BuiltinPackage, Dim
+from pypto_build.builtins.manifest import ANY_DTYPE, PAYLOAD_DTYPE, BuiltinPackage, Dim
 from pypto_build.builtins.manifest import Operand as ManifestOperand
 from pypto_build.lowering.builtin_ops import (
     HOST_RAIL,
@@ -115,6 +115,19 @@ class CollectiveContract(Contract):
                     package,
                     f"operands[{position}].optional",
                     "a collective's operands are all required",
+                )
+            if not operand.shapes:
+                raise manifest_error(
+                    package,
+                    f"operands[{position}].shapes",
+                    "is required: a collective is typed from its operands' shapes",
+                )
+            if operand.dtype == ANY_DTYPE:
+                raise manifest_error(
+                    package,
+                    f"operands[{position}].dtype",
+                    f"must be '{PAYLOAD_DTYPE}' or a dtype name: a collective is typed from "
+                    "its operands' dtypes",
                 )
 
     def public_op(self, builtin: BuiltinOp) -> OpDef:

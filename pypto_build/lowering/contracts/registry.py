@@ -5,8 +5,11 @@ from __future__ import annotations
 from pypto_build.lowering.builtin_ops import BuiltinOp, manifest_error
 from pypto_build.lowering.contracts.base import Contract
 from pypto_build.lowering.contracts.collective import CollectiveContract
+from pypto_build.lowering.contracts.mc2 import Mc2Contract
 
-CONTRACTS: dict[str, Contract] = {contract.name: contract for contract in (CollectiveContract(),)}
+CONTRACTS: dict[str, Contract] = {
+    contract.name: contract for contract in (CollectiveContract(), Mc2Contract())
+}
 
 
 def contract_of(builtin: BuiltinOp) -> Contract:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.builtin_ops import builtin_ops
-from pypto_build.lowering.contracts.registry import contract_of
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ops.collectives import PARSE_ONLY_OPS
 from pypto_build.lowering.ops.distributed_ops import DISTRIBUTED_OPS
@@ -42,6 +41,10 @@ class _Table:
 
 @functools.cache
 def _table() -> _Table:
+    # The contracts build their ops from this package's signatures (ops -> contracts -> ops):
+    # imported here, once both are loaded, so either package may be imported first.
+    from pypto_build.lowering.contracts.registry import contract_of
+
     contracts = [(builtin, contract_of(builtin)) for builtin in builtin_ops()]
     packaged = {builtin.op: contract.public_op(builtin) for builtin, contract in contracts}
     parse_only = {op.name: op for op in PARSE_ONLY_OPS if op.name not in packaged}

@@ -59,6 +59,7 @@ Callable::~Callable() {
 }
 
 Domain::~Domain() {
+  unregister_domain(this);
   for (void* window : windows) {
     std::free(window);
   }
@@ -142,6 +143,7 @@ void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes, char* erro
       context.windowsOut[peer] = base;
     }
   }
+  pypto_sim::register_domain(domain.get());
   return domain.release();
 }
 

@@ -4,6 +4,7 @@
 #define PYPTO_BUILD_SIM_INTERNAL_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <memory>
@@ -43,13 +44,33 @@ struct Callable {
   ~Callable();
 };
 
-// One comm domain: a zeroed window per rank and each rank's CommContext.
+// The barrier the kernels of a comm domain's ranks meet at (pypto_sim_comm_barrier): a
+// generation barrier that a timed-out party breaks for good (comm_barrier.cpp).
+struct DomainBarrier {
+  std::mutex mutex;
+  std::condition_variable released;
+  uint64_t generation = 0;  // completed rounds
+  int64_t parties = 0;      // of the round under way (0 before its first arrival)
+  int64_t arrived = 0;
+  bool broken = false;
+  std::string broken_by;  // why, for every party that finds it broken
+};
+
+// One comm domain: a zeroed window per rank and each rank's CommContext. A kernel finds its
+// domain from any of its contexts (find_domain), so the domain registers itself on creation.
 struct Domain {
   uint64_t window_bytes = 0;
   std::vector<void*> windows;
   std::vector<CommContext> contexts;
+  DomainBarrier barrier;
   ~Domain();
 };
+
+// Make `domain` findable from its contexts (after they are filled), and forget it again.
+void register_domain(Domain* domain);
+void unregister_domain(const Domain* domain);
+// The live domain `ctx` is one of the contexts of; null for any other address.
+Domain* find_domain(const CommContext* ctx);
 
 // One execution of an orchestration on one rank. Errors latch as the device runtime latches
 // them: the first code wins, later ones are only logged, and after any error the rank's later
@@ -140,5 +161,12 @@ void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,
 void alloc_tensors(const CoreTaskArgs& args, TaskOutputTensors* outputs);
 
 }  // namespace pypto_sim
+
+// The hooks rendered kernels call (pypto_build/portability.h, pypto_build/mix_kernel.h), which
+// the runtime also calls itself.
+extern "C" {
+void pypto_sim_report_error(int32_t code, const char* message);
+int32_t pypto_sim_comm_barrier(const CommContext* ctx, int32_t parties_per_rank);
+}
 
 #endif  // PYPTO_BUILD_SIM_INTERNAL_H_

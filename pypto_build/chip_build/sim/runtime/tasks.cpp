@@ -34,7 +34,8 @@ std::atomic<uint64_t> g_progress{0};
 
 // Upstream's per-core GlobalContext (sub-block id, DMA workspaces) at args[49]: the sub-block id
 // tells a MIX task's two AIV cores of a cluster apart; the simulation has no asynchronous DMA
-// engines, so the workspaces stay zero.
+// engines, so the workspaces stay zero. Kernels read it through pypto_build/mix_kernel.h, whose
+// pypto_build::GlobalContext has this layout.
 struct GlobalContext {
   int32_t sub_block_id;
   uint64_t dma_workspace[4];
