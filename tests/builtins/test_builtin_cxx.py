@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pypto_build.builtins import BuiltinPackage, all_packages, include_dir, render, resolve
+from pypto_build.builtins.manifest import COLLECTIVE
 from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
 
 CompileCxx = Callable[[list[str]], None]
@@ -45,7 +46,9 @@ def build_and_run(gxx: str, compile_cxx: CompileCxx, source: str, folder: Path) 
     ).stdout
 
 
-@pytest.mark.parametrize("handle", [package.handle for package in all_packages()])
+@pytest.mark.parametrize(
+    "handle", [package.handle for package in all_packages() if package.contract == COLLECTIVE]
+)
 @pytest.mark.parametrize("dtype", ["fp32", "int8"])
 @pytest.mark.parametrize("template", ["kernel.cpp.in", "entry.cpp.in"])
 def test_rendered_sources_compile(

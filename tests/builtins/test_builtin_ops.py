@@ -97,9 +97,18 @@ def test_configuration_variables_follow_the_dtype_variables(make_package: MakePa
 
 def test_our_packages_are_ops() -> None:
     ops = {op.op: op for op in builtin_ops()}
-    assert sorted(ops) == ["pld.tensor.all_to_all_v", "pld.tensor.indexed_all_to_all_v"]
+    assert sorted(ops) == [
+        "pld.tensor.all_to_all_v",
+        "pld.tensor.batch_matmul_reduce_scatter_all_to_all",
+        "pld.tensor.indexed_all_to_all_v",
+    ]
     a2av = ops["pld.tensor.all_to_all_v"]
     assert builtin_op("builtin.tensor.all_to_all_v") is a2av
     assert a2av.names == ("input", "target", "signal", "send_counts", "recv_counts")
     assert (a2av.result_index, a2av.launch_width.name) == (1, "all_to_all_v")
     assert a2av.template_vars(DataType.INT8) == "dtype_cpp=int8_t"
+    mc2 = ops["pld.tensor.batch_matmul_reduce_scatter_all_to_all"]
+    assert (mc2.package.contract, mc2.package.core_type, mc2.stem) == ("mc2", "mix", "bmm_rs_a2a")
+    assert mc2.names == ("x", "weight", "bias", "out", "workspace")
+    assert mc2.kernel_name(DataType.BF16) == "__builtin_bmm_rs_a2a__bf16"
+    assert mc2.template_vars(DataType.BF16) == "x_cpp=bfloat16_t,bias_cpp=float"

@@ -23,6 +23,7 @@ from pypto_build.builtins import (
 
 A2AV = ":pypto.runtime.builtins.collectives.all_to_all_v"
 INDEXED = ":pypto.runtime.builtins.collectives.indexed_all_to_all_v"
+MC2 = ":pypto.runtime.builtins.mc2.batch_matmul_reduce_scatter_all_to_all"
 BUILTINS_DIR = Path(__file__).resolve().parents[2] / "pypto_build" / "builtins"
 
 InstallDistribution = Callable[..., Path]
@@ -75,10 +76,11 @@ def write_python_package(site: Path, dotted: str) -> Path:
 
 def test_our_packages_are_registered_under_upstream_handles() -> None:
     packages = all_packages()
-    assert [package.handle for package in packages] == [A2AV, INDEXED]
+    assert [package.handle for package in packages] == [A2AV, INDEXED, MC2]
     assert [package.root for package in packages] == [
         BUILTINS_DIR / "collectives" / "all_to_all_v",
         BUILTINS_DIR / "collectives" / "indexed_all_to_all_v",
+        BUILTINS_DIR / "mc2" / "batch_matmul_reduce_scatter_all_to_all",
     ]
 
 
@@ -184,7 +186,7 @@ def test_entry_point_registers_a_third_party_package(
     package = resolve(":acme.kernels.copy")
     assert package.root == folder.resolve()
     assert package.template("kernel.cpp.in") == b"using T = {{ dtype_cpp }};\n"
-    assert default_registry().handles() == (":acme.kernels.copy", A2AV, INDEXED)
+    assert default_registry().handles() == (":acme.kernels.copy", A2AV, INDEXED, MC2)
 
 
 def test_entry_point_naming_a_missing_package(install_distribution: InstallDistribution) -> None:
@@ -220,7 +222,7 @@ def test_extra_roots_are_searched_recursively(make_package: Callable[..., Path])
     root = make_package(folder="vendor/kernels/copy")
     registry = BuiltinRegistry.discover(extra_roots=[root.parents[1]])
     assert registry.resolve(":acme.kernels.copy").root == root.resolve()
-    assert registry.handles() == (":acme.kernels.copy", A2AV, INDEXED)
+    assert registry.handles() == (":acme.kernels.copy", A2AV, INDEXED, MC2)
 
 
 def test_a_handle_declared_twice_is_refused(
@@ -243,7 +245,7 @@ def test_a_handle_declared_twice_is_refused(
 
 def test_the_same_folder_found_twice_is_one_package() -> None:
     registry = BuiltinRegistry.discover(extra_roots=[BUILTINS_DIR / "collectives"])
-    assert registry.handles() == (A2AV, INDEXED)
+    assert registry.handles() == (A2AV, INDEXED, MC2)
 
 
 def test_include_dir_holds_the_headers() -> None:

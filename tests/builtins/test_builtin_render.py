@@ -22,11 +22,14 @@ from pypto_build.builtins import (
     render,
     resolve,
 )
+from pypto_build.builtins.manifest import COLLECTIVE
 
 MakePackage = Callable[..., Path]
 VariablesFor = Callable[[BuiltinPackage, str, str], dict[str, str]]
 
-OURS = [package.handle for package in all_packages()]
+#: Our collectives: one payload dtype variable, fp32 and int8 variants, both rails. (The mc2
+#: package's kernel, configured by its contract, has tests of its own: test_mc2_package.py.)
+OURS = [package.handle for package in all_packages() if package.contract == COLLECTIVE]
 TEMPLATES = ["kernel.cpp.in", "entry.cpp.in", "kernel_config.py.in"]
 
 
