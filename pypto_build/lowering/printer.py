@@ -63,7 +63,7 @@ from pypto_build.lowering.ir import (
     WindowBufferType,
 )
 from pypto_build.lowering.ir.names import CallAttr, FunctionAttr, is_submit
-from pypto_build.lowering.ops import dsl_spelling
+from pypto_build.lowering.ops import dsl_spelling, spelled_operands
 
 _HEADER = "import pypto.language as pl\nimport pypto.language.distributed as pld\n"
 _INDENT = "    "
@@ -266,7 +266,7 @@ class _ExprPrinter:
     def _Call(self, expr: Call) -> str:
         if isinstance(expr.op, GlobalVar):
             return self._self_call(expr, expr.op)
-        arguments = self.arguments(expr.args, expr.kwargs)
+        arguments = self.arguments(*spelled_operands(expr))
         if expr.attrs:
             # Only passes put attrs on an op call (the HOST rail's per-device builtin dispatch).
             arguments += f", attrs={self.attr_dict(expr.attrs)}"

@@ -5,7 +5,7 @@ Adding an op means adding an :class:`OpDef` (operands plus a deducer) to one of 
 find it through the functions re-exported here.
 """
 
-from pypto_build.lowering.ops.binding import deduce_type, make_call
+from pypto_build.lowering.ops.binding import deduce_type, make_call, spelled_operands
 from pypto_build.lowering.ops.registry import (
     dsl_spelling,
     is_managed_collective,
@@ -18,4 +18,5 @@ __all__ = [
     "is_managed_collective",
     "make_call",
     "resolve_dsl_name",
+    "spelled_operands",
 ]

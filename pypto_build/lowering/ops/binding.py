@@ -135,6 +135,35 @@ def make_call(
     )
 
 
+def spelled_operands(call: Call) -> tuple[tuple[Expr, ...], tuple[tuple[str, AttrValue], ...]]:
+    """The operands of op call ``call`` as a program must write them for :func:`make_call` to
+    bind them back (the printer's round trip): its args positionally and its other operands by
+    keyword, except that every operand from the first optional one a program may pass by
+    position (the MC2 op's bias) on goes by keyword: a positional list cannot skip that slot,
+    whether the operand is given or not."""
+    opdef = lookup(str(call.op))
+    specs = opdef.operands
+    cut = next(
+        (index for index, spec in enumerate(specs) if not spec.required and not spec.keyword_only),
+        len(specs),
+    )
+    late = {spec.name for spec in specs[cut:]}
+    arg_names = [spec.name for spec in specs if spec.is_arg]
+    if not late.intersection(arg_names):
+        return call.args, call.kwargs
+    values: dict[str, AttrValue] = dict(zip(arg_names, call.args, strict=True))
+    values.update(call.kwargs)
+    positional = tuple(
+        arg for name, arg in zip(arg_names, call.args, strict=True) if name not in late
+    )
+    keywords = tuple(
+        (spec.name, values[spec.name])
+        for spec in specs
+        if spec.name in values and (spec.name in late or not spec.is_arg)
+    )
+    return positional, keywords
+
+
 def deduce_type(call: Call) -> Type:
     """Re-deduce the type of an already built op call (the verifier compares it with
     ``call.type``). A call that is not in the normal form ``make_call`` produces is a bug in
