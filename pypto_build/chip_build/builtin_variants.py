@@ -73,6 +73,15 @@ class ChipBuiltinKernel:
         """The element type of the variant: that of the first payload-typed operand."""
         return payload_dtype(self.function, self.package)
 
+    @property
+    def configuration(self) -> tuple[tuple[str, str], ...]:
+        """The variant's variables beyond its dtype's, in order: the static configuration its
+        op's contract rendered it for (an MC2 tiling; none for a collective)."""
+        by_dtype = self.package.dtype_variables(self.payload_dtype.value)
+        return tuple(
+            (key, value) for key, value in self.variant_vars.items() if key not in by_dtype
+        )
+
     def render(self) -> str:
         with rendered_at(self.function.span):
             return render_kernel(self.package, self.variant_vars)

@@ -7,7 +7,10 @@ format byte for byte (``reference/upstream-pypto-collectives.md`` §2.5): the he
 line joining produces. Signatures list tensor arguments only; scalars are never emitted (the
 direction type has no scalar member). Our additions, keys PyPTO's loader does not read: a
 kernel's compiled ``binary``, the last key of its entry and present only when known, so a config
-without binaries stays identical to upstream's; and the orchestration's ``params``
+without binaries stays identical to upstream's; a builtin kernel's ``variant``, the static
+configuration it was rendered for beyond its dtype (the template variables of an op whose
+contract configures the kernel, such as the MC2 tiling), present only for a kernel that has one,
+so what a variant is built for can be read off the tree; and the orchestration's ``params``
 (:class:`OrchestrationParam`), every parameter in argument order with its shape, element type
 and whether it is a window, which a signature of directions cannot say and a run of the
 orchestration without a HOST orchestrator needs (``pypto-build run --program``) to allocate its
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -225,11 +229,25 @@ class KernelEntry:
     #: Include directories relative to the sub-build root (``extra_include_dirs``, which
     #: PyPTO's runtime passes to the kernel's compile): the headers that travel with the tree.
     include_dirs: tuple[str, ...] = ()
+    #: A builtin kernel's configuration beyond its dtype, ``(variable, value)`` in template
+    #: order: what its variant was rendered for (the mc2 contract's tiling). Empty for every
+    #: other kernel, which then has no ``variant`` key.
+    variant: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "core_type", CoreType(self.core_type))
         object.__setattr__(self, "signature", _directions(self.signature))
         object.__setattr__(self, "include_dirs", tuple(self.include_dirs))
+        object.__setattr__(self, "variant", tuple((k, v) for k, v in self.variant))
+        names = [name for name, _ in self.variant]
+        for name, value in self.variant:
+            _check_identifier(name, f"variant variable of kernel '{self.name}'")
+            if not isinstance(value, str):
+                raise KernelConfigError(
+                    f"kernel '{self.name}': variant variable {name} must be a string"
+                )
+        if len(set(names)) != len(names):
+            raise KernelConfigError(f"kernel '{self.name}': a variant variable is named twice")
         if self.func_id < 0:
             raise KernelConfigError(f"kernel '{self.name}' has negative func_id {self.func_id}")
         _check_identifier(self.name, "kernel name")
@@ -332,6 +350,11 @@ def _kernel_line(kernel: KernelEntry) -> str:
         text += f', "extra_include_dirs": [{dirs}]'
     if kernel.signature:
         text += f', "signature": {_signature_text(kernel.signature)}'
+    if kernel.variant:
+        # One variable a line: a variant (an MC2 tiling) has dozens. Values are strings as the
+        # template saw them; JSON's string syntax is Python's for them.
+        lines = "".join(f"\t\t{json.dumps(k)}: {json.dumps(v)},\n" for k, v in kernel.variant)
+        text += ', "variant": {\n' + lines + "\t}"
     if kernel.binary is not None:
         text += f', "binary": {_root_path_text(kernel.binary)}'
     return text + "},"
@@ -529,7 +552,7 @@ class _Reader:
             node,
             "a KERNELS entry",
             {"func_id", "name", "source", "core_type"},
-            {"signature", "binary", "extra_include_dirs"},
+            {"signature", "binary", "extra_include_dirs", "variant"},
         )
         func_id = entries["func_id"]
         if not (isinstance(func_id, ast.Constant) and type(func_id.value) is int):
@@ -545,8 +568,11 @@ class _Reader:
         signature = self.signature(entries.get("signature"))
         binary = self.optional_root_path(entries.get("binary"), "binary")
         include_dirs = self.include_dirs(entries.get("extra_include_dirs"))
+        variant = self.variant(entries.get("variant"))
         try:
-            kernel = KernelEntry(func_id.value, name, core_type, signature, binary, include_dirs)
+            kernel = KernelEntry(
+                func_id.value, name, core_type, signature, binary, include_dirs, variant
+            )
         except KernelConfigError as exc:
             raise self.error(node, str(exc)) from None
         source = self.root_path(entries["source"], "kernel source")
@@ -602,6 +628,21 @@ class _Reader:
 
     def optional_root_path(self, node: ast.expr | None, what: str) -> str | None:
         return None if node is None else self.root_path(node, what)
+
+    def variant(self, node: ast.expr | None) -> tuple[tuple[str, str], ...]:
+        """``{"name": "value", ...}``, string literals only, in the file's order."""
+        if node is None:
+            return ()
+        if not isinstance(node, ast.Dict) or not node.keys:
+            raise self.error(node, "variant must be a non-empty dict literal")
+        pairs = []
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:
+                raise self.error(value, "variant must be a dict literal without ** entries")
+            pairs.append(
+                (self.string(key, "a variant variable"), self.string(value, "a variant value"))
+            )
+        return tuple(pairs)
 
     def include_dirs(self, node: ast.expr | None) -> tuple[str, ...]:
         if node is None:

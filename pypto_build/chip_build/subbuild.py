@@ -278,12 +278,14 @@ def _chip_sub_build(
     program = source.program
     files: dict[str, bytes] = {}
     slots = kernel_slots(program, orch)
+    variants: dict[str, tuple[tuple[str, str], ...]] = {}
     for slot in slots:
         kernel = slot.kernel
         path = f"kernels/{slot.core_type.value}/{kernel.name}.cpp"
         builtin = chip_builtin_kernel(kernel)
         if builtin is not None:
             files[path] = _builtin_kernel(plan, builtin)
+            variants[kernel.name] = builtin.configuration
         else:
             files[path] = _external_kernel(plan, source, kernel)
     files[f"{ORCHESTRATION}/{orch.name}.cpp"] = generate_orchestration(program, orch, chip).encode()
@@ -298,6 +300,7 @@ def _chip_sub_build(
             _signature(slot.kernel),
             None,
             include_dirs,
+            variants.get(slot.kernel.name, ()),
         )
         for slot in slots
     ]

@@ -513,3 +513,74 @@ def test_the_reader_checks_params(old: str, new: str, message: str) -> None:
     assert old in text
     with pytest.raises(KernelConfigError, match=message):
         read_kernel_config(text.replace(old, new, 1))
+
+
+# --- a builtin kernel's variant ------------------------------------------------------------------
+
+#: A MIX builtin configured beyond its dtype (values as an MC2 tiling gives them), its AIV half
+#: built.
+VARIANT = (("tiling_key", "1000000000000001001"), ("is_lite", "true"), ("alg", "AlltoAll=a;b"))
+MIX_WITH_VARIANT = (
+    KernelEntry(0, "bmm", CoreType.AIC, signature=(IN, OUT), variant=VARIANT),
+    KernelEntry(1, "bmm", CoreType.AIV, (IN, OUT), "sim/kernels/aiv/bmm.so", variant=VARIANT),
+)
+VARIANT_BLOCK = (
+    '"variant": {\n'
+    '\t\t"tiling_key": "1000000000000001001",\n'
+    '\t\t"is_lite": "true",\n'
+    '\t\t"alg": "AlltoAll=a;b",\n'
+    "\t}"
+)
+
+
+def test_a_variant_follows_the_signature_one_variable_a_line() -> None:
+    text = render_kernel_config(MAIN, MIX_WITH_VARIANT)
+    assert text.endswith(
+        "KERNELS = [\n"
+        '\t{"func_id": 0, "name": "bmm", "source": str(_ROOT_DIR / "kernels" / "aic" / "bmm.cpp"), '
+        f'"core_type": "aic", "signature": [_D.IN, _D.OUT], {VARIANT_BLOCK}}},\n'
+        '\t{"func_id": 1, "name": "bmm", "source": str(_ROOT_DIR / "kernels" / "aiv" / "bmm.cpp"), '
+        f'"core_type": "aiv", "signature": [_D.IN, _D.OUT], {VARIANT_BLOCK}, '
+        '"binary": str(_ROOT_DIR / "sim" / "kernels" / "aiv" / "bmm.so")},\n'
+        "]\n"
+    )
+    assert is_valid_python(text)
+
+
+def test_a_variant_round_trips_and_survives_recording_binaries() -> None:
+    config = KernelConfig(MAIN, MIX_WITH_VARIANT)
+    assert read_kernel_config(config.render()) == config
+    built = config.with_binaries({"kernels/aic/bmm.cpp": "sim/kernels/aic/bmm.so"})
+    assert [kernel.variant for kernel in built.kernels] == [VARIANT, VARIANT]
+
+
+@pytest.mark.parametrize(
+    ("variant", "message"),
+    [
+        ((("a-b", "1"),), "variant variable of kernel 'bmm' 'a-b' is not a C identifier"),
+        ((("a", "1"), ("a", "2")), "kernel 'bmm': a variant variable is named twice"),
+        ((("a", 1),), "kernel 'bmm': variant variable a must be a string"),
+    ],
+)
+def test_a_variant_names_identifiers_once_with_string_values(
+    variant: tuple[tuple[str, str], ...], message: str
+) -> None:
+    with pytest.raises(KernelConfigError, match=message):
+        KernelEntry(0, "bmm", CoreType.AIC, variant=variant)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (VARIANT_BLOCK, '"variant": {}', "variant must be a non-empty dict literal"),
+        (VARIANT_BLOCK, '"variant": VARIANT', "variant must be a non-empty dict literal"),
+        ('"is_lite": "true"', '"is_lite": True', "a variant value must be a string literal"),
+        ('"is_lite": "true"', "**EXTRA", "variant must be a dict literal without \\*\\* entries"),
+        ('"is_lite": "true"', '"is_lite": "true", "is_lite": "false"', "named twice"),
+    ],
+)
+def test_the_reader_checks_a_variant(old: str, new: str, message: str) -> None:
+    text = render_kernel_config(MAIN, MIX_WITH_VARIANT[:1])
+    assert old in text
+    with pytest.raises(KernelConfigError, match=message):
+        read_kernel_config(text.replace(old, new, 1))
