@@ -1,0 +1,319 @@
+"""The MC2 op on simulated ranks: chip orchestrations calling
+``pld.tensor.batch_matmul_reduce_scatter_all_to_all``, built with the sim toolchain for a3 and run
+without a HOST orchestrator (``pypto-build run BUILD --ranks P --program <orchestration>``, every
+rank's inputs as ``[P, *shape]`` arrays in an .npz), against the NumPy golden of
+``tests/_support/mc2_golden.py`` (reference §A.5.3; rank = ep_index * tp + tp_index).
+
+Coverage: at ep*tp = 4 (ep 2, tp 2) every combination of dtype (FP16, BF16), y_shard_type (0, 1),
+bias (none, or 2-D / 3-D in turn) and weight (plain, transposed): 16 variants; at ep*tp = 8
+(ep 4, tp 2, the aclnn sample's sizes E = 16, C = 12, H = 4, M = 12) four variants that take each
+of those values at least once. Each variant's workspace window holds exactly the tiling's user
+bytes. Each runs twice:
+
+* on small integers, where every product and sum is exact in either dtype, so every rounding of
+  the precision model is the identity: the output must equal the golden bit for bit (the
+  dataflow: rows, columns, experts, ranks and bias placement);
+* on random values of magnitude about 1 (weights scaled by 1/(M/tp)), against the golden within
+  the tolerance its precision model justifies (:func:`_support.mc2_golden.tolerance`: two units
+  in the last place at magnitude 1, ``|out - golden| <= tol * (1 + |golden|)`` with fp16
+  2**-9 ~ 1.95e-3, close to MindSpeed's 2e-3, and bf16 2**-6, as its bias add rounds with
+  CAST_ROUND where the golden rounds to even), and with at most 1% of the elements differing
+  at all (a difference needs a value on a rounding boundary).
+
+One more run pins the BF16 bias add's rounding: on a tie the kernel rounds away from zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from _support.mc2 import mc2_request
+from _support.mc2_golden import BIAS_DTYPES, from_storage, golden, storage, tolerance
+from _support.sim_programs import BuildProgram, ProgramSpec
+
+from pypto_build.lowering.ir.types import DataType
+from pypto_build.lowering.mc2.rules import check
+from pypto_build.lowering.mc2.tiling import tile
+from pypto_build.plugin.cli_run import register
+
+pytestmark = pytest.mark.slow
+
+F64 = npt.NDArray[np.float64]
+DSL_TYPES = {"fp16": "pl.FP16", "bf16": "pl.BF16", "fp32": "pl.FP32"}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    ep: int
+    tp: int
+    E: int
+    C: int
+    H: int
+    M: int
+
+    @property
+    def ranks(self) -> int:
+        return self.ep * self.tp
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One call's static configuration; ``bias`` is the bias's rank (2 or 3) or 0 for none."""
+
+    dtype: str
+    shard: int
+    bias: int
+    transposed: bool
+
+    @property
+    def name(self) -> str:
+        bias = f"bias{self.bias}d" if self.bias else "nobias"
+        return f"{self.dtype}_shard{self.shard}_{bias}_{'wt' if self.transposed else 'w'}"
+
+    def shapes(self, s: Sizes) -> dict[str, tuple[int, ...]]:
+        """Each operand's shape on one rank (§A.2.2), the weight as stored."""
+        e, m = s.E // s.ep, s.M // s.tp
+        out = (s.E, s.C // s.tp, s.H) if self.shard == 1 else (s.E, s.C, s.H // s.tp)
+        shapes = {
+            "x": (e, s.ep * s.C, m),
+            "w": (e, s.H, m) if self.transposed else (e, m, s.H),
+            "out": out,
+        }
+        if self.bias:
+            shapes["bias"] = (e, out[2]) if self.bias == 2 else (e, 1, out[2])
+        return shapes
+
+    def workspace_bytes(self, s: Sizes) -> int:
+        """The user part of the workspace the build-time tiling computes for this call."""
+        request = mc2_request(
+            s.ep,
+            s.tp,
+            self.shard,
+            E=s.E,
+            C=s.C,
+            H=s.H,
+            M=s.M,
+            dtype=DataType(self.dtype),
+            bias_rank=self.bias or None,
+            transpose_weight=self.transposed,
+        )
+        return tile(check(request)).user_bytes
+
+
+ALL_FOUR = [
+    Variant(dtype, shard, bias, transposed)
+    for dtype in ("fp16", "bf16")
+    for shard in (0, 1)
+    for bias, transposed in ((0, False), (0, True), (2, False), (3, True))
+]
+EIGHT = [
+    Variant("fp16", 1, 3, False),
+    Variant("bf16", 0, 2, True),
+    Variant("fp16", 0, 0, True),
+    Variant("bf16", 1, 0, False),
+]
+FOUR_RANKS = Sizes(ep=2, tp=2, E=4, C=4, H=6, M=8)
+EIGHT_RANKS = Sizes(ep=4, tp=2, E=16, C=12, H=4, M=12)
+CASES = [(FOUR_RANKS, variant) for variant in ALL_FOUR] + [
+    (EIGHT_RANKS, variant) for variant in EIGHT
+]
+
+
+@dataclass(frozen=True)
+class Mc2Programs(ProgramSpec):
+    """One chip orchestration per variant, named after it, each calling the op once."""
+
+    sizes: Sizes
+    variants: tuple[Variant, ...]
+
+    @property
+    def slug(self) -> str:
+        return f"mc2-p{self.sizes.ranks}"
+
+    def kernels(self) -> tuple[Path, ...]:
+        return ()
+
+    def source(self) -> str:
+        s = self.sizes
+        lines = [
+            "import pypto.language as pl",
+            "import pypto.language.distributed as pld",
+            "",
+            "",
+            "@pl.program",
+            "class Mc2Cases:",
+        ]
+        for variant in self.variants:
+            shapes = variant.shapes(s)
+            io = DSL_TYPES[variant.dtype]
+            params = [
+                f"x: pl.Tensor[{list(shapes['x'])}, {io}]",
+                f"w: pl.Tensor[{list(shapes['w'])}, {io}]",
+            ]
+            if variant.bias:
+                bias_type = DSL_TYPES[BIAS_DTYPES[variant.dtype]]
+                params.append(f"bias: pl.Tensor[{list(shapes['bias'])}, {bias_type}]")
+            params += [
+                f"out: pl.Out[pl.Tensor[{list(shapes['out'])}, {io}]]",
+                f"ws: pl.InOut[pld.DistributedTensor[[{variant.workspace_bytes(s)}], pl.INT8]]",
+            ]
+            lines += [
+                "    @pl.function(type=pl.FunctionType.Orchestration)",
+                f"    def {variant.name}(",
+                "        self,",
+                *(f"        {param}," for param in params),
+                "    ):",
+                "        out = pld.tensor.batch_matmul_reduce_scatter_all_to_all(",
+                f"            x, w, {'bias' if variant.bias else 'None'}, out, ws,",
+                f"            ep_world_size={s.ep}, tp_world_size={s.tp},",
+                f"            y_shard_type={variant.shard}, transpose_weight={variant.transposed},",
+                "        )",
+                "",
+            ]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Every rank's operands as the program takes them, and as the golden takes them."""
+
+    arrays: dict[str, npt.NDArray[np.generic]]
+    x: F64
+    w: F64  # logical (E/ep, M/tp, H) per rank
+    bias: F64 | None
+
+
+def make_inputs(s: Sizes, variant: Variant, *, exact: bool, seed: int) -> Inputs:
+    rng = np.random.default_rng(seed)
+    shapes = variant.shapes(s)
+    ranks = s.ranks
+
+    def draw(shape: tuple[int, ...], scale: float, dtype: str) -> npt.NDArray[np.generic]:
+        full = (ranks, *shape)
+        values = rng.integers(-2, 3, full) if exact else rng.uniform(-scale, scale, full)
+        return storage(values, dtype)
+
+    x = draw(shapes["x"], 1.0, variant.dtype)
+    w = draw(shapes["w"], 1.0 / (s.M // s.tp), variant.dtype)
+    arrays: dict[str, npt.NDArray[np.generic]] = {"x": x, "w": w}
+    logical_w = from_storage(w, variant.dtype)
+    if variant.transposed:
+        logical_w = logical_w.transpose(0, 1, 3, 2)
+    bias = None
+    if variant.bias:
+        bias_dtype = BIAS_DTYPES[variant.dtype]
+        arrays["bias"] = draw(shapes["bias"], 1.0, bias_dtype)
+        bias = from_storage(arrays["bias"], bias_dtype)
+    return Inputs(arrays, from_storage(x, variant.dtype), logical_w, bias)
+
+
+def run_cli(build: Path, ranks: int, program: str, inputs: Path, out: Path) -> int:
+    parser = argparse.ArgumentParser(prog="pypto-build")
+    register(parser.add_subparsers())
+    argv = ["run", str(build), "--ranks", str(ranks), "--program", program]
+    args = parser.parse_args([*argv, "--inputs", str(inputs), "--out", str(out)])
+    status: int = args.command(args)
+    return status
+
+
+@pytest.fixture(scope="session")
+def built(build_program: BuildProgram) -> Callable[[Sizes], Path]:
+    """The tree of every variant of one size, built on the first test that needs it (a test
+    worker that runs only one size's tests builds only that size's tree)."""
+    variants: dict[Sizes, list[Variant]] = {}
+    for sizes, variant in CASES:
+        variants.setdefault(sizes, []).append(variant)
+
+    def build(sizes: Sizes) -> Path:
+        return build_program(Mc2Programs(sizes, tuple(variants[sizes])))
+
+    return build
+
+
+def run_case(
+    built: Callable[[Sizes], Path], s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path
+) -> tuple[F64, F64]:
+    """Every rank's out from a run of the variant's orchestration, and the golden's."""
+    # out starts as NaN on every rank: an element the kernel never writes fails the comparison.
+    shape = (s.ranks, *variant.shapes(s)["out"])
+    unwritten = storage(np.full(shape, np.nan), variant.dtype)
+    np.savez(tmp_path / "inputs.npz", out=unwritten, **inputs.arrays)
+    status = run_cli(
+        built(s), s.ranks, variant.name, tmp_path / "inputs.npz", tmp_path / "outputs.npz"
+    )
+    assert status == 0
+    with np.load(tmp_path / "outputs.npz") as outputs:
+        out = from_storage(outputs["out"], variant.dtype)
+        # The window held exactly the workspace's user part (the runtime pads to cache lines).
+        assert outputs["ws"].shape == (s.ranks, variant.workspace_bytes(s))
+    expected = golden(
+        inputs.x,
+        inputs.w,
+        inputs.bias,
+        ep=s.ep,
+        tp=s.tp,
+        y_shard_type=variant.shard,
+        dtype=variant.dtype,
+    )
+    return out, expected
+
+
+def case_id(case: tuple[Sizes, Variant]) -> str:
+    sizes, variant = case
+    return f"p{sizes.ranks}-{variant.name}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_exact_inputs_give_the_golden_bit_for_bit(
+    built: Callable[[Sizes], Path], case: tuple[Sizes, Variant], tmp_path: Path
+) -> None:
+    sizes, variant = case
+    inputs = make_inputs(sizes, variant, exact=True, seed=sizes.ranks)
+    out, expected = run_case(built, sizes, variant, inputs, tmp_path)
+    assert out.shape == (sizes.ranks, *variant.shapes(sizes)["out"])
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_random_inputs_match_the_golden_within_the_precision_model(
+    built: Callable[[Sizes], Path], case: tuple[Sizes, Variant], tmp_path: Path
+) -> None:
+    sizes, variant = case
+    inputs = make_inputs(sizes, variant, exact=False, seed=100 + sizes.ranks)
+    out, expected = run_case(built, sizes, variant, inputs, tmp_path)
+    tol = tolerance(variant.dtype)
+    np.testing.assert_allclose(out, expected, rtol=tol, atol=tol)
+    # The model differs from the golden only where a value lands on a rounding boundary, which
+    # random data rarely does: a systematic slip (another rounding mode, another summation
+    # order) would move a large share of the elements by a unit and still pass the tolerance.
+    assert np.mean(out != expected) <= 0.01
+
+
+def test_bf16_bias_add_rounds_ties_away_from_zero_where_the_golden_rounds_to_even(
+    built: Callable[[Sizes], Path], tmp_path: Path
+) -> None:
+    """Every partial product is 64 (x all 1, w all 16, M/tp = 4), so every TP sum is 128 and
+    with a bias of 0.5 every output lands halfway between the BF16 values 128 and 129: the
+    kernel's CAST_ROUND gives 129, the golden's ties-to-even 128 (one unit, which the bf16
+    tolerance allows)."""
+    sizes, variant = FOUR_RANKS, Variant("bf16", 1, 2, False)
+    shapes = variant.shapes(sizes)
+    assert shapes["x"][2] == 4
+    ranks = sizes.ranks
+    x = storage(np.ones((ranks, *shapes["x"])), "bf16")
+    w = storage(np.full((ranks, *shapes["w"]), 16.0), "bf16")
+    bias = storage(np.full((ranks, *shapes["bias"]), 0.5), "fp32")
+    inputs = Inputs(
+        {"x": x, "w": w, "bias": bias},
+        from_storage(x, "bf16"),
+        from_storage(w, "bf16"),
+        from_storage(bias, "fp32"),
+    )
+    out, expected = run_case(built, sizes, variant, inputs, tmp_path)
+    assert np.all(out == 129.0) and np.all(expected == 128.0)
