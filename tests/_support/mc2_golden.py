@@ -98,23 +98,24 @@ def golden(
         quantize(np.matmul(np.asarray(x[r], np.float64), np.asarray(weight[r], np.float64)), dtype)
         for r in range(ranks)
     ]
-    e_over_ep, x1, h = parts[0].shape
-    outputs: list[F64] = [np.empty(0)] * ranks
+    e_over_ep = parts[0].shape[0]
+    outputs: dict[int, F64] = {}
     for p in range(ep):
         for t in range(tp):
             blocks = []
             for i in range(ep):
-                acc: F64 = np.zeros(0)
-                for r in range(tp):
-                    block = _block(parts[place(i, r)], p, t, ep, tp, y_shard_type)
-                    acc = block if r == 0 else quantize(acc + block, dtype)
+                # The TP reduction in TP-position order, rounding after each add (q(0 + P) = P).
+                acc = _block(parts[place(i, 0)], p, t, ep, tp, y_shard_type)
+                for r in range(1, tp):
+                    acc = quantize(
+                        acc + _block(parts[place(i, r)], p, t, ep, tp, y_shard_type), dtype
+                    )
                 if bias is not None:
                     b = np.asarray(bias[place(i, t)], np.float64).reshape(e_over_ep, 1, -1)
                     acc = quantize(acc + b, dtype)
                 blocks.append(acc)
             outputs[place(p, t)] = np.concatenate(blocks, axis=0)
-    del x1, h
-    return np.stack(outputs)
+    return np.stack([outputs[rank] for rank in range(ranks)])
 
 
 def _block(part: F64, p: int, t: int, ep: int, tp: int, y_shard_type: int) -> F64:
