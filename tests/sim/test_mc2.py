@@ -26,6 +26,7 @@ One more run pins the BF16 bias add's rounding: on a tie the kernel rounds away 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,18 +223,21 @@ def run_cli(build: Path, ranks: int, program: str, inputs: Path, out: Path) -> i
 
 
 @pytest.fixture(scope="session")
-def builds(build_program: BuildProgram) -> dict[Sizes, Path]:
-    by_sizes: dict[Sizes, list[Variant]] = {}
+def built(build_program: BuildProgram) -> Callable[[Sizes], Path]:
+    """The tree of every variant of one size, built on the first test that needs it (a test
+    worker that runs only one size's tests builds only that size's tree)."""
+    variants: dict[Sizes, list[Variant]] = {}
     for sizes, variant in CASES:
-        by_sizes.setdefault(sizes, []).append(variant)
-    return {
-        sizes: build_program(Mc2Programs(sizes, tuple(variants)))
-        for sizes, variants in by_sizes.items()
-    }
+        variants.setdefault(sizes, []).append(variant)
+
+    def build(sizes: Sizes) -> Path:
+        return build_program(Mc2Programs(sizes, tuple(variants[sizes])))
+
+    return build
 
 
 def run_case(
-    builds: dict[Sizes, Path], s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path
+    built: Callable[[Sizes], Path], s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path
 ) -> tuple[F64, F64]:
     """Every rank's out from a run of the variant's orchestration, and the golden's."""
     # out starts as NaN on every rank: an element the kernel never writes fails the comparison.
@@ -241,7 +245,7 @@ def run_case(
     unwritten = storage(np.full(shape, np.nan), variant.dtype)
     np.savez(tmp_path / "inputs.npz", out=unwritten, **inputs.arrays)
     status = run_cli(
-        builds[s], s.ranks, variant.name, tmp_path / "inputs.npz", tmp_path / "outputs.npz"
+        built(s), s.ranks, variant.name, tmp_path / "inputs.npz", tmp_path / "outputs.npz"
     )
     assert status == 0
     with np.load(tmp_path / "outputs.npz") as outputs:
@@ -267,22 +271,22 @@ def case_id(case: tuple[Sizes, Variant]) -> str:
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_exact_inputs_give_the_golden_bit_for_bit(
-    builds: dict[Sizes, Path], case: tuple[Sizes, Variant], tmp_path: Path
+    built: Callable[[Sizes], Path], case: tuple[Sizes, Variant], tmp_path: Path
 ) -> None:
     sizes, variant = case
     inputs = make_inputs(sizes, variant, exact=True, seed=sizes.ranks)
-    out, expected = run_case(builds, sizes, variant, inputs, tmp_path)
+    out, expected = run_case(built, sizes, variant, inputs, tmp_path)
     assert out.shape == (sizes.ranks, *variant.shapes(sizes)["out"])
     np.testing.assert_array_equal(out, expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_random_inputs_match_the_golden_within_the_precision_model(
-    builds: dict[Sizes, Path], case: tuple[Sizes, Variant], tmp_path: Path
+    built: Callable[[Sizes], Path], case: tuple[Sizes, Variant], tmp_path: Path
 ) -> None:
     sizes, variant = case
     inputs = make_inputs(sizes, variant, exact=False, seed=100 + sizes.ranks)
-    out, expected = run_case(builds, sizes, variant, inputs, tmp_path)
+    out, expected = run_case(built, sizes, variant, inputs, tmp_path)
     tol = tolerance(variant.dtype)
     np.testing.assert_allclose(out, expected, rtol=tol, atol=tol)
     # The model differs from the golden only where a value lands on a rounding boundary, which
@@ -292,7 +296,7 @@ def test_random_inputs_match_the_golden_within_the_precision_model(
 
 
 def test_bf16_bias_add_rounds_ties_away_from_zero_where_the_golden_rounds_to_even(
-    builds: dict[Sizes, Path], tmp_path: Path
+    built: Callable[[Sizes], Path], tmp_path: Path
 ) -> None:
     """Every partial product is 64 (x all 1, w all 16, M/tp = 4), so every TP sum is 128 and
     with a bias of 0.5 every output lands halfway between the BF16 values 128 and 129: the
@@ -311,5 +315,5 @@ def test_bf16_bias_add_rounds_ties_away_from_zero_where_the_golden_rounds_to_eve
         from_storage(w, "bf16"),
         from_storage(bias, "fp32"),
     )
-    out, expected = run_case(builds, sizes, variant, inputs, tmp_path)
+    out, expected = run_case(built, sizes, variant, inputs, tmp_path)
     assert np.all(out == 129.0) and np.all(expected == 128.0)
