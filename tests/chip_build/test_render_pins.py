@@ -39,7 +39,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "497331d8c9dfb79d7090656138ae225f729f90569a5b315880e243b86d6570f9",
+        "a3": "e6dc6cb3e39cf0e86cf300182eb94bfb1b3ee7f59149b733a9b639773a557d03",
     },
     (
         "tests/programs/chip_pipeline.py",
