@@ -4,6 +4,8 @@ Builds ``samples/moe_a2a`` with the engine function the ``pypto-build build`` co
 (:func:`pypto_build.chip_build.build.build`), the ``sim`` toolchain and the chips of the
 package's ``[tool.pypto]``, into temporary directories, in these scenarios:
 
+* ``nocache_jobs1``: no compile cache, 1 compiler process: every source compiled, the same
+  work as the by-hand script below, which it is compared with;
 * ``cold_jobs1``, ``cold_jobs2``: an empty compile cache, 1 and 2 compiler processes;
 * ``warm_jobs2``: the same build again, inputs unchanged (every source must be a cache hit);
 * ``changed_kernel_jobs2``: one kernel source edited (only that kernel may miss the cache);
@@ -25,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from by_hand import by_hand_script
 from recording import (
     REPO_ROOT,
     JsonValue,
@@ -112,7 +114,7 @@ def _work_build(spec: Mapping[str, Any]) -> dict[str, Any]:
         source_root=project,
         toolchain=toolchain,
         jobs=int(spec["jobs"]),
-        cache=CompileCache(Path(spec["cache"])),
+        cache=None if spec["cache"] is None else CompileCache(Path(spec["cache"])),
         progress=None,
     )
     wall = time.perf_counter() - start
@@ -141,24 +143,6 @@ def _work_lower_render(spec: Mapping[str, Any]) -> dict[str, Any]:
         "wall_s": done - start,
         "phases": {"lower_s": lowered - start, "render_s": done - lowered},
     }
-
-
-def by_hand_script(
-    tree: Path, chips: Sequence[str], scratch: Path, toolchain: Toolchain
-) -> tuple[str, int]:
-    """A shell script compiling every source of the rendered ``tree`` serially, as a person
-    would without pypto-build, and how many sources it compiles. It runs the toolchain's own
-    command lines (so both sides compile exactly the same) and writes under ``scratch``."""
-    lines = ["set -e"]
-    units = 0
-    for chip in chips:
-        for index, job in enumerate(find_jobs(tree / chip, chip)):
-            stage = scratch / chip / str(index)
-            stage.mkdir(parents=True)
-            lines.append(f"cd {shlex.quote(str(job.source_path.parent))}")
-            lines += [shlex.join(step.argv) for step in toolchain.plan(job, stage).steps]
-            units += 1
-    return "\n".join(lines) + "\n", units
 
 
 def _work_by_hand(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -261,6 +245,15 @@ def _check_cold(sample: Sample) -> None:
         )
 
 
+def _check_uncached(sample: Sample) -> None:
+    compiled, sources = len(sample.compiled()), sum(map(len, sample.details["keys"].values()))
+    if compiled != sources:
+        raise BenchmarkFailure(
+            f"build without the cache compiled {compiled} sources, expected all {sources}; "
+            f"counters {sample.counters()}"
+        )
+
+
 def _check_warm(sample: Sample) -> None:
     if sample.compiled():
         raise BenchmarkFailure(
@@ -309,6 +302,14 @@ SCENARIOS = (
         jobs=1,
     ),
     Scenario(
+        "nocache_jobs1",
+        "full build without the compile cache, 1 compiler process: every source compiled, the "
+        "by-hand script's work",
+        jobs=1,
+        expectation="compiled == every source of every chip tree",
+        check=_check_uncached,
+    ),
+    Scenario(
         "cold_jobs1",
         "full build, empty compile cache, 1 compiler process",
         jobs=1,
@@ -349,12 +350,12 @@ def _run_once(root: Path, index: int) -> dict[str, Sample]:
     shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("build", "__pycache__"))
     common = {"project": str(project)}
 
-    def build_spec(out: str, cache: str, jobs: int) -> dict[str, Any]:
+    def build_spec(out: str, cache: str | None, jobs: int) -> dict[str, Any]:
         return {
             "kind": "build",
             **common,
             "out": str(base / out),
-            "cache": str(base / cache),
+            "cache": None if cache is None else str(base / cache),
             "jobs": jobs,
         }
 
@@ -363,6 +364,7 @@ def _run_once(root: Path, index: int) -> dict[str, Sample]:
         "by_hand_serial": _run_worker(
             {"kind": "by_hand", **common, "tree": str(base / "r"), "scratch": str(base / "h")}
         ),
+        "nocache_jobs1": _run_worker(build_spec("nocache1", None, 1)),
         "cold_jobs1": _run_worker(build_spec("cold1", "cache1", 1)),
         "cold_jobs2": _run_worker(build_spec("out", "cache2", JOBS)),
         "warm_jobs2": _run_worker(build_spec("out", "cache2", JOBS)),
@@ -410,26 +412,31 @@ def _median(samples: Sequence[Sample], value: Callable[[Sample], float]) -> floa
 
 
 def _comparison(runs: Mapping[str, Sequence[Sample]]) -> dict[str, JsonValue]:
-    """The cold serial build beside the by-hand serial compile (medians, seconds)."""
+    """The serial build without the cache beside the by-hand serial compile (medians, seconds):
+    the same compiler commands on both sides, so the difference is the tool's own cost. The
+    cold build with a cache compiles fewer sources (equal compile keys share one entry); it is
+    set beside the same build without the cache, which is what the cache saves."""
     by_hand = _median(runs["by_hand_serial"], lambda sample: sample.wall_s)
-    engine = _median(runs["cold_jobs1"], lambda sample: sample.wall_s)
-    process = _median(runs["cold_jobs1"], lambda sample: sample.process_wall_s)
+    engine = _median(runs["nocache_jobs1"], lambda sample: sample.wall_s)
+    process = _median(runs["nocache_jobs1"], lambda sample: sample.process_wall_s)
+    cold = _median(runs["cold_jobs1"], lambda sample: sample.wall_s)
     units: int = runs["by_hand_serial"][0].details["units"]
-    compiles = len(runs["cold_jobs1"][0].compiled())
-    # The tool compiles fewer sources than the script (equal compile keys share one cache
-    # entry); the script's time scaled to the tool's compile count estimates what those cost.
-    same_work = by_hand * compiles / units
+    compiles = len(runs["nocache_jobs1"][0].compiled())
+    if compiles != units:
+        raise BenchmarkFailure(
+            f"the by-hand script compiles {units} sources, the build without cache {compiles}"
+        )
     return {
         "by_hand_serial_s": round(by_hand, 4),
-        "by_hand_compile_units": units,
-        "by_hand_scaled_to_cold_compiles_s": round(same_work, 4),
-        "cold_jobs1_compile_units": compiles,
-        "cold_jobs1_engine_s": round(engine, 4),
-        "cold_jobs1_process_s": round(process, 4),
+        "compile_units": units,
+        "cold_jobs1_compile_units": len(runs["cold_jobs1"][0].compiled()),
+        "cold_jobs1_engine_s": round(cold, 4),
+        "nocache_jobs1_engine_s": round(engine, 4),
+        "nocache_jobs1_process_s": round(process, 4),
         "engine_minus_by_hand_s": round(engine - by_hand, 4),
-        "engine_minus_scaled_by_hand_s": round(engine - same_work, 4),
-        "process_minus_by_hand_s": round(process - by_hand, 4),
+        "engine_over_by_hand_ratio": round(engine / by_hand, 3),
         "process_over_by_hand_ratio": round(process / by_hand, 3),
+        "cache_saving_s": round(engine - cold, 4),
     }
 
 
@@ -472,12 +479,13 @@ def _print(runs: Mapping[str, Sequence[Sample]], comparison: Mapping[str, JsonVa
         )
     print_table(header, rows)
     print(
-        f"\nby hand (serial g++, {comparison['by_hand_compile_units']} sources): "
-        f"{comparison['by_hand_serial_s']} s; pypto-build cold --jobs 1 "
-        f"({comparison['cold_jobs1_compile_units']} compiles): "
-        f"{comparison['cold_jobs1_engine_s']} s in the engine, "
-        f"{comparison['cold_jobs1_process_s']} s for the whole process "
-        f"(x{comparison['process_over_by_hand_ratio']})"
+        f"\nby hand (serial g++, {comparison['compile_units']} sources): "
+        f"{comparison['by_hand_serial_s']} s; pypto-build without the cache, --jobs 1 (the "
+        f"same {comparison['compile_units']} compiles): {comparison['nocache_jobs1_engine_s']} s "
+        f"in the engine (x{comparison['engine_over_by_hand_ratio']}), "
+        f"{comparison['nocache_jobs1_process_s']} s for the whole process "
+        f"(x{comparison['process_over_by_hand_ratio']}); with an empty cache "
+        f"({comparison['cold_jobs1_compile_units']} compiles) {comparison['cold_jobs1_engine_s']} s"
     )
 
 

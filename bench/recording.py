@@ -13,8 +13,12 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pypto_build.chip_build.jobs import meminfo_bytes, usable_cpus
 from pypto_build.chip_build.toolchains import ToolchainError
@@ -113,3 +117,107 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     print("  ".join("-" * width for width in widths))
     for row in rows:
         print(line(row))
+
+
+# --- targets ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One row of ``docs/performance.md``: a figure measured against an anchor of the same run,
+    and the limit it must stay within.
+
+    Machines are noisy and differ, so a target is a ratio to an anchor measured alongside (or,
+    where the issue states it so, an absolute figure next to its anchor); ``at_most`` says
+    which side of ``limit`` the value must be on.
+    """
+
+    row: str
+    what: str
+    value: float
+    limit: float
+    unit: str
+    anchor: str
+    at_most: bool = True
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.limit if self.at_most else self.value >= self.limit
+
+    def as_json(self) -> dict[str, JsonValue]:
+        return {
+            "anchor": self.anchor,
+            "limit": self.limit,
+            "met": self.met,
+            "relation": "at most" if self.at_most else "at least",
+            "row": self.row,
+            "unit": self.unit,
+            "value": round(self.value, 4),
+            "what": self.what,
+        }
+
+    def line(self) -> str:
+        relation = "<=" if self.at_most else ">="
+        verdict = "met" if self.met else "MISSED"
+        return (
+            f"row {self.row}: {self.what}: {self.value:.3g}{self.unit} "
+            f"(target {relation} {self.limit:g}{self.unit}; anchor: {self.anchor}) {verdict}"
+        )
+
+
+def report_targets(targets: Sequence[Target]) -> list[JsonValue]:
+    """Print each target's line and return them for the results file."""
+    print()
+    for target in targets:
+        print(target.line())
+    return [target.as_json() for target in targets]
+
+
+def targets_exit_status(targets: Sequence[Target]) -> int:
+    """A benchmark's exit status: 1 when a target is missed (``bench/run_all`` adds them up)."""
+    return 0 if all(target.met for target in targets) else 1
+
+
+# --- worker processes ------------------------------------------------------------------------
+
+
+def run_worker(
+    script: Path, spec: Mapping[str, JsonValue], env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Run ``script --worker <spec as JSON>`` in a fresh interpreter and return the JSON
+    object it prints last: each measurement in its own process, so that one measurement's
+    heap, caches and peak memory do not leak into the next."""
+    argv = [sys.executable, str(script), "--worker", json.dumps(spec)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"{script.name}: worker {spec} exited {done.returncode}:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def rss_kib() -> int:
+    """This process's resident set now (``VmRSS``), in KiB."""
+    return _status_kib("VmRSS")
+
+
+def peak_rss_kib() -> int:
+    """The largest resident set since the last :func:`reset_peak_rss` (``VmHWM``), in KiB."""
+    return _status_kib("VmHWM")
+
+
+def reset_peak_rss() -> None:
+    """Start a new peak: Linux resets ``VmHWM`` to the current RSS on writing 5 to
+    ``/proc/self/clear_refs``, so a measurement's peak excludes what came before it."""
+    Path("/proc/self/clear_refs").write_text("5", encoding="ascii")
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        name, _, value = line.partition(":")
+        if name == field:
+            return int(value.split()[0])
+    raise RuntimeError(f"/proc/self/status has no {field}")

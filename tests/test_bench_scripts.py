@@ -1,7 +1,8 @@
 """The benchmark scripts keep working as the code they measure changes.
 
 They run outside the test suite (their figures are recorded, never asserted), so nothing else
-would notice a script that no longer imports: each must at least start and print its usage.
+would notice a script that no longer imports: each must at least start and print its usage, and
+so must ``bench/run_all.py``, which runs them all.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-@pytest.mark.parametrize("script", sorted(BENCH.glob("bench_*.py")), ids=lambda path: path.name)
+SCRIPTS = [*sorted(BENCH.glob("bench_*.py")), BENCH / "run_all.py"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
 def test_a_benchmark_script_starts(script: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120

@@ -1,0 +1,140 @@
+"""Row 4 of ``docs/performance.md``: a cold ``sim`` build against the same compiler commands
+run by hand, and what a second job buys.
+
+Without the cache, a build is its compiler processes plus what the tool adds around them
+(starting Python, lowering, rendering, planning, spawning, reading the compilers' output,
+recording the binaries). The program is one CHIP pipeline of ``--kernels`` distinct kernels
+(``bench/programs.py``): one sub-build of that many kernels and an orchestration, for chip
+``a3``. Alternating, each round runs:
+
+* by hand: a bash script with the toolchain's own compile and link command lines for every
+  source of the rendered tree, one after another (``bench/by_hand.py``);
+* ``pypto-build build PROGRAM --toolchain sim --chip a3 --no-cache --jobs 1``, a whole process;
+* the same with ``--jobs 2``.
+
+Both sides compile the same sources with the same commands, so the 1-job ratio is the tool's
+overhead. Targets: 1 job at most 1.03x the script; 2 jobs at least 1.9x faster than 1 (the
+machine needs two idle cores for that: the load average is recorded). Writes
+``bench/results/sim_build.json``; exits 1 when a target is missed. Run:
+``python bench/bench_sim_build.py [--kernels N] [--repeat N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from by_hand import by_hand_script
+from programs import write_wide
+from recording import (
+    JsonValue,
+    Target,
+    load_average,
+    machine,
+    median,
+    print_table,
+    relative_to_repo,
+    report_targets,
+    summary,
+    targets_exit_status,
+    write_results,
+)
+
+from pypto_build.chip_build.build import render
+from pypto_build.chip_build.toolchains import SimToolchain
+
+CHIP = "a3"
+OVERHEAD_LIMIT = 1.03
+SPEEDUP_LIMIT = 1.9
+
+
+def _wall(argv: Sequence[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", type=int, default=64, help="kernels (default: 64)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (default: 3)")
+    args = parser.parse_args(argv)
+    load_before = load_average()
+    toolchain = SimToolchain.discover()
+    console = Path(sys.executable).parent / "pypto-build"
+    with tempfile.TemporaryDirectory(prefix="pypto-bench-") as folder:
+        root = Path(folder)
+        project = write_wide(root / "project", args.kernels)
+        tree = root / "rendered"
+        render([project.program], chips=(CHIP,), out_dir=tree, source_root=project.root)
+        scratch = root / "by-hand"
+        script, units = by_hand_script(tree, (CHIP,), scratch, toolchain)
+        (root / "build.sh").write_text(script, encoding="utf-8")
+
+        def tool(jobs: int) -> Callable[[], float]:
+            out = root / f"out-jobs{jobs}"
+            command = [str(console), "build", str(project.program), "--toolchain", "sim"]
+            command += ["--chip", CHIP, "--no-cache", "--jobs", str(jobs), "--out", str(out)]
+            return lambda: _wall(command)
+
+        runs: dict[str, Callable[[], float]] = {
+            "by hand (bash, serial)": lambda: _wall(["bash", str(root / "build.sh")]),
+            "pypto-build --jobs 1": tool(1),
+            "pypto-build --jobs 2": tool(2),
+        }
+        walls: dict[str, list[float]] = {name: [] for name in runs}
+        for index in range(args.repeat):
+            order = list(runs.items())
+            for name, run in order if index % 2 == 0 else order[::-1]:
+                walls[name].append(run())
+            shutil.rmtree(scratch)
+            script, _ = by_hand_script(tree, (CHIP,), scratch, toolchain)
+    by_hand, jobs1, jobs2 = (median(walls[name]) for name in runs)
+    print_table(
+        ["build", "median s", "min s"],
+        [[name, f"{median(v):.2f}", f"{min(v):.2f}"] for name, v in walls.items()],
+    )
+    targets = [
+        Target(
+            "4",
+            f"sim build, {units} sources, 1 job, --no-cache",
+            jobs1 / by_hand,
+            OVERHEAD_LIMIT,
+            "x",
+            f"the same g++ commands in a shell loop ({by_hand:.2f} s)",
+        ),
+        Target(
+            "4",
+            "speed-up of 2 jobs over 1",
+            jobs1 / jobs2,
+            SPEEDUP_LIMIT,
+            "x",
+            f"the same build with 1 job ({jobs1:.2f} s)",
+            at_most=False,
+        ),
+    ]
+    document: dict[str, JsonValue] = {
+        "benchmark": "sim_build",
+        "chip": CHIP,
+        "kernels": args.kernels,
+        "load_average_1min": {"after": load_average(), "before": load_before},
+        "machine": machine(),
+        "repeat": args.repeat,
+        "sources": units,
+        "targets": report_targets(targets),
+        "toolchain": f"sim ({toolchain.version})",
+        "wall_s": {name: summary(values) for name, values in walls.items()},
+    }
+    path = write_results("sim_build", document)
+    print(f"\nwrote {relative_to_repo(path)}")
+    return targets_exit_status(targets)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
