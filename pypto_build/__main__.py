@@ -1,5 +1,5 @@
 """``python -m pypto_build``: the same command line as the ``pypto-build`` script."""
 
-from pypto_build.plugin.cli import main
+from pypto_build.plugin.console import main
 
 raise SystemExit(main())

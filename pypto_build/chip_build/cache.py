@@ -64,15 +64,33 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import filelock
-
+from pypto_build.chip_build.cache_location import default_cache_dir
 from pypto_build.chip_build.fs import atomic_write_text
-from pypto_build.chip_build.remote_cache import RemoteTier
 from pypto_build.files import NotRegularFile, is_regular, read_regular, sha256_regular
+
+if TYPE_CHECKING:
+    import filelock
+
+    from pypto_build.chip_build.remote_cache import RemoteTier
+
+__all__ = [
+    "PACKAGE",
+    "BuildCounts",
+    "Built",
+    "CacheStats",
+    "CompileCache",
+    "Fetched",
+    "PruneResult",
+    "compile_key",
+    "default_cache_dir",
+    "parse_size",
+    "read_depfile",
+]
 
 FORMAT = "v1"
 #: How cache keys and entries name pypto-build's package folder.
@@ -99,15 +117,6 @@ PACKAGE = PackageFolder(Path(__file__).resolve().parents[1])
 _MANIFEST = "manifest.json"
 _ARTIFACT = "artifact"
 _LAST_BUILD = "last-build.json"
-
-
-def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$PYPTO_CACHE_DIR``, else ``${XDG_CACHE_HOME:-~/.cache}/pypto-build``."""
-    environ = os.environ if environ is None else environ
-    if environ.get("PYPTO_CACHE_DIR"):
-        return Path(environ["PYPTO_CACHE_DIR"])
-    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pypto-build"
 
 
 def compile_key(
@@ -297,6 +306,8 @@ class CompileCache:
         data = self._lookup(key, tree)
         if data is not None:
             return Fetched(data, hit=True)
+        import filelock  # a miss only: a warm build takes no lock
+
         lock = self._key_lock(key)
         try:
             lock.acquire()
@@ -396,6 +407,8 @@ class CompileCache:
     def _key_lock(self, key: str) -> filelock.FileLock:
         """The key's lock, its file checked to be a regular file and never a link (filelock
         opens it without following one, the floor pyproject.toml pins)."""
+        import filelock
+
         path = self._dir("locks", key[:2]) / f"{key}.lock"
         self._clear_non_regular(path)
         return filelock.FileLock(path, timeout=self.lock_timeout)
@@ -658,6 +671,8 @@ class CompileCache:
         """Evict least recently used entries until the entries total at most ``max_size``
         bytes (0 empties the cache); also drops the staging folders of killed builds (raises
         :class:`OSError` when the cache cannot be written)."""
+        import filelock
+
         try:
             lock_path = self._dir("locks") / "prune.lock"
             self._clear_non_regular(lock_path)

@@ -54,10 +54,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
-import urllib3
+if TYPE_CHECKING:
+    import urllib3
 
 TOKEN_VARIABLE = "PYPTO_REMOTE_CACHE_TOKEN"
 USERNAME_VARIABLE = "PYPTO_REMOTE_CACHE_USERNAME"
@@ -76,7 +77,6 @@ _UPLOADERS = 2
 #: Connections kept open per remote host.
 _POOL_SIZE = 64
 #: Failures of an exchange that mean the remote is unreachable or broke the connection.
-_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError)
 
 T = TypeVar("T")
 
@@ -162,6 +162,11 @@ class _Exchange:
     """HTTP exchanges with one remote, each bounded by the timeout (see the module)."""
 
     def __init__(self, spec: RemoteSpec, pool: urllib3.PoolManager, headers: dict[str, str]):
+        import urllib3
+
+        #: What a transport failure raises: urllib3's errors and the system's.
+        self._failures = (urllib3.exceptions.HTTPError, OSError)
+        self._timeout = urllib3.Timeout(connect=spec.timeout, read=spec.timeout)
         self.base = spec.url.rstrip("/")
         self.timeout = spec.timeout
         self._pool = pool
@@ -206,7 +211,7 @@ class _Exchange:
                 if time.monotonic() > deadline:
                     raise _Unavailable(f"GET {path} took longer than {self.timeout:g} s")
                 chunks.append(chunk)
-        except _TRANSPORT_ERRORS as exc:
+        except self._failures as exc:
             raise _Unavailable(f"GET {path}: {_reason(exc)}") from None
         return b"".join(chunks)
 
@@ -214,7 +219,7 @@ class _Exchange:
         response = self._request("PUT", path, data)
         try:
             response.drain_conn()
-        except _TRANSPORT_ERRORS as exc:
+        except self._failures as exc:
             raise _Unavailable(f"PUT {path}: {_reason(exc)}") from None
         finally:
             response.release_conn()
@@ -239,9 +244,9 @@ class _Exchange:
                 preload_content=False,
                 redirect=False,
                 retries=False,
-                timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout),
+                timeout=self._timeout,
             )
-        except _TRANSPORT_ERRORS as exc:
+        except self._failures as exc:
             raise _Unavailable(f"{method} {path}: {_reason(exc)}") from None
 
 
@@ -431,6 +436,8 @@ class RemoteTier:
         warn: Callable[[str], None],
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        import urllib3  # here, not with the module: a build without a remote never needs it
+
         environ = os.environ if environ is None else environ
         # One pool per host, kept alive across the build: a local miss costs a round trip, not
         # a new connection. Connections are opened on demand; the pool keeps enough for every

@@ -11,16 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pypto_build import __version__
-from pypto_build.builtins import BuiltinRegistryError, ManifestError
-from pypto_build.chip_build.errors import NoPrograms
-from pypto_build.files import file_problem
-from pypto_build.lowering.diagnostics import InternalError, ProgramError
 from pypto_build.plugin import cli_build, cli_reproducible, cli_run
 from pypto_build.plugin.cli_common import (
     PROG,
@@ -59,43 +54,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = command(args)
         sys.stdout.flush()  # inside the try: a reader that went away shows up here
         return status
-    except UsageError as err:
+    except Exception as err:
+        return _failed(err)
+
+
+def _failed(err: Exception) -> int:
+    """Report a command's failure as one message and return its exit code.
+
+    The error types of the engine are imported here, once a command has failed, rather than
+    when the command line starts: ``--version`` and ``--help`` must not load the engine.
+    """
+    from pypto_build.builtins.manifest import ManifestError
+    from pypto_build.builtins.registry import BuiltinRegistryError
+    from pypto_build.chip_build.errors import NoPrograms
+    from pypto_build.lowering.diagnostics import InternalError, ProgramError
+
+    if isinstance(err, UsageError):
         print_error(str(err))
         return ExitCode.USAGE_ERROR
-    except ProgramError as err:
+    if isinstance(err, ProgramError):
         print(err.render(), file=sys.stderr)
         return ExitCode.PROGRAM_ERROR
-    except (ManifestError, BuiltinRegistryError) as err:
+    if isinstance(err, ManifestError | BuiltinRegistryError):
         # A builtin package installed here is broken (a malformed builtin.toml, an op two
         # packages implement, a launch-width rule pypto-build lacks): no program can be lowered
         # until its author fixes it, and the message already names the manifest and the key.
         print_error(str(err))
         return ExitCode.USAGE_ERROR
-    except NoPrograms as err:
+    if isinstance(err, NoPrograms):
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR
-    except InternalError as err:
+    if isinstance(err, InternalError):
         print(f"{PROG}: {err}", file=sys.stderr)
         return ExitCode.INTERNAL_ERROR
-    except RecursionError as err:
+    if isinstance(err, RecursionError):
         print(f"{PROG}: {InternalError(_recursion_report(err))}", file=sys.stderr)
         return ExitCode.INTERNAL_ERROR
-    except BrokenPipeError:
+    if isinstance(err, BrokenPipeError):
         # The reader went away (`pypto-build doctor --json | head`): not an error of ours.
         # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
-    except OSError as err:
+    if isinstance(err, OSError):
         # A path the command names that cannot be read, written or created (too long, under a
         # regular file, on a read-only file system): the path and the reason.
         print_error(describe_os_error(err))
         return ExitCode.USAGE_ERROR
-    except Exception as err:
-        # Whatever the input, a user sees one message, never a traceback: anything not
-        # mapped above is a bug of pypto-build, reported as one.
-        detail = f"{type(err).__name__}: {err}"
-        print(f"{PROG}: {InternalError(detail)}", file=sys.stderr)
-        return ExitCode.INTERNAL_ERROR
+    # Whatever the input, a user sees one message, never a traceback: anything not mapped
+    # above is a bug of pypto-build, reported as one.
+    detail = f"{type(err).__name__}: {err}"
+    print(f"{PROG}: {InternalError(detail)}", file=sys.stderr)
+    return ExitCode.INTERNAL_ERROR
 
 
 def _recursion_report(err: RecursionError) -> str:
@@ -106,6 +115,8 @@ def _recursion_report(err: RecursionError) -> str:
     program. Its thousand-frame traceback helps nobody: the innermost function is what a bug
     report needs.
     """
+    import traceback
+
     innermost = None
     for frame, _ in traceback.walk_tb(err.__traceback__):
         innermost = frame
@@ -227,6 +238,7 @@ def _add_check_render(commands: Subparsers) -> None:
 
 
 def _lower(args: argparse.Namespace) -> int:
+    from pypto_build.files import file_problem
     from pypto_build.lowering.frontend import parse_file
     from pypto_build.lowering.lower import lower_programs
     from pypto_build.lowering.printer import print_programs
@@ -277,7 +289,9 @@ def _program_inputs(
     args: argparse.Namespace,
 ) -> tuple[Path, Path, tuple[str, ...], tuple[SourceProgram, ...]]:
     """The program file, source root, chips and lowered programs a render command names."""
+    from pypto_build.chip_build.errors import NoPrograms
     from pypto_build.chip_build.subbuild import default_chips, lower_file
+    from pypto_build.files import file_problem
 
     path = Path(args.path)
     problem = file_problem(path)

@@ -17,29 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto_build.chip_build.cache import CompileCache, default_cache_dir, parse_size
-from pypto_build.chip_build.chips import get_chip
-from pypto_build.chip_build.remote_cache import RemoteSummary
-from pypto_build.chip_build.toolchains import (
-    TOOLCHAIN_NAMES,
-    Revision,
-    RuntimeTree,
-    SimToolchain,
-    TargetSettings,
-    Toolchain,
-    ToolchainError,
-    find_launchers,
-    find_toolkit,
-    resolve_pto_isa_root,
-)
-from pypto_build.chip_build.toolchains.base import first_output_line
-from pypto_build.chip_build.toolchains.revisions import settled_revision
-from pypto_build.chip_build.toolchains.target import (
-    PTO_ISA_REVISION_KEY,
-    RUNTIME_REVISION_KEY,
-    RUNTIME_ROOT_KEY,
-    unknown_revisions,
-)
+from pypto_build.chip_build.cache_location import default_cache_dir
+from pypto_build.chip_build.toolchains.names import TOOLCHAIN_NAMES
 from pypto_build.plugin.cli_common import (
     ExitCode,
     UsageError,
@@ -50,20 +29,14 @@ from pypto_build.plugin.cli_common import (
     print_warnings,
     whole_number,
 )
-from pypto_build.plugin.settings import (
-    TABLE,
-    PyptoSettings,
-    SettingsError,
-    apply_environment,
-    load_settings,
-    override,
-    pypto_table,
-    read_pyproject,
-)
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.build import BuildResult
+    from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.chip_build.remote_cache import RemoteSummary
+    from pypto_build.chip_build.toolchains import Revision, TargetSettings, Toolchain
     from pypto_build.plugin.cli_common import Subparsers
+    from pypto_build.plugin.settings import PyptoSettings
 
 
 def register(commands: Subparsers) -> None:
@@ -81,6 +54,8 @@ def _positive_int(text: str) -> int:
 
 
 def _size(text: str) -> int:
+    from pypto_build.chip_build.cache import parse_size
+
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -157,6 +132,8 @@ def _add_runtime_root_option(parser: argparse.ArgumentParser) -> None:
 def _with_runtime_root(settings: PyptoSettings, option: str | None) -> PyptoSettings:
     """``settings`` with ``--runtime-root`` applied: a command-line path is relative to the
     current folder, so it is made absolute before it meets the project-relative setting."""
+    from pypto_build.plugin.settings import override
+
     if option is None:
         return settings
     return override(settings, "--runtime-root", "runtime_root", str(Path(option).absolute()))
@@ -209,8 +186,10 @@ def _add_doctor(commands: Subparsers) -> None:
 def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.compile import BuildFailed
     from pypto_build.chip_build.errors import RenderError
+    from pypto_build.chip_build.toolchains import ToolchainError
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
+    from pypto_build.plugin.settings import SettingsError
     from pypto_build.plugin.vcs_ignore import ensure_ignored
 
     if args.depfile is not None and args.stamp is None:
@@ -248,6 +227,7 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
     """The project folder and settings (file, environment, options merged); a missing program
     file is a usage error, found before any toolchain is looked for."""
     from pypto_build.plugin.project_build import program_paths
+    from pypto_build.plugin.settings import load_settings, override
 
     targets = [Path(target) for target in args.targets or ["."]]
     for target in targets:
@@ -289,6 +269,7 @@ def _program_settings(
     every file support, as for render (finding them lowers each file once more).
     """
     from pypto_build.chip_build.subbuild import default_chips
+    from pypto_build.plugin.settings import PyptoSettings, apply_environment
 
     root = files[0].parent if source_root is None else Path(source_root)
     if not root.is_dir():
@@ -376,6 +357,8 @@ def _human_size(size: int) -> str:
 
 
 def _cache_stats(args: argparse.Namespace) -> int:
+    from pypto_build.chip_build.cache import CompileCache
+
     stats = CompileCache(default_cache_dir()).stats()
     last = stats.last_build
     if args.json:
@@ -399,6 +382,8 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 
 def _cache_prune(args: argparse.Namespace) -> int:
+    from pypto_build.chip_build.cache import CompileCache
+
     cache = CompileCache(default_cache_dir())
     try:
         result = cache.prune(0 if args.all else args.max_size)
@@ -426,6 +411,7 @@ def _cache_prune(args: argparse.Namespace) -> int:
 
 def _doctor(args: argparse.Namespace) -> int:
     from pypto_build.plugin.project_build import target_settings
+    from pypto_build.plugin.settings import SettingsError
 
     try:
         project, settings = _doctor_settings(args.project)
@@ -444,6 +430,13 @@ def _doctor_settings(project: str | None) -> tuple[Path, PyptoSettings]:
     """The settings of ``project`` (a folder that must have them), else of the current folder
     when its ``pyproject.toml`` has a ``[tool.pypto]`` table, else the defaults; the
     environment applied in every case."""
+    from pypto_build.plugin.settings import (
+        PyptoSettings,
+        SettingsError,
+        apply_environment,
+        load_settings,
+    )
+
     folder = Path(project or ".")
     if project is None and not _has_settings(folder / "pyproject.toml"):
         return folder, apply_environment(PyptoSettings())
@@ -455,6 +448,8 @@ def _doctor_settings(project: str | None) -> tuple[Path, PyptoSettings]:
 def _has_settings(pyproject: Path) -> bool:
     """Whether ``pyproject`` exists with a ``[tool.pypto]`` table (or is broken, for
     :func:`load_settings` to report)."""
+    from pypto_build.plugin.settings import SettingsError, pypto_table, read_pyproject
+
     if not pyproject.is_file():
         return False
     try:
@@ -465,6 +460,9 @@ def _has_settings(pyproject: Path) -> bool:
 
 def _doctor_report(target: TargetSettings, chips: Sequence[str]) -> dict[str, Any]:
     """What ``doctor`` reports, as its ``--json`` document."""
+    from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.chip_build.toolchains.target import unknown_revisions
+
     cann = _cann_report()
     runtime, runtime_revision = _runtime_report(target, chips)
     pto_isa, pto_isa_revision = _pto_isa_report(target)
@@ -489,6 +487,8 @@ def _doctor_report(target: TargetSettings, chips: Sequence[str]) -> dict[str, An
 
 def _cann_report() -> dict[str, Any]:
     """The CANN toolkit found, or every place searched for one and why it was passed over."""
+    from pypto_build.chip_build.toolchains import find_toolkit
+
     search = find_toolkit()
     toolkit = search.toolkit
     cann: dict[str, Any] = {
@@ -521,6 +521,11 @@ def _runtime_report(
 ) -> tuple[dict[str, Any], Revision | None]:
     """The runtime root, the folders and sources derived for the chips' platforms (each with
     whether it exists) and its revision; the revision too, None without a usable root."""
+    from pypto_build.chip_build.chips import get_chip
+    from pypto_build.chip_build.toolchains import RuntimeTree, ToolchainError
+    from pypto_build.chip_build.toolchains.revisions import settled_revision
+    from pypto_build.chip_build.toolchains.target import RUNTIME_REVISION_KEY, RUNTIME_ROOT_KEY
+
     if target.runtime_root is None:
         return {"root": None, "error": "not configured"}, None
     try:
@@ -554,6 +559,10 @@ def _runtime_report(
 def _pto_isa_report(target: TargetSettings) -> tuple[dict[str, Any], Revision | None]:
     """The PTO-ISA root, which setting named it and its revision (or why there is none); the
     revision too, None without a usable root."""
+    from pypto_build.chip_build.toolchains import ToolchainError, resolve_pto_isa_root
+    from pypto_build.chip_build.toolchains.revisions import settled_revision
+    from pypto_build.chip_build.toolchains.target import PTO_ISA_REVISION_KEY
+
     try:
         pto = resolve_pto_isa_root(target)
     except ToolchainError as exc:
@@ -566,6 +575,8 @@ def _pto_isa_report(target: TargetSettings) -> tuple[dict[str, Any], Revision | 
 
 
 def _sim_report() -> dict[str, Any]:
+    from pypto_build.chip_build.toolchains import SimToolchain, ToolchainError
+
     try:
         sim_toolchain = SimToolchain.discover()
     except ToolchainError as exc:
@@ -579,6 +590,9 @@ def _sim_report() -> dict[str, Any]:
 
 def _launchers_report() -> dict[str, Any]:
     """Each known compiler launcher: where it is and its version, or None when not found."""
+    from pypto_build.chip_build.toolchains import ToolchainError, find_launchers
+    from pypto_build.chip_build.toolchains.base import first_output_line
+
     launchers: dict[str, Any] = {}
     for name, path in find_launchers().items():
         if path is None:
@@ -593,6 +607,8 @@ def _launchers_report() -> dict[str, Any]:
 
 
 def _doctor_lines(report: dict[str, Any]) -> list[str]:
+    from pypto_build.chip_build.toolchains import Revision
+
     cann = report["cann"]
     if cann["found"]:
         host = cann["host_cxx"] or "missing (orchestrations cannot be built)"
@@ -631,26 +647,27 @@ def _doctor_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: What to set when a root is not configured, as doctor says it.
-_UNCONFIGURED = {
-    "runtime": f"set {TABLE}.runtime-root or PYPTO_RUNTIME_ROOT; toolchain 'cann' needs it",
-    "pto-isa": (
-        f"set {TABLE}.pto-isa-root or PTO_ISA_ROOT, or {TABLE}.runtime-root for its managed "
-        "clone; toolchain 'cann' needs it"
-    ),
-}
-
-
 def _root_problem(what: str, error: str) -> str:
     """``<what>: <error>``, the error of a root, or for one not configured what to set."""
+    from pypto_build.plugin.settings import TABLE
+
+    unconfigured = {
+        "runtime": f"set {TABLE}.runtime-root or PYPTO_RUNTIME_ROOT; toolchain 'cann' needs it",
+        "pto-isa": (
+            f"set {TABLE}.pto-isa-root or PTO_ISA_ROOT, or {TABLE}.runtime-root for its "
+            "managed clone; toolchain 'cann' needs it"
+        ),
+    }
     if error == "not configured":
-        error = f"not configured ({_UNCONFIGURED[what]})"
+        error = f"not configured ({unconfigured[what]})"
     return f"{what}: {error}"
 
 
 def _runtime_lines(runtime: dict[str, Any]) -> list[str]:
     """The runtime root with its revision, then per platform how many derived folders and
     sources there are, and each one missing."""
+    from pypto_build.chip_build.toolchains import Revision
+
     if "error" in runtime:
         return [_root_problem("runtime", runtime["error"])]
     revision = Revision(**runtime["revision"]).describe()

@@ -18,13 +18,13 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
+from pypto_build import PROG as PROG
+
 if TYPE_CHECKING:
     from typing import TypeAlias
 
     #: The main parser's subcommands, as the command modules' ``register`` functions get them.
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
-
-PROG = "pypto-build"
 
 
 class ExitCode(enum.IntEnum):

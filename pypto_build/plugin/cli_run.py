@@ -35,7 +35,6 @@ from pypto_build.plugin.cli_common import (
     print_json,
     whole_number,
 )
-from pypto_build.plugin.settings import MAX_SECONDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,6 +100,8 @@ def _ranks(text: str) -> int:
 
 
 def _seconds(text: str) -> float:
+    from pypto_build.plugin.settings import MAX_SECONDS
+
     try:
         value = float(text)
     except ValueError:

@@ -51,31 +51,13 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
-from packaging.tags import sys_tags
 
-from pypto_build.chip_build.compile import BuildFailed
-from pypto_build.chip_build.errors import NoPrograms, RenderError
-from pypto_build.chip_build.fs import walk_files
-from pypto_build.chip_build.publish import clear_debris
-from pypto_build.chip_build.subbuild import is_render_tree
-from pypto_build.chip_build.toolchains import ToolchainError
-from pypto_build.lowering.diagnostics import ProgramError
-from pypto_build.plugin.cli_common import describe_os_error
-from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
-from pypto_build.plugin.settings import (
-    TABLE,
-    PyptoSettings,
-    SettingsError,
-    apply_environment,
-    pypto_table,
-    setting_key,
-    settings_from_table,
-)
-from pypto_build.plugin.vcs_ignore import ensure_ignored
+if TYPE_CHECKING:
+    from pypto_build.plugin.settings import PyptoSettings
 
 PLUGIN_NAME = "pypto"
 #: Keys of a hook's table that hatchling itself reads; pypto-build's own settings live in
@@ -90,7 +72,6 @@ HATCH_HOOK_KEYS = frozenset(
 )
 #: The platform of a wheel whose kernels run on the NPU only.
 DEVICE_PLATFORM = "any"
-_PLATFORM_KEY = f"{TABLE}.{setting_key('platform_tag')}"
 
 
 class PyptoBuildError(Exception):
@@ -113,10 +94,15 @@ def wheel_tag(toolchain: str, platform_tag: str = "auto") -> str:
     if platform_tag == "auto":
         platform_tag = host_platform_tag() if toolchain == "sim" else DEVICE_PLATFORM
     elif toolchain == "sim":
+        from packaging.tags import sys_tags
+
+        from pypto_build.plugin.settings import TABLE, SettingsError, setting_key
+
         supported = {tag.platform for tag in sys_tags()} - {DEVICE_PLATFORM}
         if platform_tag not in supported:
             raise SettingsError(
-                f"{_PLATFORM_KEY}: '{platform_tag}' is not a platform of this host, and sim "
+                f"{TABLE}.{setting_key('platform_tag')}: '{platform_tag}' is not a platform of "
+                "this host, and sim "
                 "kernels are shared objects for this host; use 'auto' "
                 f"({host_platform_tag()}) or one of the manylinux platforms it installs, "
                 "checked by auditwheel show (docs/packaging.md)"
@@ -127,6 +113,8 @@ def wheel_tag(toolchain: str, platform_tag: str = "auto") -> str:
 def wheel_files(out_dir: Path, chips: Sequence[str], package: str) -> dict[str, str]:
     """``force_include`` entries shipping every file of ``out_dir/<chip>`` as
     ``<package>/<chip>/...``, ordered by their path in the wheel."""
+    from pypto_build.chip_build.fs import walk_files
+
     shipped: dict[str, str] = {}
     for chip in chips:
         tree = out_dir / chip
@@ -152,7 +140,18 @@ def source_folder(root: Path, sources: Mapping[str, str], package: str) -> Path 
 
 @contextmanager
 def _user_errors() -> Iterator[None]:
-    """Turn the engine's failures into :class:`PyptoBuildError` with the message a user reads."""
+    """Turn the engine's failures into :class:`PyptoBuildError` with the message a user reads.
+
+    The engine is imported here and in the hook's methods, when a wheel is built: hatchling
+    imports every plugin of its group for every build that asks for one, and a plugin's import
+    must not cost a build that does not use it."""
+    from pypto_build.chip_build.compile import BuildFailed
+    from pypto_build.chip_build.errors import NoPrograms, RenderError
+    from pypto_build.chip_build.toolchains import ToolchainError
+    from pypto_build.lowering.diagnostics import ProgramError
+    from pypto_build.plugin.cli_common import describe_os_error
+    from pypto_build.plugin.settings import SettingsError
+
     try:
         yield
     except ProgramError as err:
@@ -174,6 +173,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":
             return
+        from pypto_build.chip_build.compile import BuildFailed
+
         with _user_errors():
             settings = self._settings()
             package = self._package(settings)
@@ -204,6 +205,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         built in place, when that folder holds nothing but pypto-build's chip trees."""
         if self.target_name != "wheel":
             return
+        from pypto_build.chip_build.subbuild import is_render_tree
+
         with _user_errors():
             folder = self._source_folder(self._package(self._settings()))
         if folder is not None and folder.is_dir() and is_render_tree(folder):
@@ -222,6 +225,14 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         return f"tool.hatch.build.hooks.{PLUGIN_NAME}"
 
     def _settings(self) -> PyptoSettings:
+        from pypto_build.plugin.settings import (
+            TABLE,
+            SettingsError,
+            apply_environment,
+            pypto_table,
+            settings_from_table,
+        )
+
         unknown = sorted(set(self.config) - HATCH_HOOK_KEYS)
         if unknown:
             raise SettingsError(
@@ -247,6 +258,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
 
     def _build(self, settings: PyptoSettings, out: Path) -> str:
         """Build the kernels into ``out/<chip>``; the toolchain's name."""
+        from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
+
         project = Path(self.root)
         toolchain = project_toolchain(project, settings)
         chips = ", ".join(settings.chips)
@@ -274,6 +287,9 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     def _build_in_place(self, settings: PyptoSettings, package: str) -> None:
         """An editable install's kernels: built into the source folder of ``package``, which
         the project's ``.gitignore`` then lists."""
+        from pypto_build.plugin.settings import TABLE, SettingsError
+        from pypto_build.plugin.vcs_ignore import ensure_ignored
+
         self._refuse_editable_without_backend()
         folder = self._source_folder(package)
         if folder is None:
@@ -297,6 +313,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     def _refuse_editable_without_backend(self) -> None:
         """hatchling builds an editable wheel without ``dev-mode-dirs`` with the ``editables``
         package; fail before building anything, saying what to add, when it is missing."""
+        from pypto_build.plugin.settings import SettingsError
+
         if self.build_config.dev_mode_dirs or importlib.util.find_spec("editables") is not None:
             return
         packages = self.build_config.packages
@@ -313,6 +331,10 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         """Refuse a standard wheel that would ship an editable install's kernels too, and
         remove what a killed editable build left beside them (a staging folder in the package
         would otherwise travel in the wheel)."""
+        from pypto_build.chip_build.fs import walk_files
+        from pypto_build.chip_build.publish import clear_debris
+        from pypto_build.plugin.settings import SettingsError
+
         root = Path(self.root)
         folder = self._source_folder(package)
         if folder is None:

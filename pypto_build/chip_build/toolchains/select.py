@@ -5,16 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
 
 from pypto_build.chip_build.toolchains.base import Toolchain
 from pypto_build.chip_build.toolchains.cann import CannToolchain
 from pypto_build.chip_build.toolchains.discovery import find_toolkit
+from pypto_build.chip_build.toolchains.names import ToolchainName
 from pypto_build.chip_build.toolchains.sim import SimToolchain
 from pypto_build.chip_build.toolchains.target import TargetSettings, resolve_target
-
-ToolchainName = Literal["auto", "cann", "sim"]
-TOOLCHAIN_NAMES: tuple[ToolchainName, ...] = ("auto", "cann", "sim")
 
 
 def select_toolchain(

@@ -1,0 +1,17 @@
+"""Where the compile cache lives: a leaf, so that ``pypto-build cache --help`` can name the
+folder without loading the cache."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$PYPTO_CACHE_DIR``, else ``${XDG_CACHE_HOME:-~/.cache}/pypto-build``."""
+    environ = os.environ if environ is None else environ
+    if environ.get("PYPTO_CACHE_DIR"):
+        return Path(environ["PYPTO_CACHE_DIR"])
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pypto-build"
