@@ -134,6 +134,11 @@ class TemplateSpec:
     variables: tuple[str, ...]
 
 
+#: Where a package object keeps the templates it has read (beside its fields, which alone take
+#: part in equality).
+_TEMPLATE_BYTES = "_template_bytes"
+
+
 @dataclass(frozen=True)
 class BuiltinPackage:
     """A registered builtin template package: its manifest, and the folder it was read from."""
@@ -179,9 +184,19 @@ class BuiltinPackage:
         raise LookupError(f"builtin {self.handle} has no template {name!r}; it declares: {known}")
 
     def template(self, name: str) -> bytes:
-        """The bytes of the declared template ``name``."""
+        """The bytes of the declared template ``name``, read once per package object.
+
+        A package is a snapshot of its folder, as the registry that discovered it is one of the
+        environment: the manifest is read when the package is loaded, each template when first
+        asked for. So every render of one build, the render's own record of the template's
+        hash and the compiled templates it keeps (:mod:`.render`) agree on the same bytes.
+        """
         spec = self.template_spec(name)
-        return read_regular(self.root / TEMPLATES_DIR / spec.name)
+        read: dict[str, bytes] = self.__dict__.setdefault(_TEMPLATE_BYTES, {})
+        data = read.get(spec.name)
+        if data is None:
+            data = read[spec.name] = read_regular(self.root / TEMPLATES_DIR / spec.name)
+        return data
 
     def dtype_variables(self, dtype: str) -> dict[str, str]:
         """Template variables of payload dtype ``dtype``; a :class:`LookupError` if unsupported."""

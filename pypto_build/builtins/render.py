@@ -10,6 +10,7 @@ exactly the variables its manifest entry declares, no more and no fewer.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 import jinja2
@@ -29,27 +30,92 @@ class TemplateRenderError(ValueError):
 
 def render(package: BuiltinPackage, template: str, variables: Mapping[str, str]) -> str:
     """Render ``package``'s template ``template`` (e.g. ``kernel.cpp.in``) with ``variables``."""
-    try:
-        spec = package.template_spec(template)
-    except LookupError as error:
-        raise TemplateRenderError(package, template, str(error)) from error
-    _check_variables(package, spec, variables)
-    environment = _environment(package)
-    try:
-        parsed = environment.parse(_source(package, template), name=template)
-        referenced = jinja2.meta.find_undeclared_variables(parsed)
-        _check_references(package, spec, referenced)
-        return environment.from_string(parsed).render(dict(variables))
-    except jinja2.TemplateSyntaxError as error:
-        raise TemplateRenderError(
-            package, error.name or template, f"line {error.lineno}: {error.message}"
-        ) from error
-    except jinja2.UndefinedError as error:
-        raise TemplateRenderError(package, template, f"undefined name: {error.message}") from error
-    except jinja2.TemplateNotFound as error:
-        raise TemplateRenderError(
-            package, template, f"includes {error.name!r}, which the package does not declare"
-        ) from error
+    return _renders(package).render(template, variables)
+
+
+#: Renders remembered per package (by template and variables); past this, the least recently
+#: used is forgotten. A build renders a handful of variants, each many times.
+RENDERS_KEPT = 512
+
+
+class _Renders:
+    """One package's templates as a process renders them: each parsed, checked and compiled by
+    Jinja2 once, and each rendering remembered by its variables.
+
+    A render is a pure function of the template's bytes and the variables (the module's
+    premise), and a package's templates are read once per process, as its manifest is (the
+    registry discovers packages once). A large build renders one variant for every sub-build
+    that calls it, and every build renders each variant on both rails to compare them: with a
+    new environment, parse and compile for each of those, rendering cost thousands of times a
+    Jinja2 render; now all but the first are a lookup.
+    """
+
+    def __init__(self, package: BuiltinPackage) -> None:
+        self.package = package
+        self._environment: jinja2.Environment | None = None
+        self._compiled: dict[str, jinja2.Template] = {}
+        self._texts: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], str] = OrderedDict()
+
+    def render(self, template: str, variables: Mapping[str, str]) -> str:
+        try:
+            key = (template, tuple(sorted(variables.items())))
+        except TypeError:  # a value of another type, which the checks below name
+            key = None
+        if key is not None:
+            text = self._texts.get(key)
+            if text is not None:
+                self._texts.move_to_end(key)
+                return text
+        package = self.package
+        try:
+            spec = package.template_spec(template)
+        except LookupError as error:
+            raise TemplateRenderError(package, template, str(error)) from error
+        _check_variables(package, spec, variables)
+        try:
+            text = self._template(spec).render(dict(variables))
+        except jinja2.TemplateSyntaxError as error:
+            raise TemplateRenderError(
+                package, error.name or template, f"line {error.lineno}: {error.message}"
+            ) from error
+        except jinja2.UndefinedError as error:
+            raise TemplateRenderError(
+                package, template, f"undefined name: {error.message}"
+            ) from error
+        except jinja2.TemplateNotFound as error:
+            raise TemplateRenderError(
+                package, template, f"includes {error.name!r}, which the package does not declare"
+            ) from error
+        if key is not None:
+            self._texts[key] = text
+            if len(self._texts) > RENDERS_KEPT:
+                self._texts.popitem(last=False)
+        return text
+
+    def _template(self, spec: TemplateSpec) -> jinja2.Template:
+        """``spec``'s template compiled, once its references are checked against its declared
+        variables."""
+        compiled = self._compiled.get(spec.name)
+        if compiled is None:
+            if self._environment is None:
+                self._environment = _environment(self.package)
+            parsed = self._environment.parse(_source(self.package, spec.name), name=spec.name)
+            _check_references(self.package, spec, jinja2.meta.find_undeclared_variables(parsed))
+            compiled = self._compiled[spec.name] = self._environment.from_string(parsed)
+        return compiled
+
+
+def _renders(package: BuiltinPackage) -> _Renders:
+    """The renders of ``package``, kept with the package object (a registry's packages live as
+    long as the registry)."""
+    found: dict[str, _Renders] = package.__dict__
+    renders = found.get(_RENDERS)
+    if renders is None:
+        renders = found[_RENDERS] = _Renders(package)
+    return renders
+
+
+_RENDERS = "_renders"
 
 
 def _environment(package: BuiltinPackage) -> jinja2.Environment:

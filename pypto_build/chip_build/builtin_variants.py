@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 
 from pypto_build.builtins import BuiltinPackage, TemplateRenderError, render, resolve
 from pypto_build.builtins.manifest import CONFIG_TEMPLATE, ENTRY_TEMPLATE, KERNEL_TEMPLATE
@@ -110,17 +111,20 @@ class HostVariant:
     #: The first dispatch of the variant (where a diagnostic about it points).
     span: Span
 
-    @property
+    # The names are asked for by every template's render and output path: each is computed
+    # once per variant (in the instance dict, beside the fields equality compares).
+
+    @cached_property
     def name(self) -> str:
         """The variant and its sub-build folder, e.g. ``builtin.tensor.all_to_all_v__fp32``."""
         return f"{self.package.builtin_op}__{self.dtype.value}"
 
-    @property
+    @cached_property
     def entry(self) -> str:
         """The variant as a C identifier: the entry's exported name and source stem."""
         return _NOT_IDENTIFIER_CHAR.sub("_", self.name)
 
-    @property
+    @cached_property
     def kernel_name(self) -> str:
         return f"{self.entry}_kernel"
 
