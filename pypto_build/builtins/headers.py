@@ -35,20 +35,49 @@ def included_headers(text: bytes) -> list[str]:
     return [match.group(1).decode("ascii", errors="replace") for match in _INCLUDE.finditer(text)]
 
 
-def header_closure(sources: Iterable[bytes]) -> dict[str, bytes]:
+def header_closure(
+    sources: Iterable[bytes], headers: HeaderFiles | None = None
+) -> dict[str, bytes]:
     """Our headers that ``sources`` reach, directly or through each other, by include name
-    (``pypto_build/portability.h``), sorted by name."""
-    root = include_dir()
+    (``pypto_build/portability.h``), sorted by name; read through ``headers`` when given (a
+    render shares one for all its sub-builds), else from the files."""
+    headers = HeaderFiles() if headers is None else headers
     found: dict[str, bytes] = {}
     pending = [name for text in sources for name in included_headers(text)]
     while pending:
         name = pending.pop()
         if name in found:
             continue
-        path = root / name
-        if not path.is_file():
+        data = headers.read(name)
+        if data is None:
             continue
-        data = path.read_bytes()
         found[name] = data
-        pending += included_headers(data)
+        pending += headers.includes(name, data)
     return dict(sorted(found.items()))
+
+
+class HeaderFiles:
+    """Our headers as one render reads them: each file read (and its includes found) once.
+
+    A render copies the header closure into every sub-build, and a model with hundreds of
+    pipelines has hundreds of sub-builds per chip; reading and scanning the same few headers for
+    each made the render's cost grow with the files read rather than the files written.
+    """
+
+    def __init__(self) -> None:
+        self._root = include_dir()
+        self._data: dict[str, bytes | None] = {}
+        self._includes: dict[str, list[str]] = {}
+
+    def read(self, name: str) -> bytes | None:
+        """The header ``name`` (``pypto_build/<file>``), None if it is not one of ours."""
+        if name not in self._data:
+            path = self._root / name
+            self._data[name] = path.read_bytes() if path.is_file() else None
+        return self._data[name]
+
+    def includes(self, name: str, data: bytes) -> list[str]:
+        """:func:`included_headers` of the header ``name`` whose bytes are ``data``."""
+        if name not in self._includes:
+            self._includes[name] = included_headers(data)
+        return self._includes[name]

@@ -13,6 +13,7 @@ so the manifest neither lists them nor counts them as added files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -50,8 +51,13 @@ def write_manifest(
     toolchain_version: str,
     inputs: Mapping[str, str],
     binary_context: Mapping[str, object] | None = None,
+    contents: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Write ``<root>/manifest.json`` describing every other file under ``root``.
+
+    ``contents``, when given, are those files by relative path as the caller has just written
+    them into a folder of its own (a render's staging folder): they are described from memory
+    rather than read back.
 
     ``inputs`` maps each input's name (a path relative to the project, or a builtin handle;
     never an absolute path) to the lowercase hex SHA-256 of its content; ``binary_context`` is
@@ -65,10 +71,21 @@ def write_manifest(
             raise ValueError(f"manifest input '{name}' is an absolute path")
         if not _SHA256.fullmatch(digest):
             raise ValueError(f"manifest input '{name}' has no SHA-256 hex digest: '{digest}'")
-    files = [
-        {"path": path, "sha256": sha256_file(root / path), "size": (root / path).stat().st_size}
-        for path in _content_paths(root)
-    ]
+    if contents is None:
+        files = [
+            {
+                "path": path,
+                "sha256": sha256_file(root / path),
+                "size": (root / path).stat().st_size,
+            }
+            for path in _content_paths(root)
+        ]
+    else:
+        files = [
+            {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+            for path, data in sorted(contents.items())
+            if path != MANIFEST_NAME and _BYTECODE_CACHE not in PurePosixPath(path).parts
+        ]
     document: dict[str, object] = {
         "chip": chip,
         "files": files,

@@ -76,6 +76,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
     get_attr,
 )
+from pypto_build.lowering.ir.memo import per_function
 from pypto_build.lowering.ir.names import (
     ArgDirection,
     CallAttr,
@@ -165,6 +166,7 @@ class KernelSlot:
     core_type: CoreType
 
 
+@per_function
 def kernel_slots(program: Program, orch: Function) -> tuple[KernelSlot, ...]:
     """The kernels ``orch`` submits, in order of first call, each on each of its core types:
     an entry's position is its func_id."""
@@ -178,9 +180,22 @@ def kernel_slots(program: Program, orch: Function) -> tuple[KernelSlot, ...]:
 
 def generate_orchestration(program: Program, orch: Function, chip: Chip) -> str:
     """The C++ source of CHIP orchestration ``orch`` of ``program`` for ``chip``."""
+    return _source_for_any_chip(program, orch).replace(_LAUNCH_METHOD, chip.launch_spec_method)
+
+
+#: Where the source names the chip's launch-spec method (``set_block_num``, ``set_core_num``):
+#: the only token of a generated orchestration that depends on the chip. It holds NUL
+#: characters, which no identifier, number or message of a generated source can.
+_LAUNCH_METHOD = "\0launch_spec_method\0"
+
+
+@per_function
+def _source_for_any_chip(program: Program, orch: Function) -> str:
+    """The source of ``orch`` with :data:`_LAUNCH_METHOD` for the chip's launch-spec method:
+    generated once per orchestration, whatever the number of chips a render targets."""
     if not orch.is_chip_orchestration:
         raise InternalError(f"{PHASE}: '{orch.name}' is not a CHIP orchestration")
-    return _Codegen(program, orch, chip).source()
+    return _Codegen(program, orch).source()
 
 
 # --- values ------------------------------------------------------------------------------------
@@ -255,11 +270,10 @@ class _Codegen(StmtCodegen):
     # Results reach the caller through the Out/InOut arguments: a return only ends the entry.
     RETURN = "return;"
 
-    def __init__(self, program: Program, orch: Function, chip: Chip) -> None:
+    def __init__(self, program: Program, orch: Function) -> None:
         # The body sits inside ``aicpu_orchestration_entry``.
         super().__init__(orch, depth=1)
         self.program = program
-        self.chip = chip
         self.func_ids: dict[str, dict[CoreType, int]] = {}
         for slot in kernel_slots(program, orch):
             self.func_ids.setdefault(slot.kernel.name, {})[slot.core_type] = slot.func_id
@@ -652,7 +666,7 @@ class _Codegen(StmtCodegen):
     def _launch_spec(self, call: Call, span: Span) -> Iterator[str]:
         core_num = get_attr(call.attrs, CallAttr.CORE_NUM)
         if core_num is not None:
-            yield f"{self.chip.launch_spec_method}({self._attr_scalar(core_num, span)})"
+            yield f"{_LAUNCH_METHOD}({self._attr_scalar(core_num, span)})"
         sync_start = get_attr(call.attrs, CallAttr.SYNC_START)
         if isinstance(sync_start, ConstBool | bool):
             if sync_start is True or (isinstance(sync_start, ConstBool) and sync_start.value):

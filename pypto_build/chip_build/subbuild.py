@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pypto_build.builtins import BuiltinPackage
-from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, header_closure
+from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, HeaderFiles, header_closure
 from pypto_build.builtins.manifest import KERNEL_TEMPLATE
 from pypto_build.chip_build.builtin_variants import (
     ChipBuiltinKernel,
@@ -52,7 +52,7 @@ from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
 from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES
 from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
 from pypto_build.chip_build.errors import RenderError
-from pypto_build.chip_build.fs import atomic_write_bytes
+from pypto_build.chip_build.fs import FILE_MODE
 from pypto_build.chip_build.host_orch_codegen import generate_host_orchestrator
 from pypto_build.chip_build.kernel_config import (
     ArgDirection,
@@ -69,6 +69,7 @@ from pypto_build.chip_build.orchestration_codegen import (
     kernel_slots,
 )
 from pypto_build.chip_build.publish import replacing, step
+from pypto_build.collector import pauses_collector
 from pypto_build.files import read_regular
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
@@ -191,18 +192,26 @@ def render_subbuilds(
     return RenderResult(Path(out_dir), trees)
 
 
+@pauses_collector
 def plan_trees(
     programs: Sequence[SourceProgram], chips: Sequence[str], source_root: Path
 ) -> tuple[ChipTree, ...]:
     """The tree of each of ``chips`` (:func:`plan_chip`), in memory."""
-    return tuple(plan_chip(programs, chip, source_root) for chip in _unique(chips))
+    reads = _Reads(source_root)
+    return tuple(plan_chip(programs, chip, source_root, reads) for chip in _unique(chips))
 
 
-def plan_chip(programs: Sequence[SourceProgram], chip: str, source_root: Path) -> ChipTree:
-    """The tree of ``chip``: every program's sub-builds, variants and HOST orchestrators."""
+def plan_chip(
+    programs: Sequence[SourceProgram],
+    chip: str,
+    source_root: Path,
+    reads: _Reads | None = None,
+) -> ChipTree:
+    """The tree of ``chip``: every program's sub-builds, variants and HOST orchestrators;
+    ``reads`` is shared by the trees of one render (each input read once)."""
     check_programs([source.program for source in programs])
     target = get_chip(chip)
-    plan = _Plan(source_root)
+    plan = _Plan(_Reads(source_root) if reads is None else reads)
     warnings: list[BuildWarning] = []
     for source in programs:
         plan.add_input(source.path)
@@ -224,11 +233,67 @@ def tree_warnings(trees: Sequence[ChipTree]) -> tuple[BuildWarning, ...]:
 # --- planning --------------------------------------------------------------------------------
 
 
-class _Plan:
-    """Files and inputs of one chip's tree, and which program claimed each output name."""
+class _Reads:
+    """The inputs one render reads, each once: the program files and external kernels (with
+    the key and hash the manifest records), our headers, and the templates' hashes.
+
+    Every sub-build copies the kernels it calls and the headers they include, and every chip
+    has its own tree of the same sub-builds: a model of many pipelines names the same few files
+    thousands of times. They are inputs of this one render, read as it starts using them."""
 
     def __init__(self, source_root: Path) -> None:
         self.source_root = source_root
+        self.headers = HeaderFiles()
+        self._files: dict[Path, tuple[bytes, str, str]] = {}
+        self._externals: dict[tuple[Path, str], Path] = {}
+        self._templates: dict[tuple[str, str], str] = {}
+        self._root: Path | None = None
+
+    def file(self, path: Path) -> tuple[bytes, str, str]:
+        """``path``'s bytes, its key in the manifest's inputs and its SHA-256."""
+        found = self._files.get(path)
+        if found is None:
+            data = read_regular(path)
+            found = self._files[path] = (data, self._input_key(path), _sha256(data))
+        return found
+
+    def external(self, program: Path, relative: str) -> Path:
+        """The path of kernel source ``relative`` of the program file ``program``."""
+        key = (program, relative)
+        path = self._externals.get(key)
+        if path is None:
+            path = self._externals[key] = program.parent / relative
+        return path
+
+    def template(self, handle: str, template: str, data: bytes) -> str:
+        """The SHA-256 of a builtin package's template (``data``, its bytes)."""
+        key = (handle, template)
+        digest = self._templates.get(key)
+        if digest is None:
+            digest = self._templates[key] = _sha256(data)
+        return digest
+
+    def _input_key(self, path: Path) -> str:
+        if self._root is None:
+            self._root = self.source_root.resolve()
+        try:
+            return path.resolve().relative_to(self._root).as_posix()
+        except ValueError:
+            raise RenderError(
+                f"{path} is not under the source root {self.source_root}: inputs are recorded "
+                "by their path relative to it"
+            ) from None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class _Plan:
+    """Files and inputs of one chip's tree, and which program claimed each output name."""
+
+    def __init__(self, reads: _Reads) -> None:
+        self.reads = reads
         self.files: dict[str, bytes] = {}
         self.inputs: dict[str, str] = {}
 
@@ -242,21 +307,13 @@ class _Plan:
 
     def add_input(self, path: Path) -> bytes:
         """Record input ``path`` (a program file or an external source); return its bytes."""
-        data = read_regular(path)
-        self.inputs[self._input_key(path)] = hashlib.sha256(data).hexdigest()
+        data, key, digest = self.reads.file(path)
+        self.inputs[key] = digest
         return data
 
     def add_template_input(self, handle: str, template: str, data: bytes) -> None:
-        self.inputs[f"{handle}/templates/{template}"] = hashlib.sha256(data).hexdigest()
-
-    def _input_key(self, path: Path) -> str:
-        try:
-            return path.resolve().relative_to(self.source_root.resolve()).as_posix()
-        except ValueError:
-            raise RenderError(
-                f"{path} is not under the source root {self.source_root}: inputs are recorded "
-                "by their path relative to it"
-            ) from None
+        digest = self.reads.template(handle, template, data)
+        self.inputs[f"{handle}/templates/{template}"] = digest
 
 
 def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
@@ -292,7 +349,7 @@ def _check_rail_identity(program: Program, chip: Chip) -> None:
 
 def _plan_variant(plan: _Plan, variant: HostVariant, chip: Chip) -> None:
     files = {path: text.encode() for path, text in variant.render(chip, RUNTIME).items()}
-    files.update(_travelling_headers(files))
+    files.update(_travelling_headers(files, plan.reads.headers))
     for path, data in sorted(files.items()):
         plan.add_shared(f"{NEXT_LEVELS}/{variant.name}/{path}", data)
     for spec in variant.package.templates:
@@ -319,7 +376,7 @@ def _chip_sub_build(
         else:
             files[path] = _external_kernel(plan, source, kernel)
     files[f"{ORCHESTRATION}/{orch.name}.cpp"] = generate_orchestration(program, orch, chip).encode()
-    headers = _travelling_headers(files)
+    headers = _travelling_headers(files, plan.reads.headers)
     files.update(headers)
     include_dirs = (SUBBUILD_INCLUDE_DIR,) if headers else ()
     entries = [
@@ -340,10 +397,10 @@ def _chip_sub_build(
     return dict(sorted(files.items()))
 
 
-def _travelling_headers(sources: Mapping[str, bytes]) -> dict[str, bytes]:
+def _travelling_headers(sources: Mapping[str, bytes], headers: HeaderFiles) -> dict[str, bytes]:
     """Our headers that ``sources`` (a sub-build's files by path) include, by their path inside
     the sub-build (``include/pypto_build/<name>``)."""
-    closure = header_closure(sources.values())
+    closure = header_closure(sources.values(), headers)
     return {f"{SUBBUILD_INCLUDE_DIR}/{name}": data for name, data in closure.items()}
 
 
@@ -358,7 +415,7 @@ def _external_kernel(plan: _Plan, source: SourceProgram, kernel: Function) -> by
     relative = external_source(kernel)
     if relative is None:
         raise InternalError(f"kernel '{kernel.name}' has no external source")
-    return plan.add_input(source.path.parent / relative)
+    return plan.add_input(plan.reads.external(source.path, relative))
 
 
 def _signature(func: Function) -> tuple[ArgDirection, ...]:
@@ -440,21 +497,53 @@ def check_output_folder(out_dir: Path) -> None:
         )
 
 
+@pauses_collector
 def write_trees(trees: Sequence[ChipTree], folder: Path) -> None:
-    """Write ``trees`` into ``folder/<chip>`` (a staging folder that is then published)."""
+    """Write ``trees`` into ``folder/<chip>`` (a staging folder that is then published).
+
+    The staging folder is this render's own until it is published whole, so each file is
+    written in place (no temporary sibling and rename, which is what makes a write atomic for
+    a folder others read), each folder is made once, and the manifest describes the files from
+    the bytes just written. Modes are set as :func:`fix_directory_modes` and
+    :data:`~.fs.FILE_MODE` say, whatever the umask.
+    """
+    made = {os.fspath(folder)}
     for tree in trees:
-        root = folder / tree.chip
+        root = os.path.join(folder, tree.chip)
         for path, data in tree.files.items():
-            atomic_write_bytes(root / path, data)
+            target = os.path.join(root, path)
+            _make_folders(os.path.dirname(target), made)
+            _write_new(target, data)
         write_manifest(
-            root,
+            Path(root),
             chip=tree.chip,
             toolchain=TOOLCHAIN,
             toolchain_version="",
             inputs=tree.inputs,
+            contents=tree.files,
         )
-    fix_directory_modes(folder)
+    Path(folder).chmod(_DIR_MODE)
     step("rendered")
+
+
+def _make_folders(directory: str, made: set[str]) -> None:
+    """Create ``directory`` and its missing parents; each gets :data:`_DIR_MODE`."""
+    if directory in made:
+        return
+    if not os.path.isdir(directory):
+        _make_folders(os.path.dirname(directory), made)
+        os.mkdir(directory)
+    os.chmod(directory, _DIR_MODE)
+    made.add(directory)
+
+
+def _write_new(path: str, data: bytes) -> None:
+    """Write ``data`` to the file ``path`` with :data:`~.fs.FILE_MODE`."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(path, flags, FILE_MODE)
+    with os.fdopen(descriptor, "wb") as stream:
+        os.fchmod(descriptor, FILE_MODE)
+        stream.write(data)
 
 
 def fix_directory_modes(root: Path) -> None:

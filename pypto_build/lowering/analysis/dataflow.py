@@ -49,9 +49,12 @@ from pypto_build.lowering.ir import (
     WhileStmt,
 )
 from pypto_build.lowering.ir.names import is_submit
-from pypto_build.lowering.ir.walk import child_exprs
+from pypto_build.lowering.ir.walk import call_extras, child_exprs
 
 L = TypeVar("L")
+
+#: What ``dict.get`` answers for a name no definition reaches (a value may be None).
+_UNBOUND = object()
 
 #: An abstract value: a leaf, or one value per element of a tuple-valued expression.
 Value: TypeAlias = Union[L, tuple["Value[L]", ...]]  # noqa: UP007 (a runtime generic alias)
@@ -59,9 +62,9 @@ Value: TypeAlias = Union[L, tuple["Value[L]", ...]]  # noqa: UP007 (a runtime ge
 
 def leaves(value: Value[L]) -> list[L]:
     """Every leaf of ``value``, in order."""
-    if isinstance(value, tuple):
-        return [leaf for item in value for leaf in leaves(item)]
-    return [value]
+    if type(value) is not tuple:
+        return [value]  # type: ignore[list-item]
+    return [leaf for item in value for leaf in leaves(item)]
 
 
 @dataclass
@@ -230,6 +233,15 @@ class ForwardAnalysis(ABC, Generic[L, S]):
 
     def eval(self, expr: Expr, state: S) -> Value[L]:
         """The value of ``expr``, running the hooks for the calls inside it."""
+        # Names and calls are most of what a body evaluates: they are told apart first.
+        kind = type(expr)
+        if kind is Var:
+            assert isinstance(expr, Var)
+            found = state.env.get(expr.name, _UNBOUND)
+            return self.unbound(expr) if found is _UNBOUND else found
+        if kind is Call:
+            assert isinstance(expr, Call)
+            return self._eval_call(expr, state)
         if isinstance(expr, Var):
             return state.env[expr.name] if expr.name in state.env else self.unbound(expr)
         if isinstance(expr, TupleGetItem):
@@ -246,8 +258,8 @@ class ForwardAnalysis(ABC, Generic[L, S]):
         return self.scalar(expr, state)
 
     def _eval_call(self, call: Call, state: S) -> Value[L]:
-        args = tuple(self.eval(arg, state) for arg in call.args)
-        for extra in child_exprs(call)[len(call.args) :]:
+        args = tuple([self.eval(arg, state) for arg in call.args])
+        for extra in call_extras(call):
             self.eval(extra, state)
         if not isinstance(call.op, GlobalVar):
             return self.op_call(call, args, state)

@@ -75,6 +75,8 @@ NOTHING: Roots = frozenset()
 
 def roots(origin: Origin) -> Roots:
     """Every root anywhere in ``origin``."""
+    if type(origin) is frozenset:
+        return origin
     return frozenset(root for leaf in leaves(origin) for root in leaf)
 
 

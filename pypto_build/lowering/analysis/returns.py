@@ -26,6 +26,7 @@ from pypto_build.lowering.ir import (
     Stmt,
     Var,
 )
+from pypto_build.lowering.ir.memo import per_node
 
 #: The parameters a name may still hold unchanged; None stands for any other value.
 _Held = frozenset[int | None]
@@ -82,8 +83,10 @@ class _ParamIdentity(ForwardAnalysis[_Held, FlowState[_Held]]):
         return frozenset({index})
 
 
+@per_node
 def returned_params(callee: Function) -> tuple[int | None, ...]:
-    """For each value ``callee`` returns, the index of the parameter it returns, or None."""
+    """For each value ``callee`` returns, the index of the parameter it returns, or None
+    (asked at every call of ``callee``, answered once per function: :mod:`~..ir.memo`)."""
     count = len(callee.return_types)
     if not callee.body.stmts:
         return _written_params(callee)

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import warnings
 
+from pypto_build.collector import pauses_collector
 from pypto_build.files import read_regular
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.frontend.program import parse_module
@@ -39,6 +40,7 @@ def parse_file(path: str | os.PathLike[str]) -> tuple[Program, ...]:
     return parse_source(source, filename)
 
 
+@pauses_collector
 def parse_source(source: str, filename: str) -> tuple[Program, ...]:
     """Every ``@pl.program`` class of ``source`` in source order; spans name ``filename``."""
     try:

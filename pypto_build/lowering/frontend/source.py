@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NoReturn
 
 from pypto_build.lowering.diagnostics import ProgramError, Span
@@ -27,7 +28,18 @@ class Source:
         return cls(filename, tuple(text.splitlines()))
 
     def span(self, node: Located) -> Span:
-        return Span(self.filename, node.lineno, self.column(node.lineno, node.col_offset))
+        line = node.lineno
+        column = node.col_offset
+        ascii_lines = self._ascii_lines
+        if not (0 < line <= len(ascii_lines) and ascii_lines[line - 1]):
+            column = self.column(line, column)
+        return Span(self.filename, line, column)
+
+    @cached_property
+    def _ascii_lines(self) -> tuple[bool, ...]:
+        """Whether each line is ASCII, where byte and character columns agree: every node of
+        a file gets a span, and most lines of most files need no conversion."""
+        return tuple(line.isascii() for line in self.lines)
 
     def column(self, line: int, byte_offset: int) -> int:
         """The character column of ``byte_offset`` in ``line`` (1-based): :mod:`ast` counts

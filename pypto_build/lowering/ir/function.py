@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
 from pypto_build.lowering.ir.exprs import Attrs, AttrValue, Var, get_attr
@@ -85,7 +86,16 @@ class Program:
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
     def function(self, name: str) -> Function | None:
+        """The function named ``name`` (the first, should a program under construction hold
+        two), or None."""
+        return self._by_name.get(name)
+
+    @cached_property
+    def _by_name(self) -> dict[str, Function]:
+        # Passes and backends look functions up once per call site: a scan of a program of
+        # many pipelines would make them quadratic. The program is immutable, so its index is
+        # built once (in its instance dict, outside the fields that equality compares).
+        index: dict[str, Function] = {}
         for func in self.functions:
-            if func.name == name:
-                return func
-        return None
+            index.setdefault(func.name, func)
+        return index

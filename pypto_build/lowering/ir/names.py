@@ -12,10 +12,10 @@ in its own terms). A test keeps the spellings out of every other module.
 from __future__ import annotations
 
 import enum
-from dataclasses import replace
 
 from pypto_build.lowering.ir.exprs import AttrValue, Call, Expr, get_attr, set_attr
 from pypto_build.lowering.ir.function import Function
+from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.types import ParamDirection
 
 
@@ -102,7 +102,7 @@ def arg_directions(call: Call) -> tuple[ArgDirection, ...] | None:
 
 def with_arg_directions(call: Call, directions: tuple[ArgDirection, ...]) -> Call:
     """``call`` with its ``arg_directions`` set."""
-    return replace(call, attrs=set_attr(call.attrs, CallAttr.ARG_DIRECTIONS, directions))
+    return replaced(call, attrs=set_attr(call.attrs, CallAttr.ARG_DIRECTIONS, directions))
 
 
 def device(call: Call) -> Expr | None:

@@ -9,16 +9,22 @@ depending on the passes that transform it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from pypto_build.lowering.ir.exprs import (
     AttrValue,
     BinaryOp,
     Call,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
     Expr,
     MakeTuple,
     TupleGetItem,
     UnaryOp,
+    Var,
 )
+from pypto_build.lowering.ir.memo import per_node
 from pypto_build.lowering.ir.stmts import (
     AssignStmt,
     CommDomainScopeStmt,
@@ -34,9 +40,14 @@ from pypto_build.lowering.ir.stmts import (
 
 def child_exprs(expr: Expr) -> tuple[Expr, ...]:
     """Direct sub-expressions of ``expr`` in evaluation order (call attrs included)."""
+    kind = type(expr)
+    if kind is Call:
+        assert isinstance(expr, Call)
+        return _call_children(expr)
+    if kind in _LEAVES:
+        return ()
     if isinstance(expr, Call):
-        extras = tuple(_attr_exprs(v) for _, v in (*expr.kwargs, *expr.attrs))
-        return (*expr.args, *(e for group in extras for e in group))
+        return _call_children(expr)
     if isinstance(expr, BinaryOp):
         return (expr.lhs, expr.rhs)
     if isinstance(expr, UnaryOp):
@@ -48,12 +59,36 @@ def child_exprs(expr: Expr) -> tuple[Expr, ...]:
     return ()
 
 
-def _attr_exprs(value: AttrValue) -> tuple[Expr, ...]:
+#: Expressions without sub-expressions: every walk reaches them, so they are told apart first.
+_LEAVES = frozenset({Var, ConstInt, ConstFloat, ConstBool})
+
+
+def _call_children(call: Call) -> tuple[Expr, ...]:
+    """A call's operands, then the expressions inside its keyword operands and attrs."""
+    extras = call_extras(call)
+    return (*call.args, *extras) if extras else call.args
+
+
+def call_extras(call: Call) -> list[Expr]:
+    """The expressions inside a call's keyword operands and attrs (a ``device=r``), in order:
+    what :func:`child_exprs` gives after the operands. Most attrs are literals (task ids,
+    dependencies, directions), passed over without building anything."""
+    extras: list[Expr] = []
+    if call.kwargs or call.attrs:
+        for _, value in call.kwargs:
+            _attr_exprs_into(value, extras)
+        for _, value in call.attrs:
+            _attr_exprs_into(value, extras)
+    return extras
+
+
+def _attr_exprs_into(value: AttrValue, found: list[Expr]) -> None:
     if isinstance(value, Expr):
-        return (value,)
-    if isinstance(value, tuple):
-        return tuple(e for item in value for e in _attr_exprs(item))
-    return ()
+        found.append(value)
+    elif isinstance(value, tuple):
+        for item in value:
+            if isinstance(item, Expr | tuple):
+                _attr_exprs_into(item, found)
 
 
 def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
@@ -85,33 +120,68 @@ def child_bodies(stmt: Stmt) -> tuple[SeqStmts, ...]:
 def walk_exprs(node: Stmt | Expr) -> Iterator[Expr]:
     """Every expression under ``node``, each after its sub-expressions (evaluation order),
     statements in program order."""
-    if isinstance(node, Expr):
-        for child in child_exprs(node):
-            yield from walk_exprs(child)
-        yield node
-        return
-    if isinstance(node, SeqStmts):
-        for stmt in node.stmts:
-            yield from walk_exprs(stmt)
-        return
-    for expr in stmt_exprs(node):
-        yield from walk_exprs(expr)
-    for body in child_bodies(node):
-        yield from walk_exprs(body)
+    found: list[Expr] = []
+    _exprs_into(node, found, calls_only=False)
+    return iter(found)
 
 
 def walk_calls(node: Stmt | Expr) -> Iterator[Call]:
     """Every call under ``node`` in evaluation order."""
-    return (e for e in walk_exprs(node) if isinstance(e, Call))
+    if type(node) is SeqStmts:
+        return iter(_body_calls(node))
+    found: list[Call] = []
+    _exprs_into(node, found, calls_only=True)
+    return iter(found)
+
+
+@per_node
+def _body_calls(body: SeqStmts) -> tuple[Call, ...]:
+    """The calls of a function body, which the passes, the checks and each chip's render all
+    ask for: found once per body (:mod:`.memo`)."""
+    found: list[Call] = []
+    _exprs_into(body, found, calls_only=True)
+    return tuple(found)
+
+
+def _exprs_into(node: Stmt | Expr, found: list[Any], *, calls_only: bool) -> None:
+    """Append the expressions (or only the calls) under ``node`` to ``found``, in the order
+    :func:`walk_exprs` gives them. Every pass, analysis and backend walks whole bodies, many
+    times over for a large program, so this is a plain recursion filling one list rather than
+    nested generators, which cost a frame switch per node and level."""
+    if isinstance(node, Expr):
+        kind = type(node)
+        if kind not in _LEAVES:
+            for child in child_exprs(node):
+                _exprs_into(child, found, calls_only=calls_only)
+            if kind is Call or (calls_only and isinstance(node, Call)):
+                found.append(node)
+                return
+        if not calls_only:
+            found.append(node)
+        return
+    if type(node) is SeqStmts:
+        for stmt in node.stmts:
+            _exprs_into(stmt, found, calls_only=calls_only)
+        return
+    for expr in stmt_exprs(node):
+        _exprs_into(expr, found, calls_only=calls_only)
+    for body in child_bodies(node):
+        _exprs_into(body, found, calls_only=calls_only)
 
 
 def walk_stmts(node: Stmt) -> Iterator[Stmt]:
     """``node`` and every statement nested in it, pre-order (``SeqStmts`` containers omitted)."""
-    if not isinstance(node, SeqStmts):
-        yield node
+    found: list[Stmt] = []
+    _stmts_into(node, found)
+    return iter(found)
+
+
+def _stmts_into(node: Stmt, found: list[Stmt]) -> None:
+    if type(node) is not SeqStmts:
+        found.append(node)
     for body in child_bodies(node):
         for stmt in body.stmts:
-            yield from walk_stmts(stmt)
+            _stmts_into(stmt, found)
 
 
 def defined_names(stmt: Stmt) -> frozenset[str]:

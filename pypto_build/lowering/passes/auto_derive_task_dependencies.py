@@ -52,6 +52,7 @@ from pypto_build.lowering.ir import (
     set_attr,
 )
 from pypto_build.lowering.ir.names import ArgDirection, CallAttr, Op, arg_directions
+from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
@@ -187,4 +188,4 @@ class _Annotate(Mutator):
             return rebuilt
         attrs = set_attr(rebuilt.attrs, CallAttr.TASK_ID, task)
         attrs = set_attr(attrs, CallAttr.DEPS, self._deps[key])
-        return dataclasses.replace(rebuilt, attrs=attrs)
+        return replaced(rebuilt, attrs=attrs)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pypto_build.collector import collector_paused
 from pypto_build.lowering.ir import Program
 
 
@@ -80,10 +81,11 @@ class PassManager:
         established: frozenset[Property] = frozenset(),
     ) -> Program:
         self.check_order(established)
-        for p in self.passes:
-            program = p.apply(program)
-            for instrument in instruments:
-                instrument(p, program)
+        with collector_paused():  # a large program's passes build millions of acyclic nodes
+            for p in self.passes:
+                program = p.apply(program)
+                for instrument in instruments:
+                    instrument(p, program)
         return program
 
     def names(self) -> tuple[str, ...]:

@@ -64,7 +64,13 @@ from pypto_build.lowering.ir import (
     Var,
 )
 from pypto_build.lowering.ir.names import Op, is_submit
-from pypto_build.lowering.ir.walk import child_bodies, defined_names, walk_exprs, walk_stmts
+from pypto_build.lowering.ir.walk import (
+    child_bodies,
+    defined_names,
+    walk_calls,
+    walk_exprs,
+    walk_stmts,
+)
 from pypto_build.lowering.ops import make_call
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
@@ -85,6 +91,9 @@ class FuseCreateAssembleToSlice(Pass):
 
 def _fuse_function(program: Program, func: Function) -> Function:
     """Apply one fusion at a time (each changes the storage the next one reasons about)."""
+    ops = {call.op for call in walk_calls(func.body)}
+    if Op.TENSOR_CREATE not in ops or Op.TENSOR_ASSEMBLE not in ops:
+        return func  # no pair to fuse: not worth a provenance analysis of the body
     while True:
         fusion = _find_fusion(program, func)
         if fusion is None:

@@ -68,6 +68,7 @@ from pypto_build.lowering.ir import (
     Var,
 )
 from pypto_build.lowering.ir.names import Kwarg, kwarg
+from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.ops import is_managed_collective
 from pypto_build.lowering.passes.base import Pass, Property
@@ -144,11 +145,11 @@ class _FunctionLowering(Mutator):
     def visit_assign(self, stmt: AssignStmt) -> StmtResult:
         # The call keeps the target's type, so the assigned name is rebound unchanged.
         value = self._value(stmt.value)
-        return stmt if value is stmt.value else replace(stmt, value=value)
+        return stmt if value is stmt.value else replaced(stmt, value=value)
 
     def visit_eval(self, stmt: EvalStmt) -> StmtResult:
         expr = self._value(stmt.expr)
-        return stmt if expr is stmt.expr else replace(stmt, expr=expr)
+        return stmt if expr is stmt.expr else replaced(stmt, expr=expr)
 
     def visit_return(self, stmt: ReturnStmt) -> StmtResult:
         values = tuple(self._value(value) for value in stmt.values)

@@ -51,6 +51,7 @@ from pypto_build.lowering.ir import (
     Var,
 )
 from pypto_build.lowering.ir.names import Op, arg_directions, with_arg_directions
+from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import defined_names, walk_calls
 from pypto_build.lowering.ops import make_call
 from pypto_build.lowering.ops.signature import expr_span
@@ -176,7 +177,7 @@ class _CtxResolver(ProvenanceWalker[ProvenanceState]):
         (root,) = found if len(found) == 1 else (None,)
         ctx = self._own_ctx.get(root.name) if root is not None and root.is_param else None
         if ctx is not None:
-            return dataclasses.replace(ctx, span=span)
+            return replaced(ctx, span=span)
         param = callee.params[index].var.name
         raise ProgramError(
             f"cannot tell which communication context to pass for DistributedTensor parameter "
@@ -199,7 +200,7 @@ class _AppendCtxArgs(Mutator):
             return rebuilt
         ctx, params = found
         directions = arg_directions(rebuilt)
-        extended = dataclasses.replace(rebuilt, args=(*rebuilt.args, *ctx))
+        extended = replaced(rebuilt, args=(*rebuilt.args, *ctx))
         if directions is None:
             return extended
         added = tuple(arg_direction(p) for p in params)

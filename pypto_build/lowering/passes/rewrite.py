@@ -12,7 +12,7 @@ keeps passes cheap and lets tests and callers detect a no-op without a structura
 
 from __future__ import annotations
 
-import dataclasses
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -37,6 +37,7 @@ from pypto_build.lowering.ir import (
     Var,
     WhileStmt,
 )
+from pypto_build.lowering.ir.rebuild import replaced
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -49,13 +50,15 @@ _Node = TypeVar("_Node", bound="DataclassInstance")
 
 def _replace(node: _Node, **changes: object) -> _Node:
     """``dataclasses.replace`` only when some field really changed (identity otherwise)."""
-    if all(getattr(node, name) is value for name, value in changes.items()):
-        return node
-    return dataclasses.replace(node, **changes)
+    fields = node.__dict__
+    for name, value in changes.items():
+        if fields[name] is not value:
+            return replaced(node, **changes)
+    return node
 
 
 def _same_items(old: Sequence[object], new: Sequence[object]) -> bool:
-    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+    return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
 class Mutator:
@@ -123,7 +126,7 @@ class Mutator:
         return var
 
     def visit_call(self, call: Call) -> Expr:
-        args = tuple(self.expr(a) for a in call.args)
+        args = tuple([self.expr(a) for a in call.args])
         kwargs = self._attrs(call.kwargs)
         attrs = self._attrs(call.attrs)
         return _replace(
@@ -187,10 +190,16 @@ class Mutator:
     # -- internals ------------------------------------------------------------------------
 
     def _attrs(self, attrs: tuple[tuple[str, AttrValue], ...]) -> tuple[tuple[str, AttrValue], ...]:
-        mapped = tuple((key, self.attr_value(value)) for key, value in attrs)
-        if all(new is old for (_, new), (_, old) in zip(mapped, attrs, strict=True)):
-            return attrs
-        return mapped
+        mapped = None
+        for index, (key, value) in enumerate(attrs):
+            if not isinstance(value, Expr | tuple):
+                continue  # a literal (a task id, a dtype): nothing to map
+            new = self.attr_value(value)
+            if new is not value:
+                if mapped is None:
+                    mapped = list(attrs)
+                mapped[index] = (key, new)
+        return attrs if mapped is None else tuple(mapped)
 
     def _dispatch_stmt(self, stmt: Stmt) -> StmtResult:
         if isinstance(stmt, AssignStmt):
