@@ -18,7 +18,7 @@ package manifest — so ``check-render`` comparing the two renders checks that t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -198,24 +198,36 @@ def host_variants(program: Program) -> tuple[HostVariant, ...]:
     return tuple(found.values())
 
 
+def _signal_rows(package: BuiltinPackage, types: Sequence[object]) -> list[int]:
+    """The leading dimension (NR) of the signal operand among ``types``, if ``package`` has one."""
+    return [
+        ty.shape[0]
+        for operand, ty in zip(package.operands, types, strict=False)
+        if operand.role == SIGNAL and isinstance(ty, TensorType) and ty.shape
+    ]
+
+
+def kernel_ranks(func: Function) -> tuple[int, ...]:
+    """The rank count CHIP-rail builtin kernel ``func`` is sized for: its signal's rows (none
+    for any other function, or a builtin without a signal)."""
+    builtin = chip_builtin_kernel(func)
+    if builtin is None:
+        return ()
+    return tuple(_signal_rows(builtin.package, [param.var.type for param in func.params]))
+
+
 def collective_ranks(program: Program) -> tuple[int, ...]:
     """The rank counts the collectives of ``program`` are sized for, on either rail: the leading
     dimension (NR) of each one's signal operand, in order of appearance."""
     ranks: list[int] = []
-
-    def signal_rows(package: BuiltinPackage, types: tuple[object, ...]) -> None:
-        for operand, ty in zip(package.operands, types, strict=False):
-            if operand.role == SIGNAL and isinstance(ty, TensorType) and ty.shape:
-                ranks.append(ty.shape[0])
-
     for func in program.functions:
-        builtin = chip_builtin_kernel(func)
-        if builtin is not None:
-            signal_rows(builtin.package, tuple(param.var.type for param in func.params))
+        ranks += kernel_ranks(func)
         if func.is_host_orchestrator:
             for call in walk_calls(func.body):
                 if is_builtin_dispatch(call):
-                    signal_rows(host_variant(call).package, tuple(arg.type for arg in call.args))
+                    ranks += _signal_rows(
+                        host_variant(call).package, [arg.type for arg in call.args]
+                    )
     return tuple(ranks)
 
 

@@ -84,6 +84,7 @@ def prepare(
     """Check a run of ``program`` on ``ranks`` ranks with ``inputs`` and bind its arguments
     (see the module); raises :class:`RankCountError` or :class:`InputError` before anything
     runs."""
+    _check_rank_count(program, ranks)
     arguments: tuple[BoundArguments, ...]
     if isinstance(program, HostOrchestrator):
         arguments = (bind_arguments(program.name, program.parameters, inputs),)
@@ -97,6 +98,26 @@ def prepare(
             {param.name for param in params if param.kind == "window"},
         )
     return Launch(build, program, ranks, timeouts, arguments)
+
+
+def _check_rank_count(program: HostOrchestrator | SubBuild, ranks: int) -> None:
+    """Refuse ``ranks`` other than those ``program`` was sized for: a HOST orchestrator's
+    devices (``distributed_meta.json``, what PyPTO's runtime runs it on, which pypto-build sizes
+    by its collectives' NR), a chip orchestration's collectives' NR (``kernel_config.py``).
+    Windows sized for NR ranks on another rank count would have kernels place rows at the wrong
+    offsets, or skip ranks, without an error."""
+    if isinstance(program, HostOrchestrator):
+        sized_for, where = program.world_size, "distributed_meta.json lists its devices"
+    elif program.ranks is not None:
+        sized_for, where = program.ranks, "kernel_config.py: its collectives' NR"
+    else:
+        return
+    if ranks != sized_for:
+        raise RankCountError(
+            f"{program.name} was built for {sized_for} ranks ({where}); it cannot run on "
+            f"{ranks}: its windows are sized for {sized_for} (run it on {sized_for} ranks, or "
+            "build the program for the rank count you need)"
+        )
 
 
 def execute(launch: Launch, listener: DispatchListener | None = None) -> SimResult:
