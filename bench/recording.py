@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -113,3 +114,11 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     print("  ".join("-" * width for width in widths))
     for row in rows:
         print(line(row))
+
+
+class BenchmarkFailure(SystemExit):
+    """A measured run did not behave as the code promises: its numbers would be meaningless,
+    so the script stops, naming itself and what went wrong."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{Path(sys.argv[0]).stem}: FAILED: {message}")
