@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from recording import (
     REPO_ROOT,
+    BenchmarkFailure,
     JsonValue,
     load_average,
     machine,
@@ -130,8 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in SCENARIOS:
                 wall, result = _timed(scenarios[name])
                 if _fingerprint(result) != expected:
-                    print(f"bench_sim_isolation: FAILED: {name} changed the result")
-                    return 1
+                    raise BenchmarkFailure(f"{name} changed the result")
                 seconds[name].append(wall)
     medians = {name: statistics.median(seconds[name]) for name in SCENARIOS}
     overhead_ms = {

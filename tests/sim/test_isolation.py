@@ -124,6 +124,7 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
+@pytest.mark.slow
 def test_a_kernel_spinning_forever_times_out_and_burns_no_cpu_afterwards(build: Path) -> None:
     with pytest.raises(sim.SimulationError) as failed:
         sim.run(build, ranks=NR, inputs=modes(SPIN), timeout=0.1)
