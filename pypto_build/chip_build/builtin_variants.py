@@ -32,6 +32,7 @@ from pypto_build.lowering.builtin_ops import (
     builtin_op,
     parse_template_vars,
 )
+from pypto_build.lowering.contracts.registry import contract_of
 from pypto_build.lowering.diagnostics import InternalError, Span
 from pypto_build.lowering.ir import Call, DataType, Function, Program, TensorType
 from pypto_build.lowering.ir.names import Kwarg, kwarg, template_dir, template_vars
@@ -208,12 +209,15 @@ def _signal_rows(package: BuiltinPackage, types: Sequence[object]) -> list[int]:
 
 
 def kernel_ranks(func: Function) -> tuple[int, ...]:
-    """The rank count CHIP-rail builtin kernel ``func`` is sized for: its signal's rows (none
-    for any other function, or a builtin without a signal)."""
+    """The rank count CHIP-rail builtin kernel ``func`` is sized for, as its package's op
+    contract reads it (a collective's signal rows, the MC2 operator's ep * tp); none for any
+    other function."""
     builtin = chip_builtin_kernel(func)
-    if builtin is None:
+    found = None if builtin is None else builtin_op(builtin.package.public_op)
+    if found is None:
         return ()
-    return tuple(_signal_rows(builtin.package, [param.var.type for param in func.params]))
+    ranks = contract_of(found).ranks(found, func)
+    return () if ranks is None else (ranks,)
 
 
 def collective_ranks(program: Program) -> tuple[int, ...]:

@@ -39,7 +39,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "e6dc6cb3e39cf0e86cf300182eb94bfb1b3ee7f59149b733a9b639773a557d03",
+        "a3": "91e10764f675132b29810177c66bc9b9609b5f208550dac52718109540c4f270",
     },
     (
         "tests/programs/chip_pipeline.py",

@@ -6,16 +6,21 @@ distributed_meta.json lists, a chip orchestration for its collectives' NR (kerne
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 from _support.console import run_cli
+from _support.rendered import PROGRAMS_DIR
 from _support.sim_programs import BuildProgram, Misbehave, Pipeline
 
 from pypto_build import sim
 from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
 
 NR = 4
+#: ep * tp of tests/programs/mc2_layer.py.
+MC2_RANKS = 8
 
 
 @pytest.mark.parametrize(
@@ -68,3 +73,13 @@ def test_a_chip_orchestration_without_collectives_runs_on_any_rank_count(
     build = build_program(Misbehave(2))
     result = sim.run(build, ranks=3, inputs={"mode": np.zeros(1, dtype=np.int32)})
     assert result["out"].tolist() == [[1], [1], [1]]
+
+
+def test_the_tree_records_the_mc2_operator_s_rank_count(tmp_path: Path) -> None:
+    """The fused operator is sized for ep * tp ranks (its op contract reads them from the
+    kernel's variant), so a run on another count is refused like a collective's."""
+    program = PROGRAMS_DIR / "mc2_layer.py"
+    render_subbuilds(lower_file(program, ("a3",)), ("a3",), tmp_path, source_root=PROGRAMS_DIR)
+    (config_path,) = sorted((tmp_path / "a3" / "next_levels").glob("*/kernel_config.py"))
+    config = read_kernel_config(config_path)
+    assert config.orchestration is not None and config.orchestration.ranks == MC2_RANKS
