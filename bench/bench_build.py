@@ -41,6 +41,7 @@ from typing import Any
 from by_hand import by_hand_script
 from recording import (
     REPO_ROOT,
+    BenchmarkFailure,
     JsonValue,
     load_average,
     machine,
@@ -173,13 +174,6 @@ def _worker(spec_text: str) -> int:
 
 
 # --- parent side: scenarios, expectations, results ----------------------------------------------
-
-
-class BenchmarkFailure(SystemExit):
-    """A build did not behave as the cache promises; the numbers would be meaningless."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"bench_build: FAILED: {message}")
 
 
 @dataclass(frozen=True)

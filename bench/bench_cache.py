@@ -34,6 +34,7 @@ from pathlib import Path
 
 from programs import write_wide
 from recording import (
+    BenchmarkFailure,
     JsonValue,
     Target,
     load_average,
@@ -64,7 +65,7 @@ def _warm_build(pristine: Path, work: Path, toolchain: SimToolchain, cache: Comp
     report = compile_tree(work / CHIP, CHIP, toolchain, jobs=1, cache=cache, progress=None)
     wall = time.perf_counter() - start
     if report.compiled:
-        raise SystemExit(f"bench_cache: the warm build compiled {report.compiled} sources")
+        raise BenchmarkFailure(f"the warm build compiled {report.compiled} sources")
     shutil.rmtree(work)
     return wall / len(report.results)
 
@@ -98,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         first = compile_tree(cold / CHIP, CHIP, toolchain, jobs=2, cache=cache, progress=None)
         artifacts = sorted((root / "cache").rglob("artifact"))
         if len(artifacts) != len(first.results):
-            raise SystemExit(f"bench_cache: {len(artifacts)} entries for {len(first.results)}")
+            raise BenchmarkFailure(f"{len(artifacts)} entries for {len(first.results)}")
         hits: list[float] = []
         copies: list[float] = []
         for index in range(args.repeat):

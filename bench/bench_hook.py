@@ -31,6 +31,7 @@ from pathlib import Path
 
 from recording import (
     REPO_ROOT,
+    BenchmarkFailure,
     JsonValue,
     Target,
     load_average,
@@ -56,7 +57,7 @@ def _copy(destination: Path, *, hook: bool) -> Path:
         pyproject = destination / "pyproject.toml"
         text = pyproject.read_text(encoding="utf-8")
         if HOOK_TABLE not in text:
-            raise SystemExit(f"bench_hook: {SAMPLE}/pyproject.toml has no {HOOK_TABLE}")
+            raise BenchmarkFailure(f"{SAMPLE}/pyproject.toml has no {HOOK_TABLE}")
         pyproject.write_text(text.replace(HOOK_TABLE, ""), encoding="utf-8")
     return destination
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from recording import (
     REPO_ROOT,
+    BenchmarkFailure,
     JsonValue,
     load_average,
     machine,
@@ -59,13 +60,6 @@ from _support.loopback import Nginx, nginx
 PROJECT = REPO_ROOT / "samples" / "moe_a2a"
 JOBS = 2
 SCENARIOS = ("cold", "cold_uploading", "remote_served", "local_hit")
-
-
-class BenchmarkFailure(SystemExit):
-    """A build did not behave as the cache promises; the numbers would be meaningless."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"bench_remote_cache: FAILED: {message}")
 
 
 @dataclass(frozen=True)

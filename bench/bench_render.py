@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 import jinja2
 from recording import (
     REPO_ROOT,
+    BenchmarkFailure,
     JsonValue,
     Target,
     load_average,
@@ -70,7 +71,7 @@ def _subjects() -> dict[str, Callable[[], object]]:
     template = environment.from_string(kernel.package.template(KERNEL_TEMPLATE).decode())
     variables = kernel_variables(kernel.package, kernel.variant_vars)
     if template.render(variables) != kernel.render():
-        raise SystemExit("bench_render: the anchor does not render the CHIP kernel")
+        raise BenchmarkFailure("the anchor does not render the CHIP kernel")
     return {
         "Jinja2 render of the compiled kernel template": lambda: template.render(variables),
         "CHIP-rail kernel (ChipBuiltinKernel.render)": kernel.render,

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from recording import (
+    BenchmarkFailure,
     JsonValue,
     Target,
     load_average,
@@ -76,7 +77,7 @@ def _console_script() -> Path:
     """The ``pypto-build`` script installed beside this interpreter."""
     script = Path(sys.executable).parent / "pypto-build"
     if not script.is_file():
-        raise SystemExit(f"bench_startup: no console script at {script}; install pypto-build")
+        raise BenchmarkFailure(f"no console script at {script}; install pypto-build")
     return script
 
 

@@ -119,6 +119,14 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
         print(line(row))
 
 
+class BenchmarkFailure(SystemExit):
+    """A measured run did not behave as the code promises: its numbers would be meaningless,
+    so the script stops, naming itself and what went wrong."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{Path(sys.argv[0]).stem}: FAILED: {message}")
+
+
 # --- targets ---------------------------------------------------------------------------------
 
 
@@ -190,7 +198,7 @@ def run_worker(
     argv = [sys.executable, str(script), "--worker", json.dumps(spec)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
-        raise SystemExit(f"{script.name}: worker {spec} exited {done.returncode}:\n{done.stderr}")
+        raise BenchmarkFailure(f"worker {spec} exited {done.returncode}:\n{done.stderr}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 

@@ -29,7 +29,15 @@ with the rank axis. Inputs are checked before anything runs (:class:`InputError`
 ``ValueError``). A failed run raises :class:`SimulationError` with each failed rank's error code
 and message, and its ``result``: the tensors and windows as the failure left them. A tree that
 differs from its ``manifest.json`` (a file changed, removed or added since the build) is not
-opened: :class:`BuildTreeError` names each file.
+opened: :class:`BuildTreeError` names each file. A rank count other than the one the program's
+windows were sized for is refused before anything runs (:class:`RankCountError`, a
+``ValueError``).
+
+The ranks run in a worker process, so a kernel that segfaults, aborts, throws or calls ``exit``
+fails the run instead of ending the caller's process: the :class:`SimulationError` names the
+rank, the sub-build, the kernel and block, and the signal, exception or exit status
+(:data:`KERNEL_CRASHED`), and threads a timed-out run abandoned end with their worker. Results are
+the same as those of a run in the caller's process (``isolate=False``, for a debugger).
 """
 
 from __future__ import annotations
@@ -56,8 +64,9 @@ from pypto_build.chip_build.sim.errors import (
     SimulationError,
     error_name,
 )
+from pypto_build.chip_build.sim.isolation import run_isolated
 from pypto_build.chip_build.sim.l3 import DomainSnapshot
-from pypto_build.chip_build.sim.launch import run_chip, run_host
+from pypto_build.chip_build.sim.launch import RankCountError, execute, prepare
 from pypto_build.chip_build.sim.program import (
     BuildTreeError,
     ChipBuild,
@@ -66,10 +75,11 @@ from pypto_build.chip_build.sim.program import (
     open_chip_build,
 )
 from pypto_build.chip_build.sim.result import SimResult
-from pypto_build.chip_build.sim.runtime import RUN_REFUSED
+from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED
 from pypto_build.chip_build.sim.world import TIMEOUT_ENV, Timeouts
 
 __all__ = [
+    "KERNEL_CRASHED",
     "RUN_REFUSED",
     "SIMPLER_ERROR_INVALID_ARGS",
     "SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID",
@@ -82,6 +92,7 @@ __all__ = [
     "InputError",
     "Parameter",
     "ProgramKind",
+    "RankCountError",
     "RankError",
     "SimProgram",
     "SimResult",
@@ -145,17 +156,19 @@ class SimProgram:
         *,
         ranks: int,
         timeout: float | None = None,
+        isolate: bool = True,
     ) -> SimResult:
         """Run on ``ranks`` simulated ranks. ``inputs`` gives the parameters by name, ``Out``
         tensors and windows optional (see the module; arrays are copied, never modified);
         ``timeout`` is the seconds one kernel wait may take (default
-        ``$PYPTO_SIM_TIMEOUT_S``, else 10)."""
+        ``$PYPTO_SIM_TIMEOUT_S``, else 10). ``isolate=False`` runs the ranks in this process,
+        where a debugger or profiler attached to it sees the kernels, and where a crashing
+        kernel ends it."""
         if not 1 <= ranks <= MAX_RANKS:
             raise ValueError(f"ranks must be in [1, {MAX_RANKS}], got {ranks}")
         timeouts = Timeouts.from_environment() if timeout is None else Timeouts(timeout)
-        if isinstance(self.program, HostOrchestrator):
-            return run_host(self.build, self.program, inputs, ranks, timeouts)
-        return run_chip(self.build, self.program, inputs, ranks, timeouts)
+        launch = prepare(self.build, self.program, inputs, ranks, timeouts)
+        return run_isolated(launch) if isolate else execute(launch)
 
 
 def run(
@@ -166,9 +179,10 @@ def run(
     chip: str | None = None,
     program: str | None = None,
     timeout: float | None = None,
+    isolate: bool = True,
 ) -> SimResult:
     """Run program ``program`` of ``build_dir`` for ``chip`` on ``ranks`` simulated ranks (see
     :class:`SimProgram`)."""
     return SimProgram.open(build_dir, chip=chip, program=program).run(
-        inputs, ranks=ranks, timeout=timeout
+        inputs, ranks=ranks, timeout=timeout, isolate=isolate
     )

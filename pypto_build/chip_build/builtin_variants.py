@@ -18,7 +18,7 @@ package manifest — so ``check-render`` comparing the two renders checks that t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,6 +33,7 @@ from pypto_build.lowering.builtin_ops import (
     builtin_op,
     parse_template_vars,
 )
+from pypto_build.lowering.contracts.registry import contract_of
 from pypto_build.lowering.diagnostics import InternalError, Span
 from pypto_build.lowering.ir import Call, DataType, Function, Program, TensorType
 from pypto_build.lowering.ir.names import Kwarg, kwarg, template_dir, template_vars
@@ -202,24 +203,39 @@ def host_variants(program: Program) -> tuple[HostVariant, ...]:
     return tuple(found.values())
 
 
+def _signal_rows(package: BuiltinPackage, types: Sequence[object]) -> list[int]:
+    """The leading dimension (NR) of the signal operand among ``types``, if ``package`` has one."""
+    return [
+        ty.shape[0]
+        for operand, ty in zip(package.operands, types, strict=False)
+        if operand.role == SIGNAL and isinstance(ty, TensorType) and ty.shape
+    ]
+
+
+def kernel_ranks(func: Function) -> tuple[int, ...]:
+    """The rank count CHIP-rail builtin kernel ``func`` is sized for, as its package's op
+    contract reads it (a collective's signal rows, the MC2 operator's ep * tp); none for any
+    other function."""
+    builtin = chip_builtin_kernel(func)
+    found = None if builtin is None else builtin_op(builtin.package.public_op)
+    if found is None:
+        return ()
+    ranks = contract_of(found).ranks(found, func)
+    return () if ranks is None else (ranks,)
+
+
 def collective_ranks(program: Program) -> tuple[int, ...]:
     """The rank counts the collectives of ``program`` are sized for, on either rail: the leading
     dimension (NR) of each one's signal operand, in order of appearance."""
     ranks: list[int] = []
-
-    def signal_rows(package: BuiltinPackage, types: tuple[object, ...]) -> None:
-        for operand, ty in zip(package.operands, types, strict=False):
-            if operand.role == SIGNAL and isinstance(ty, TensorType) and ty.shape:
-                ranks.append(ty.shape[0])
-
     for func in program.functions:
-        builtin = chip_builtin_kernel(func)
-        if builtin is not None:
-            signal_rows(builtin.package, tuple(param.var.type for param in func.params))
+        ranks += kernel_ranks(func)
         if func.is_host_orchestrator:
             for call in walk_calls(func.body):
                 if is_builtin_dispatch(call):
-                    signal_rows(host_variant(call).package, tuple(arg.type for arg in call.args))
+                    ranks += _signal_rows(
+                        host_variant(call).package, [arg.type for arg in call.args]
+                    )
     return tuple(ranks)
 
 

@@ -14,7 +14,9 @@ so what a variant is built for can be read off the tree; and the orchestration's
 (:class:`OrchestrationParam`), every parameter in argument order with its shape, element type
 and whether it is a window, which a signature of directions cannot say and a run of the
 orchestration without a HOST orchestrator needs (``pypto-build run --program``) to allocate its
-windows and check its inputs.
+windows and check its inputs; and the orchestration's ``ranks``, the rank count its collectives'
+windows were sized for (their signal's rows, NR), present only when it runs a collective, so
+such a run on another rank count is refused before anything runs.
 
 Every kernel, including a hand-written external one, is listed by its path inside the sub-build
 (``kernels/<core type>/<name>.cpp``), never by an absolute path: external sources are copied in.
@@ -44,6 +46,7 @@ from pypto_build.chip_build.distributed_meta import (
 )
 from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.lowering.ir import ParamDirection
+from pypto_build.lowering.legality.runtime import COMM_MAX_RANK_NUM
 
 #: Entry point every AICPU orchestration exports (upstream's fixed name).
 ORCHESTRATION_FUNCTION = "aicpu_orchestration_entry"
@@ -175,6 +178,8 @@ class OrchestrationEntry:
     #: Every parameter, in argument order; empty for an orchestration that does not describe
     #: them (a HOST-rail variant's, rendered from its package's template).
     params: tuple[OrchestrationParam, ...] = ()
+    #: The rank count its collectives' windows were sized for (NR); None when it runs none.
+    ranks: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "signature", _directions(self.signature))
@@ -184,6 +189,10 @@ class OrchestrationEntry:
         _check_params(self.params, self.signature)
         if self.binary is not None:
             _check_binary(self.binary, self.source, f"orchestration '{self.name}'")
+        if self.ranks is not None and not 1 <= self.ranks <= COMM_MAX_RANK_NUM:
+            raise KernelConfigError(
+                f"ranks {self.ranks} is not a rank count (1 to {COMM_MAX_RANK_NUM})"
+            )
 
     @property
     def source(self) -> str:
@@ -411,6 +420,8 @@ def _render(config: KernelConfig) -> str:
             items.append('\t"params": [')
             items += [f"\t\t{_param_text(param)}," for param in orchestration.params]
             items.append("\t],")
+        if orchestration.ranks is not None:
+            items.append(f'\t"ranks": {orchestration.ranks},')
         if orchestration.binary is not None:
             items.append(f'\t"binary": {_root_path_text(orchestration.binary)},')
         items.append("}\n")
@@ -498,7 +509,10 @@ class _Reader:
 
     def orchestration(self, node: ast.expr) -> OrchestrationEntry:
         entries = self.dict_entries(
-            node, "ORCHESTRATION", {"source", "function_name"}, {"signature", "binary", "params"}
+            node,
+            "ORCHESTRATION",
+            {"source", "function_name"},
+            {"signature", "binary", "params", "ranks"},
         )
         source = self.root_path(entries["source"], "orchestration source")
         path = PurePosixPath(source)
@@ -511,10 +525,19 @@ class _Reader:
         function_name = self.string(entries["function_name"], "function_name")
         binary = self.optional_root_path(entries.get("binary"), "binary")
         params = self.params(entries.get("params"))
+        ranks = self.optional_int(entries.get("ranks"), "ranks")
         try:
-            return OrchestrationEntry(path.stem, signature, function_name, binary, params)
+            return OrchestrationEntry(path.stem, signature, function_name, binary, params, ranks)
         except KernelConfigError as exc:
             raise self.error(node, str(exc)) from None
+
+    def optional_int(self, node: ast.expr | None, what: str) -> int | None:
+        if node is None:
+            return None
+        if not (isinstance(node, ast.Constant) and type(node.value) is int):
+            raise self.error(node, f"{what} must be an integer")
+        value: int = node.value
+        return value
 
     def params(self, node: ast.expr | None) -> tuple[OrchestrationParam, ...]:
         if node is None:

@@ -46,6 +46,7 @@ from pypto_build.chip_build.builtin_variants import (
     chip_builtin_kernel,
     collective_ranks,
     host_variants,
+    kernel_ranks,
     rail_renders,
 )
 from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
@@ -65,6 +66,7 @@ from pypto_build.chip_build.kernel_config import (
 from pypto_build.chip_build.launch_capacity import BuildWarning, launch_warnings
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.orchestration_codegen import (
+    KernelSlot,
     generate_orchestration,
     kernel_slots,
 )
@@ -391,7 +393,9 @@ def _chip_sub_build(
         )
         for slot in slots
     ]
-    entry = OrchestrationEntry(orch.name, _signature(orch), params=_params(orch))
+    entry = OrchestrationEntry(
+        orch.name, _signature(orch), params=_params(orch), ranks=_sized_for(slots)
+    )
     config = render_kernel_config(entry, entries, runtime=RUNTIME)
     files["kernel_config.py"] = config.encode()
     return dict(sorted(files.items()))
@@ -425,6 +429,15 @@ def _signature(func: Function) -> tuple[ArgDirection, ...]:
         for param in func.params
         if isinstance(param.var.type, TensorType)
     )
+
+
+def _sized_for(slots: Sequence[KernelSlot]) -> int | None:
+    """The rank count the windows of an orchestration running ``slots`` are sized for: the NR
+    of its collectives, which the lowering makes the comm domain's size (seed 000). None when
+    it runs no collective (nothing ties its windows to a rank count) or collectives of several
+    NR (no single comm domain serves them all: only a HOST orchestrator can run it)."""
+    ranks = {nr for slot in slots for nr in kernel_ranks(slot.kernel)}
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def _params(func: Function) -> tuple[OrchestrationParam, ...]:

@@ -147,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         result = program.run(inputs, ranks=args.ranks, timeout=_timeout(args))
     except SimulationError as exc:
-        if args.out is not None and exc.result is not None:
+        if args.out is not None:
             _write_outputs(Path(args.out), exc.result, exc)
         _report_failure(args, program, exc)
         return ExitCode.PROGRAM_ERROR
@@ -169,23 +169,24 @@ ERROR_KEY = "run/error"
 
 
 def output_arrays(
-    result: SimResult, failure: SimulationError | None
+    result: SimResult | None, failure: SimulationError | None
 ) -> dict[str, npt.NDArray[np.generic]]:
     """What ``--out`` holds, by key (sorted): every tensor parameter, the windows that are not
-    parameters (a HOST orchestrator's buffers), and a failure's error, one line per rank."""
+    parameters (a HOST orchestrator's buffers), and a failure's error, one line per rank. A run
+    whose process a kernel ended left no tensors: only its error."""
     import numpy as np
 
-    arrays = {name: result[name] for name in result}
-    for name, window in result.windows.items():
+    arrays = {} if result is None else {name: result[name] for name in result}
+    for name, window in {} if result is None else result.windows.items():
         # A chip orchestration's window is a parameter, the same array: written once, by name.
-        if result.get(name) is not window:
+        if result is not None and result.get(name) is not window:
             arrays[WINDOW_KEY.format(name)] = window
     if failure is not None:
         arrays[ERROR_KEY] = np.array([str(error) for error in failure.ranks])
     return dict(sorted(arrays.items()))
 
 
-def _write_outputs(path: Path, result: SimResult, failure: SimulationError | None) -> None:
+def _write_outputs(path: Path, result: SimResult | None, failure: SimulationError | None) -> None:
     import numpy as np
 
     # Any: savez's stub types its keywords like its own allow_pickle flag.
@@ -288,5 +289,6 @@ def _report_failure(
     print(f"{PROG}: the simulated run failed on {len(errors)} rank(s):", file=sys.stderr)
     for error in errors:
         print(f"  {error}", file=sys.stderr)
-    if args.out is not None and failure.result is not None:
-        print(f"{PROG}: wrote what the run left, with the error, to {args.out}", file=sys.stderr)
+    if args.out is not None:
+        left = "the error" if failure.result is None else "what the run left, with the error,"
+        print(f"{PROG}: wrote {left} to {args.out}", file=sys.stderr)

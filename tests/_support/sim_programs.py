@@ -532,6 +532,42 @@ class Stuck:
         )
 
 
+@dataclass(frozen=True)
+class Misbehave(ProgramSpec):
+    """A chip orchestration alone (no windows, no HOST orchestrator) whose one kernel does, on
+    each rank, what that rank's ``mode`` says (kernels/misbehave.cpp): behave, segfault, abort,
+    throw, call exit, spin forever or overflow its stack."""
+
+    nr: int
+
+    @property
+    def slug(self) -> str:
+        return f"misbehave-p{self.nr}"
+
+    def kernels(self) -> tuple[Path, ...]:
+        return (HERE / "kernels" / "misbehave.cpp",)
+
+    def source(self) -> str:
+        return """\
+import pypto.language as pl
+
+
+@pl.program
+class Misbehave:
+    @pl.function(type=pl.FunctionType.AIV, external_source="kernels/misbehave.cpp")
+    def misbehave(
+        self, mode: pl.Tensor[[1], pl.INT32], out: pl.Out[pl.Tensor[[1], pl.INT32]]
+    ) -> pl.Tensor[[1], pl.INT32]:
+        ...
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def chip_misbehave(
+        self, mode: pl.Tensor[[1], pl.INT32], out: pl.Out[pl.Tensor[[1], pl.INT32]]
+    ):
+        out = self.misbehave(mode, out)
+"""
+
+
 def _header(nr: int, lanes: int) -> str:
     return _HEADER.format(nr=nr, max_recv=MAX_RECV, size=SIZE, lanes=lanes, rounds=ROUNDS)
 

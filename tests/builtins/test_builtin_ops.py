@@ -18,27 +18,8 @@ from pypto_build.lowering.ir.names import template_dir, template_vars
 
 MakePackage = Callable[..., Path]
 
-#: A two-operand package: a local source copied into every rank's result window.
-MANIFEST = """\
-handle = ":acme.kernels.copy"
-core_type = "{core_type}"
-chips = ["a5"]
-rails = ["chip"]
-
-[op]
-public = "pld.tensor.copy"
-builtin = "builtin.tensor.copy"
-launch_width = "exact"
-
-[[operands]]
-name = "source"
-role = "source"
-direction = "In"
-window = false
-remote = false
-dtype = "payload"
-shapes = [["N"]]
-
+#: The result window the minimal package's source is copied into (on every rank).
+TARGET = """
 [[operands]]
 name = "target"
 role = "result"
@@ -47,34 +28,29 @@ window = true
 remote = true
 dtype = "payload"
 shapes = [["N"]]
-
-[dtypes.fp32]
-dtype_cpp = "float"
-
-[abi]
-tensor_count = 2
-ctx_slot = 2
-
-[abi.entry]
-scalars = []
-ordering_token = false
-
-[templates."kernel.cpp.in"]
-variables = ["dtype_cpp"]
 """
 
 
-def _op(make_package: MakePackage, core_type: str) -> BuiltinOp:
-    return package_op(load_package(make_package(manifest=MANIFEST.format(core_type=core_type))))
+def _manifest(minimal: str, core_type: str) -> str:
+    """The minimal package with a result window and ``core_type``."""
+    return (
+        minimal.replace('core_type = "aiv"', f'core_type = "{core_type}"')
+        .replace("\n[dtypes.fp32]", f"{TARGET}\n[dtypes.fp32]")
+        .replace("tensor_count = 1\nctx_slot = 1", "tensor_count = 2\nctx_slot = 2")
+    )
+
+
+def _op(make_package: MakePackage, minimal: str, core_type: str) -> BuiltinOp:
+    return package_op(load_package(make_package(manifest=_manifest(minimal, core_type))))
 
 
 @pytest.mark.parametrize(
     ("core_type", "func_type"), [("aiv", "AIV"), ("aic", "AIC"), ("mix", "InCore")]
 )
 def test_the_synthesized_kernel_is_the_declared_core_type(
-    make_package: MakePackage, core_type: str, func_type: str
+    make_package: MakePackage, minimal_manifest: str, core_type: str, func_type: str
 ) -> None:
-    op = _op(make_package, core_type)
+    op = _op(make_package, minimal_manifest, core_type)
     source = TensorType((8,), DataType.FP32)
     target = DistributedTensorType((8,), DataType.FP32, window="buf")
     variables = op.template_vars(DataType.FP32)
@@ -87,8 +63,10 @@ def test_the_synthesized_kernel_is_the_declared_core_type(
     )
 
 
-def test_configuration_variables_follow_the_dtype_variables(make_package: MakePackage) -> None:
-    op = _op(make_package, "aiv")
+def test_configuration_variables_follow_the_dtype_variables(
+    make_package: MakePackage, minimal_manifest: str
+) -> None:
+    op = _op(make_package, minimal_manifest, "aiv")
     config = (("tiling_key", "1000000000000001001"),)
     assert (
         op.template_vars(DataType.FP32, config) == "dtype_cpp=float,tiling_key=1000000000000001001"

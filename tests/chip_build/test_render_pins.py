@@ -22,40 +22,40 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "34244f1baf37cf8aa4cbc6a3fcf8506989dc32626e1f88506f84adf49809c5ff",
-        "a3": "b6a77779cf482b21aaa6e1b31e5db158da155a01202d57cc3aa96adff82c425f",
-        "a5": "f7016d86d5bb00a15f9f59c2bb529d211b621993f9f6b7459a5adfe3f9e63c63",
+        "a2": "962411857eba8cabd57e2f747351ad001876b60d510f56b34e113c4f49d164d7",
+        "a3": "24ae44d4f9239c56151ede50779e36691718058ec0595ce7b3f555b7beedb785",
+        "a5": "9aac6e80dcf69d27273567c7ed10bef34f21cf76006b31cb8f81260e6c5bfe9b",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "fd91b9def01ab8d60b8e152a13f5887874e9cc1901dbfe36a00451f1ddc72cb8",
-        "a3": "d09e862b39ab27659101bb3bede055af1104016233c2552cfa67690c486c8de8",
-        "a5": "ef75005610a61919fe35551625c07c6615a538668c8bc75a6dc5e699fedc6a92",
+        "a2": "b4d7821c644f0e46a5d92a0276c70d1a53c35991d1b8c45d09bc8e7ece8af9d3",
+        "a3": "ab8d28cfc061582a97654d564a7f49f3088d8cb823eff94cb99122bace84419b",
+        "a5": "0a2e84ee6f91059664140311d6c98e840a1dd304898b9851102f292d2a056645",
     },
     # The fused MC2 operator runs on a3 only.
     (
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "e6dc6cb3e39cf0e86cf300182eb94bfb1b3ee7f59149b733a9b639773a557d03",
+        "a3": "91e10764f675132b29810177c66bc9b9609b5f208550dac52718109540c4f270",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "4ff9b3c1e3eea947fcb01e6f440adeb4786682498fbfe0b860c8772c4b7f4498",
-        "a3": "e8c074219c5f05d4a4eca1ec1d865fc741455a2b26d6e902ff32e32d03fa9251",
-        "a5": "9399c58fa6dcf2c9e54e68c5838fd8c629563f0f66308c12af06854007d9161a",
+        "a2": "3f4a2e2455607a9222ef768c0323c6f173fbaf8817fd371248278994a1061302",
+        "a3": "03d8c73f7c2d76459e30e2f95d4266f49559b41e3274a18b3e1842f27e709901",
+        "a5": "7e16063a6c5b4571d96331c2c338bab172d13d93ed7a16d8b2455812dad2aede",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "c2bed9523d7835b0b21aaf04e114fcd9f4fad03f85bc64e8ca8855e88970e5d1",
-        "a3": "43c798673eec3bcc17967534b69b8365bc0760363f44151a08286654cabe9853",
-        "a5": "c0b373b2440460e6ee6c6071c5580e262cf8276ed640622a69bf973893d7c390",
+        "a2": "5cfc13fcc9b99f9bd55f4803cd268256de830576674f3c18152bf19f2ddaa256",
+        "a3": "bb1fd7ab0ea115914cfec81281efd694cbcbde53a3f074967422372549f95361",
+        "a5": "e997fb7602d9396522118e924c8b404c54e424036cf6c62a5efeec4558717d84",
     },
     (
         "tests/programs/host_rail_fp32.py",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.sim.runtime import RUN_REFUSED
+from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.sim.result import SimResult
@@ -21,9 +21,11 @@ SIMPLER_ERROR_INVALID_ARGS = 5
 SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID = 7
 SIMPLER_ERROR_SCHEDULER_TIMEOUT = 100
 
-#: Names of the runtime's error codes (orchestrator 1-11, scheduler 100+).
+#: Names of the runtime's error codes (orchestrator 1-11, scheduler 100+) and the simulator's own
+#: (negative: what no device runtime code describes).
 ERROR_NAMES: dict[int, str] = {
     RUN_REFUSED: "RUN_REFUSED",
+    KERNEL_CRASHED: "KERNEL_CRASHED",
     1: "SIMPLER_ERROR_SCOPE_DEADLOCK",
     2: "SIMPLER_ERROR_HEAP_RING_DEADLOCK",
     3: "SIMPLER_ERROR_FLOW_CONTROL_DEADLOCK",
@@ -108,6 +110,10 @@ class SimulationError(RuntimeError):
         lines = [f"simulation failed on {len(self.ranks)} rank(s):"]
         lines += [f"  {error}" for error in self.ranks]
         super().__init__("\n".join(lines))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled with its ranks, dispatches and result: a worker process sends it whole."""
+        return (SimulationError, (self.ranks, self.dispatches), {"result": self.result})
 
     @property
     def codes(self) -> dict[int, int]:

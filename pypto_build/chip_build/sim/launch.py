@@ -8,8 +8,13 @@ one buffer per window parameter, shaped and typed as the parameter, padded as th
 pads buffers) and its dispatches are ``submit_next_level`` calls with ``TaskArgs``. Nothing of
 the domain, context or dispatch machinery exists twice.
 
-A run that fails (a rank latched an error, the run hung) raises :class:`SimulationError` with
-its :attr:`~SimulationError.result` set: the tensors and windows as the failure left them.
+A run is prepared, then executed. :func:`prepare` checks everything that can be checked before
+anything runs (the rank count against the one the program was sized for, the inputs against its
+parameters) and returns a :class:`Launch`, which holds all a run needs and pickles; :func:`execute`
+runs it, in this process or in a worker process (:mod:`.isolation`), which makes no difference
+to its result. A run that fails (a rank latched an error, the run hung) raises
+:class:`SimulationError` with its :attr:`~SimulationError.result` set: the tensors and windows as
+the failure left them.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from pypto_build.chip_build.sim.program import ChipBuild, HostOrchestrator, SubB
 from pypto_build.chip_build.sim.result import SimResult
 from pypto_build.chip_build.sim.runtime import load_runtime
 from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor
-from pypto_build.chip_build.sim.world import Timeouts, World
+from pypto_build.chip_build.sim.world import DispatchListener, Timeouts, World
 from pypto_build.lowering.ir import ParamDirection
 
 #: The comm domain of a chip orchestration's windows: the name a HOST orchestrator's single
@@ -53,13 +58,83 @@ from pypto_build.lowering.ir import ParamDirection
 CHIP_DOMAIN = "d0"
 
 
+class RankCountError(ValueError):
+    """A run asked for another rank count than the program's windows were sized for."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A run, checked and ready: the program, its bound arguments, its ranks and time limits."""
+
+    build: ChipBuild
+    program: HostOrchestrator | SubBuild
+    ranks: int
+    timeouts: Timeouts
+    #: A HOST orchestrator's arguments (one), or each rank's for a chip orchestration.
+    arguments: tuple[BoundArguments, ...]
+
+
+def prepare(
+    build: ChipBuild,
+    program: HostOrchestrator | SubBuild,
+    inputs: Mapping[str, npt.ArrayLike],
+    ranks: int,
+    timeouts: Timeouts,
+) -> Launch:
+    """Check a run of ``program`` on ``ranks`` ranks with ``inputs`` and bind its arguments
+    (see the module); raises :class:`RankCountError` or :class:`InputError` before anything
+    runs."""
+    _check_rank_count(program, ranks)
+    arguments: tuple[BoundArguments, ...]
+    if isinstance(program, HostOrchestrator):
+        arguments = (bind_arguments(program.name, program.parameters, inputs),)
+    else:
+        params = program.params
+        arguments = bind_rank_arguments(
+            program.name,
+            [param.parameter() for param in params if param.kind != "comm_context"],
+            inputs,
+            ranks,
+            {param.name for param in params if param.kind == "window"},
+        )
+    return Launch(build, program, ranks, timeouts, arguments)
+
+
+def _check_rank_count(program: HostOrchestrator | SubBuild, ranks: int) -> None:
+    """Refuse ``ranks`` other than those ``program`` was sized for: a HOST orchestrator's
+    devices (``distributed_meta.json``, what PyPTO's runtime runs it on, which pypto-build sizes
+    by its collectives' NR), a chip orchestration's collectives' NR (``kernel_config.py``).
+    Windows sized for NR ranks on another rank count would have kernels place rows at the wrong
+    offsets, or skip ranks, without an error."""
+    if isinstance(program, HostOrchestrator):
+        sized_for, where = program.world_size, "distributed_meta.json lists its devices"
+    elif program.ranks is not None:
+        sized_for, where = program.ranks, "kernel_config.py: its collectives' NR"
+    else:
+        return
+    if ranks != sized_for:
+        raise RankCountError(
+            f"{program.name} was built for {sized_for} ranks ({where}); it cannot run on "
+            f"{ranks}: its windows are sized for {sized_for} (run it on {sized_for} ranks, or "
+            "build the program for the rank count you need)"
+        )
+
+
+def execute(launch: Launch, listener: DispatchListener | None = None) -> SimResult:
+    """Run ``launch`` in this process; ``listener`` hears of each dispatch as it starts and
+    finishes."""
+    if isinstance(launch.program, HostOrchestrator):
+        return _run_host(launch, launch.program, listener)
+    return _run_chip(launch, launch.program, listener)
+
+
 @contextlib.contextmanager
 def _session(
-    build: ChipBuild, sub_builds: Iterable[SubBuild], ranks: int, timeouts: Timeouts
+    launch: Launch, sub_builds: Iterable[SubBuild], listener: DispatchListener | None
 ) -> Iterator[tuple[SimOrchestrator, dict[str, SimNextLevel]]]:
-    """A world of ``ranks`` rank threads with ``sub_builds`` loaded, closed afterwards."""
+    """A world of the launch's rank threads with ``sub_builds`` loaded, closed afterwards."""
     runtime = load_runtime()
-    world = World(runtime, build.chip, ranks, timeouts)
+    world = World(runtime, launch.build.chip, launch.ranks, launch.timeouts, listener)
     callables: dict[str, SimNextLevel] = {}
     try:
         for sub_build in sub_builds:
@@ -86,19 +161,17 @@ def _finish(
     return result()
 
 
-def run_host(
-    build: ChipBuild,
-    host: HostOrchestrator,
-    inputs: Mapping[str, npt.ArrayLike],
-    ranks: int,
-    timeouts: Timeouts,
+def _run_host(
+    launch: Launch, host: HostOrchestrator, listener: DispatchListener | None
 ) -> SimResult:
     """Run HOST orchestrator ``host`` as PyPTO's L3 runner calls it: the parameters by name,
     the intermediates, then the marked entry."""
-    arguments = bind_arguments(host.name, host.parameters, inputs)
+    (arguments,) = launch.arguments
+    ranks = launch.ranks
     module = host.load()
     entry = entry_of(module, host.path)
-    with _session(build, build.sub_builds.values(), ranks, timeouts) as (orch, callables):
+    sub_builds = launch.build.sub_builds.values()
+    with _session(launch, sub_builds, listener) as (orch, callables):
         tensors = arguments.values()
 
         def body() -> None:
@@ -142,28 +215,16 @@ class _Window:
         return CommBufferSpec(self.param.name, OPAQUE, self.nbytes, padded)
 
 
-def run_chip(
-    build: ChipBuild,
-    sub_build: SubBuild,
-    inputs: Mapping[str, npt.ArrayLike],
-    ranks: int,
-    timeouts: Timeouts,
-) -> SimResult:
-    """Dispatch chip orchestration ``sub_build`` once on each of ``ranks`` ranks, each with its
-    own arguments, its window parameters in one comm domain over all ranks (see the module).
-    Every tensor parameter comes back with a leading rank axis; the windows also under
+def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | None) -> SimResult:
+    """Dispatch chip orchestration ``sub_build`` once on each of the launch's ranks, each with
+    its own arguments, its window parameters in one comm domain over all ranks (see the
+    module). Every tensor parameter comes back with a leading rank axis; the windows also under
     :attr:`SimResult.windows`."""
     params = sub_build.params
     windows = [_Window(param) for param in params if param.kind == "window"]
-    bound = bind_rank_arguments(
-        sub_build.name,
-        [param.parameter() for param in params if param.kind != "comm_context"],
-        inputs,
-        ranks,
-        {window.param.name for window in windows},
-    )
+    bound, ranks = launch.arguments, launch.ranks
     specs = [window.spec() for window in windows]
-    with _session(build, [sub_build], ranks, timeouts) as (orch, callables):
+    with _session(launch, [sub_build], listener) as (orch, callables):
         next_level = callables[sub_build.name]
 
         def body() -> None:

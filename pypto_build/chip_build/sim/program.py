@@ -68,6 +68,9 @@ class SubBuild:
     #: The orchestration's parameters in argument order (``kernel_config.py``'s ``params``);
     #: empty for a HOST-rail variant, which only a HOST orchestrator dispatches.
     params: tuple[OrchestrationParam, ...] = ()
+    #: The rank count its windows were sized for (``kernel_config.py``'s ``ranks``: its
+    #: collectives' NR); None when nothing ties them to one.
+    ranks: int | None = None
 
 
 @dataclass(frozen=True)
@@ -255,7 +258,9 @@ def _sub_build(root: Path) -> SubBuild:
         _require_binary(binary, root)
         kernels.append(KernelBinary(kernel.func_id, kernel.name, kernel.core_type, binary))
     entry = config.orchestration
-    return SubBuild(root.name, orchestration, entry.function_name, tuple(kernels), entry.params)
+    return SubBuild(
+        root.name, orchestration, entry.function_name, tuple(kernels), entry.params, entry.ranks
+    )
 
 
 def _require_binary(path: Path, root: Path) -> None:

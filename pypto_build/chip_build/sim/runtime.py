@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +25,16 @@ import numpy.typing as npt
 
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.chips import CoreType
-from pypto_build.chip_build.sim.library import runtime_library
+from pypto_build.chip_build.sim.library import LIBRARY_NAME, runtime_library
 from pypto_build.chip_build.toolchains import SimToolchain
 
 #: The interface version this binding is written for (PYPTO_SIM_API_VERSION).
-API_VERSION = 1
+API_VERSION = 2
 #: Status of a run refused before its orchestration started (PYPTO_SIM_RUN_REFUSED).
 RUN_REFUSED = -1
+#: The code of a kernel or orchestration that threw a C++ exception, raised a fatal signal or
+#: called exit() (PYPTO_SIM_KERNEL_CRASHED).
+KERNEL_CRASHED = -2
 #: Alignment of descriptor buffers (ChipTensor is alignas(64)).
 _DESCRIPTOR_ALIGNMENT = 64
 _ERROR_BUFFER = 4096
@@ -73,7 +77,7 @@ _SIGNATURES: dict[str, tuple[object, tuple[object, ...]]] = {
         ),
     ),
     "pypto_sim_callable_unload": (None, (_P,)),
-    "pypto_sim_run_create": (_P, (_I32, _I32, _I32)),
+    "pypto_sim_run_create": (_P, (_I32, _STR, _I32, _I32)),
     "pypto_sim_run_execute": (_I32, (_P, _P, ctypes.POINTER(_P), _I32, ctypes.POINTER(_U64), _I32)),
     "pypto_sim_run_code": (_I32, (_P,)),
     "pypto_sim_run_message": (_STR, (_P,)),
@@ -82,6 +86,7 @@ _SIGNATURES: dict[str, tuple[object, tuple[object, ...]]] = {
     "pypto_sim_run_log_line": (_STR, (_P, _I32)),
     "pypto_sim_run_abandoned": (_I32, (_P,)),
     "pypto_sim_run_destroy": (None, (_P,)),
+    "pypto_sim_report_crashes": (_I32, (_I32,)),
 }
 
 
@@ -259,15 +264,16 @@ class NativeRuntime:
         callable_: NativeCallable,
         *,
         rank: int,
+        next_level: str,
         tensors: Sequence[Descriptor],
         scalars: Sequence[int],
         aiv_capacity: int,
         aic_capacity: int,
     ) -> RunOutcome:
-        """Run ``callable_``'s orchestration for ``rank`` on this thread; scalars are 64-bit
-        patterns (``0 <= value < 2**64``)."""
+        """Run ``callable_`` (sub-build ``next_level``)'s orchestration for ``rank`` on this
+        thread; scalars are 64-bit patterns (``0 <= value < 2**64``)."""
         lib = self._lib
-        run = lib.pypto_sim_run_create(rank, aiv_capacity, aic_capacity)
+        run = lib.pypto_sim_run_create(rank, next_level.encode(), aiv_capacity, aic_capacity)
         if not run:
             raise MemoryError("cannot allocate a simulated run")
         try:
@@ -293,6 +299,14 @@ class NativeRuntime:
         finally:
             lib.pypto_sim_run_destroy(run)
 
+    def report_crashes(self, fd: int) -> None:
+        """Before a fatal signal or ``exit()`` ends this process, write which rank, sub-build,
+        kernel and block caused it to ``fd`` (``pypto_sim_report_crashes``): for a process that
+        exists to run ranks, whose handlers of those signals this replaces."""
+        error = int(self._lib.pypto_sim_report_crashes(fd))
+        if error != 0:
+            raise OSError(error, f"cannot install the crash report handlers: {os.strerror(error)}")
+
 
 def _nanoseconds(seconds: float) -> int:
     return max(1, round(seconds * 1e9))
@@ -303,9 +317,37 @@ def _text(value: bytes | None) -> str:
 
 
 @functools.cache
-def load_runtime() -> NativeRuntime:
-    """The process's runtime: built with the host compiler through the compile cache
-    (``PYPTO_CACHE_DIR``) on first use, then loaded."""
+def runtime_image() -> bytes:
+    """The runtime library's bytes: built with the host compiler through the compile cache
+    (``PYPTO_CACHE_DIR``) on first use. Once per process, so the runtime this process loads and
+    the one its simulation workers load (:mod:`.isolation`) are the same library, whatever the
+    environment says later."""
     cache = CompileCache(default_cache_dir())
     with runtime_library(cache, SimToolchain.discover()) as library:
-        return NativeRuntime(library)
+        return library.read_bytes()
+
+
+def load_image(image: bytes) -> NativeRuntime:
+    """Load the runtime library ``image``: from an anonymous in-memory file, so nothing is
+    left on disk and nothing needs removing (the loader needs a file; the image's mapping
+    outlives the descriptor)."""
+    fd = os.memfd_create(LIBRARY_NAME)
+    try:
+        with os.fdopen(os.dup(fd), "wb") as stream:
+            stream.write(image)
+        return NativeRuntime(Path(f"/proc/self/fd/{fd}"))
+    finally:
+        os.close(fd)
+
+
+_loaded: list[NativeRuntime] = []
+_loading = threading.Lock()
+
+
+def load_runtime(image: bytes | None = None) -> NativeRuntime:
+    """The process's runtime, loaded once: from ``image`` when given (a worker process loads the
+    library its caller resolved), else from :func:`runtime_image`."""
+    with _loading:
+        if not _loaded:
+            _loaded.append(load_image(runtime_image() if image is None else image))
+        return _loaded[0]

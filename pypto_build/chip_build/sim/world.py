@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pypto_build.chip_build.chips import Chip, CoreType
@@ -58,6 +58,12 @@ _POLL_SECONDS = 0.25
 #: What abandoned threads may still touch: the dispatches (and through them host arrays and
 #: descriptors), windows and loaded kernels of abandoned runs. Never freed.
 _ABANDONED: list[object] = []
+
+
+def threads_abandoned() -> bool:
+    """Whether a run of this process abandoned kernel threads, which may still be running: a
+    worker process that did must not run anything more (:mod:`.isolation`)."""
+    return bool(_ABANDONED)
 
 
 @dataclass(frozen=True)
@@ -107,16 +113,40 @@ class Dispatch:
     memory: tuple[object, ...] = ()
 
 
-class World:
-    """``nranks`` rank threads of chip ``chip`` on ``runtime`` (see the module)."""
+@dataclass(frozen=True)
+class DispatchStart:
+    """A dispatch about to run on its rank (its :class:`DispatchRecord` follows when it ends)."""
 
-    def __init__(self, runtime: NativeRuntime, chip: Chip, nranks: int, timeouts: Timeouts) -> None:
+    rank: int
+    index: int
+    next_level: str
+
+
+#: Told of each dispatch as it starts and as it finishes, on its rank's thread: how a worker
+#: process streams them to its caller, which then knows what every rank had done and was doing
+#: if the worker dies in the middle of the run.
+DispatchListener = Callable[[DispatchStart | DispatchRecord], None]
+
+
+class World:
+    """``nranks`` rank threads of chip ``chip`` on ``runtime`` (see the module); ``listener``
+    hears of each dispatch as it starts and finishes."""
+
+    def __init__(
+        self,
+        runtime: NativeRuntime,
+        chip: Chip,
+        nranks: int,
+        timeouts: Timeouts,
+        listener: DispatchListener | None = None,
+    ) -> None:
         if nranks < 1:
             raise ValueError(f"a world has at least one rank, got {nranks}")
         self.runtime = runtime
         self.chip = chip
         self.nranks = nranks
         self.timeouts = timeouts
+        self._listener = listener
         #: Set when threads may still be running inside a task that was given up on.
         self.abandoned = False
         runtime.set_timeouts(wait=timeouts.wait, task=timeouts.task)
@@ -167,21 +197,26 @@ class World:
                 skipped = rank in self._failed
                 if not skipped:
                     self._running[rank] = dispatch.next_level
+            if not skipped and self._listener is not None:
+                self._listener(DispatchStart(rank, index, dispatch.next_level))
             started = time.perf_counter()
             outcome = None if skipped else self._execute(rank, dispatch)
             seconds = time.perf_counter() - started if outcome is not None else 0.0
             with self._cond:
-                self._record(rank, index, dispatch, outcome, seconds)
+                record = self._record(rank, index, dispatch, outcome, seconds)
                 self._running.pop(rank, None)
                 self._pending -= 1
                 self._finished += 1
                 self._cond.notify_all()
+            if self._listener is not None:
+                self._listener(record)
 
     def _execute(self, rank: int, dispatch: Dispatch) -> RunOutcome:
         try:
             return self.runtime.execute(
                 dispatch.callable,
                 rank=rank,
+                next_level=dispatch.next_level,
                 tensors=dispatch.tensors,
                 scalars=dispatch.scalars,
                 aiv_capacity=self.chip.sync_start_limit(CoreType.AIV),
@@ -197,29 +232,28 @@ class World:
         dispatch: Dispatch,
         outcome: RunOutcome | None,
         seconds: float,
-    ) -> None:
+    ) -> DispatchRecord:
         if outcome is None:
-            self._records.append(
-                DispatchRecord(rank, index, dispatch.next_level, 0, "", 0, (), skipped=True)
-            )
-            return
-        self._records.append(
-            DispatchRecord(
-                rank,
-                index,
-                dispatch.next_level,
-                outcome.code,
-                outcome.message,
-                outcome.tasks,
-                outcome.log,
-                skipped=False,
-                seconds=seconds,
-            )
+            record = DispatchRecord(rank, index, dispatch.next_level, 0, "", 0, (), skipped=True)
+            self._records.append(record)
+            return record
+        record = DispatchRecord(
+            rank,
+            index,
+            dispatch.next_level,
+            outcome.code,
+            outcome.message,
+            outcome.tasks,
+            outcome.log,
+            skipped=False,
+            seconds=seconds,
         )
+        self._records.append(record)
         if outcome.abandoned:
             self.abandoned = True
         if outcome.code != 0 and rank not in self._failed:
             self._failed[rank] = RankError(rank, outcome.code, outcome.message, dispatch.next_level)
+        return record
 
     # -- fences -------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pypto_build.builtins.manifest import BuiltinPackage
 from pypto_build.lowering.builtin_ops import BuiltinOp
-from pypto_build.lowering.ir import Attrs, Call, DataType
+from pypto_build.lowering.ir import Attrs, Call, DataType, Function
 from pypto_build.lowering.ops.signature import OpDef
 
 
@@ -41,6 +41,11 @@ class Contract(ABC):
     def internal_op(self, builtin: BuiltinOp) -> OpDef | None:
         """The HOST rail's per-device dispatch op, if the contract has that rail."""
         return None
+
+    @abstractmethod
+    def ranks(self, builtin: BuiltinOp, kernel: Function) -> int | None:
+        """The rank count synthesized kernel ``kernel`` of ``builtin`` is sized for (None: it
+        does not say), which a run of its orchestration must match."""
 
     @abstractmethod
     def chip_variant(self, builtin: BuiltinOp, call: Call, phase: str) -> ChipVariant:

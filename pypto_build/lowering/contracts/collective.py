@@ -44,6 +44,7 @@ from pypto_build.lowering.ir import (
     ConstInt,
     DataType,
     DistributedTensorType,
+    Function,
     ParamDirection,
     Shape,
     TensorType,
@@ -135,6 +136,16 @@ class CollectiveContract(Contract):
 
     def internal_op(self, builtin: BuiltinOp) -> OpDef | None:
         return _internal_op(builtin)
+
+    def ranks(self, builtin: BuiltinOp, kernel: Function) -> int | None:
+        """The leading dimension (NR) of the kernel's signal parameter, if it has one."""
+        signal = builtin.role_index(SIGNAL)
+        if signal is None:
+            return None
+        names = [param.var.name for param in kernel.params]
+        name = builtin.names[signal]
+        ty = kernel.params[names.index(name)].var.type if name in names else None
+        return ty.shape[0] if isinstance(ty, TensorType) and ty.shape else None
 
     def chip_variant(self, builtin: BuiltinOp, call: Call, phase: str) -> ChipVariant:
         """The payload dtype names the variant; the launch width follows from a compile-time

@@ -22,10 +22,11 @@ cluster, whose blocks loop over the tiles themselves.
 from __future__ import annotations
 
 from pypto_build.builtins.manifest import BuiltinPackage
-from pypto_build.lowering.builtin_ops import RESULT, BuiltinOp, manifest_error
+from pypto_build.lowering.builtin_ops import RESULT, BuiltinOp, manifest_error, parse_template_vars
 from pypto_build.lowering.contracts.base import ChipVariant, Contract
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
-from pypto_build.lowering.ir import AttrValue, Call, ConstBool, ConstInt, Expr, Type
+from pypto_build.lowering.ir import AttrValue, Call, ConstBool, ConstInt, Expr, Function, Type
+from pypto_build.lowering.ir.names import template_vars
 from pypto_build.lowering.mc2.rules import Mc2Config, Mc2Error, Mc2Request, TensorSpec, check
 from pypto_build.lowering.mc2.tiling import Mc2Tiling, tile
 from pypto_build.lowering.ops.checks import (
@@ -55,6 +56,10 @@ Y_SHARD_TYPE = "y_shard_type"
 TRANSPOSE_WEIGHT = "transpose_weight"
 GROUP_EP = "group_ep"
 GROUP_TP = "group_tp"
+
+#: The tiling's template variables that give the group sizes (``Mc2Tiling.template_vars``).
+EP_GROUP_SIZE = "common_tiling_ep_group_size"
+TP_GROUP_SIZE = "common_tiling_tp_group_size"
 
 
 class Mc2Contract(Contract):
@@ -102,6 +107,14 @@ class Mc2Contract(Contract):
             # keyword operand): it returns out, and writes out and the workspace.
             Effects(view_of=2, writes=(2, 3), keeps_density=True),
         )
+
+    def ranks(self, builtin: BuiltinOp, kernel: Function) -> int | None:
+        """ep * tp, from the group sizes the kernel's variant was rendered for."""
+        variables = parse_template_vars(template_vars(kernel), kernel.name)
+        sizes = [variables.get(key, "") for key in (EP_GROUP_SIZE, TP_GROUP_SIZE)]
+        if not all(size.isdigit() for size in sizes):
+            return None
+        return int(sizes[0]) * int(sizes[1])
 
     def chip_variant(self, builtin: BuiltinOp, call: Call, phase: str) -> ChipVariant:
         """The payload dtype and the tiling name the variant; one cluster runs it."""

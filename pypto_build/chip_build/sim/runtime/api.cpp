@@ -1,5 +1,6 @@
 // api.cpp -- the C interface of sim_runtime.h: comm domains, loaded callables, runs.
 
+#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -210,8 +211,14 @@ void* pypto_sim_callable_load(const char* orchestration_path, const char* entry_
 
 void pypto_sim_callable_unload(void* callable) { delete static_cast<Callable*>(callable); }
 
-void* pypto_sim_run_create(int32_t rank, int32_t aiv_capacity, int32_t aic_capacity) {
-  return new (std::nothrow) RankRun(rank, aiv_capacity, aic_capacity);
+void* pypto_sim_run_create(int32_t rank, const char* next_level, int32_t aiv_capacity,
+                           int32_t aic_capacity) {
+  try {
+    return new RankRun(rank, next_level != nullptr ? next_level : "", aiv_capacity,
+                       aic_capacity);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
 }
 
 int32_t pypto_sim_run_execute(void* run_handle, const void* callable_handle,
@@ -240,6 +247,7 @@ int32_t pypto_sim_run_execute(void* run_handle, const void* callable_handle,
   context = pypto_sim::ThreadContext{};
   context.run = &run;
   run.callable = &callable;
+  pypto_sim::prepare_thread_for_crash_reports();
   if (callable.config != nullptr) {
     const int expected = callable.config(args).expected_arg_count;
     if (tensor_count + scalar_count < expected) {
@@ -251,7 +259,15 @@ int32_t pypto_sim_run_execute(void* run_handle, const void* callable_handle,
       return status_of(run);
     }
   }
-  callable.entry(args);
+  try {
+    callable.entry(args);
+  } catch (const abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    // Escaping into the caller (ctypes) would terminate the process.
+    run.report(PYPTO_SIM_KERNEL_CRASHED,
+               "the orchestration threw " + pypto_sim::current_exception_text());
+  }
   context = pypto_sim::ThreadContext{};
   return status_of(run);
 }

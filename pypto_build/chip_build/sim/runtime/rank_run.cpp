@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "sim_internal.h"
 // After the API it is written against.
@@ -15,8 +16,12 @@ const char* core_type_name(CoreType core_type) {
   return core_type == CoreType::AIV ? "aiv" : "aic";
 }
 
-RankRun::RankRun(int32_t rank, int32_t aiv_capacity, int32_t aic_capacity)
-    : rank_(rank), aiv_capacity_(aiv_capacity), aic_capacity_(aic_capacity) {}
+RankRun::RankRun(int32_t rank, std::string next_level, int32_t aiv_capacity,
+                 int32_t aic_capacity)
+    : rank_(rank),
+      next_level_(std::move(next_level)),
+      aiv_capacity_(aiv_capacity),
+      aic_capacity_(aic_capacity) {}
 
 int32_t RankRun::sync_start_limit(CoreType core_type) const {
   // AIV-only shapes are bounded by the AIV count, every other shape by the cluster count

@@ -77,9 +77,11 @@ Domain* find_domain(const CommContext* ctx);
 // submissions are dropped. Block threads report into it concurrently with the orchestration.
 class RankRun {
  public:
-  RankRun(int32_t rank, int32_t aiv_capacity, int32_t aic_capacity);
+  RankRun(int32_t rank, std::string next_level, int32_t aiv_capacity, int32_t aic_capacity);
 
   int32_t rank() const { return rank_; }
+  // The sub-build being run (set once; read by the crash report, so never reallocated).
+  const char* next_level() const { return next_level_.c_str(); }
   int32_t sync_start_limit(CoreType core_type) const;
 
   // Latch `code` unless an error is already latched; every report is logged.
@@ -110,6 +112,7 @@ class RankRun {
 
  private:
   const int32_t rank_;
+  const std::string next_level_;
   const int32_t aiv_capacity_;
   const int32_t aic_capacity_;
   std::atomic<int32_t> code_{0};
@@ -134,6 +137,14 @@ struct ThreadContext {
 };
 
 ThreadContext& thread_context();
+
+// Called first on every thread that runs a kernel or an orchestration: when crash reports are
+// on (pypto_sim_report_crashes), gives the thread an alternate signal stack, so a kernel that
+// overflows its stack is still reported (crash.cpp). Cheap and a no-op otherwise.
+void prepare_thread_for_crash_reports();
+
+// What the exception being handled is, for a message: its type and, for a std::exception, what().
+std::string current_exception_text();
 
 // Element size of `dtype` in bytes; 0 for a value outside the enumeration.
 uint64_t element_size(DataType dtype);

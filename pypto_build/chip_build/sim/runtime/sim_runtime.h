@@ -17,6 +17,11 @@
 //             the first error code it latches, that error's message, its timing log lines and
 //             the number of tasks it ran. Each kernel task of width B runs as B threads.
 //
+// A C++ exception that escapes a kernel or an orchestration is caught on its thread and latched
+// as PYPTO_SIM_KERNEL_CRASHED. What cannot be caught (a fatal signal, exit()) ends the process;
+// a process that runs ranks for a caller in another process (the isolated simulation) asks for a
+// report of it first (pypto_sim_report_crashes).
+//
 // Functions that can fail write a message into `error` (at most error_len bytes, always
 // terminated) and return a null handle.
 
@@ -29,12 +34,17 @@
 #define PYPTO_SIM_API extern "C" __attribute__((visibility("default")))
 
 // Bumped whenever a signature below changes; the binding refuses a library of another version.
-#define PYPTO_SIM_API_VERSION 1
+#define PYPTO_SIM_API_VERSION 2
 
 // Status of a run that the runtime refused before its orchestration started (upstream's -1:
 // fewer arguments than aicpu_orchestration_config asks for). Every other failure is the
 // negated latched error code.
 #define PYPTO_SIM_RUN_REFUSED (-1)
+
+// The code latched for a kernel or orchestration that threw a C++ exception, and reported for one
+// that ended the process (a fatal signal, exit()): what no device runtime code describes, since a
+// kernel on a device can do neither.
+#define PYPTO_SIM_KERNEL_CRASHED (-2)
 
 // Which size pypto_sim_abi_size reports.
 enum PyptoSimAbiType : int32_t {
@@ -81,10 +91,11 @@ PYPTO_SIM_API void* pypto_sim_callable_load(const char* orchestration_path,
                                             size_t error_len);
 PYPTO_SIM_API void pypto_sim_callable_unload(void* callable);
 
-// A run of rank `rank`; sync-start launches wider than the capacity of their core type are
-// refused with SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID.
-PYPTO_SIM_API void* pypto_sim_run_create(int32_t rank, int32_t aiv_capacity,
-                                         int32_t aic_capacity);
+// A run of rank `rank` of sub-build `next_level` (copied; named in crash reports); sync-start
+// launches wider than the capacity of their core type are refused with
+// SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID.
+PYPTO_SIM_API void* pypto_sim_run_create(int32_t rank, const char* next_level,
+                                         int32_t aiv_capacity, int32_t aic_capacity);
 // Run `callable`'s orchestration with the given tensor descriptors (ChipTensor pointers) and
 // scalars on the calling thread; returns 0, PYPTO_SIM_RUN_REFUSED or -code.
 PYPTO_SIM_API int32_t pypto_sim_run_execute(void* run, const void* callable,
@@ -99,5 +110,17 @@ PYPTO_SIM_API const char* pypto_sim_run_log_line(const void* run, int32_t index)
 // memory its tasks reference) must be kept alive, so pypto_sim_run_destroy then leaves it.
 PYPTO_SIM_API int32_t pypto_sim_run_abandoned(const void* run);
 PYPTO_SIM_API void pypto_sim_run_destroy(void* run);
+
+// From now on, when a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS)
+// or a call of exit() ends this process, first write one line to `fd` naming what the thread that
+// ended it was running:
+//
+//   crash <TAB> rank <TAB> next_level <TAB> kernel <TAB> func_id <TAB> block <TAB> block_num
+//         <TAB> signal number, or 0 for exit() <NEWLINE>
+//
+// rank is -1 on a thread outside any run, kernel empty on an orchestration thread. Only the first
+// such event is reported. Returns 0, or errno when a handler could not be installed. Meant for a
+// process that exists to run ranks: the handlers replace the process's own.
+PYPTO_SIM_API int32_t pypto_sim_report_crashes(int32_t fd);
 
 #endif  // PYPTO_BUILD_SIM_RUNTIME_H_

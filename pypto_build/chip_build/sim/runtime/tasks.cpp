@@ -12,6 +12,8 @@
 // SPMD_LOCAL_CONTEXT_INDEX and the core's GlobalContext (its sub-block id) at
 // SPMD_GLOBAL_CONTEXT_INDEX.
 
+#include <cxxabi.h>
+
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +22,7 @@
 #include <thread>
 
 #include "sim_internal.h"
+#include "sim_runtime.h"
 
 namespace pypto_sim {
 
@@ -99,7 +102,17 @@ class TaskLaunch {
     context.func_id = kernel.func_id;
     context.block_idx = block;
     context.block_num = block_num_;
-    kernel.entry(args_[slot_index(block, core)].data());
+    prepare_thread_for_crash_reports();
+    try {
+      kernel.entry(args_[slot_index(block, core)].data());
+    } catch (const abi::__forced_unwind&) {
+      throw;  // thread cancellation must unwind
+    } catch (...) {
+      // Escaping the thread would terminate the process; on a device a kernel cannot throw.
+      run_->report(PYPTO_SIM_KERNEL_CRASHED,
+                   format("kernel '%s' (func_id %d) block %d/%d threw %s", kernel.name.c_str(),
+                          kernel.func_id, block, block_num_, current_exception_text().c_str()));
+    }
     context = ThreadContext{};
     g_progress.fetch_add(1, std::memory_order_relaxed);
     finish_thread();

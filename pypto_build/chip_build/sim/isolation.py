@@ -1,0 +1,272 @@
+"""Running a simulated world in a worker process, so the caller survives its kernels.
+
+Kernels are host shared objects run as threads: in the caller's process, a kernel that
+segfaults, aborts or calls ``exit`` takes the caller with it, and one a timed-out run abandoned
+keeps burning its CPU. So :func:`run_isolated` hands the prepared :class:`~.launch.Launch` to a
+worker process (:mod:`.worker`), which runs it exactly as :func:`~.launch.execute` runs it here
+and sends back the result (or the :class:`SimulationError`, partial result included) by pickle.
+The results are the same objects either way.
+
+When the worker dies instead, the caller raises a :class:`SimulationError` that says who did
+it: the runtime's crash report (the rank, sub-build, kernel and block of the thread that raised
+the fatal signal or called ``exit()``, written by the worker's handlers before it ended) with
+the signal or exit status the caller reaps. Its ``dispatches`` are the ones that finished, which
+the worker streamed as they did; its ``result`` is None, the tensors and windows having died
+with the process. A death no thread reported (a signal from outside, ``_exit``) is put on every
+rank that was running a dispatch.
+
+Workers are kept for reuse: starting one costs an interpreter and the simulator's imports
+(``bench/bench_sim_isolation.py`` measures it), a run in one a few pipe messages. A worker that
+died, abandoned kernel threads (a timed-out run, after which it leaves by itself and is killed
+if it lingers, so no CPU is left burning) or failed in any unforeseen way is never reused. Each
+concurrent run takes a worker of its own. Idle workers leave when their caller closes their
+pipe, at its exit at the latest.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+import pypto_build
+from pypto_build.chip_build.sim import worker as protocol
+from pypto_build.chip_build.sim.errors import DispatchRecord, RankError, SimulationError
+from pypto_build.chip_build.sim.launch import Launch
+from pypto_build.chip_build.sim.result import SimResult
+from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, runtime_image
+from pypto_build.chip_build.sim.world import DispatchStart
+
+#: How long a worker that reported its crash, or was told to leave, may take to end.
+_GRACE_SECONDS = 5.0
+
+
+class WorkerError(RuntimeError):
+    """A simulation worker could not be started or broke the protocol."""
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """What the runtime's handlers wrote before a fatal signal or ``exit()`` ended the worker
+    (``pypto_sim_report_crashes``): the thread that did it."""
+
+    #: -1 for a thread outside any run.
+    rank: int
+    next_level: str
+    #: "" for an orchestration thread.
+    kernel: str
+    func_id: int
+    block: int
+    block_num: int
+    #: The signal number, 0 for ``exit()``.
+    signal: int
+
+    @classmethod
+    def parse(cls, text: str) -> CrashReport | None:
+        """The first report line of ``text``, if it has one."""
+        for line in text.splitlines():
+            fields = line.split("\t")
+            if len(fields) == 8 and fields[0] == "crash":
+                try:
+                    rank, func_id, block, block_num, number = (
+                        int(fields[i]) for i in (1, 4, 5, 6, 7)
+                    )
+                except ValueError:
+                    continue
+                return cls(rank, fields[2], fields[3], func_id, block, block_num, number)
+        return None
+
+    def who(self) -> str:
+        if not self.kernel:
+            return "the orchestration"
+        return (
+            f"kernel '{self.kernel}' (func_id {self.func_id}) block {self.block}/{self.block_num}"
+        )
+
+
+def describe_status(returncode: int) -> str:
+    """How a process ended, as its caller sees it: ``was killed by signal 11 (SIGSEGV:
+    Segmentation fault)`` or ``exited with status 7``."""
+    if returncode < 0:
+        number = -returncode
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"was killed by signal {number} ({name}: {signal.strsignal(number)})"
+    return f"exited with status {returncode}"
+
+
+def crash_error(
+    returncode: int,
+    report: CrashReport | None,
+    running: Sequence[DispatchStart],
+    finished: Sequence[DispatchRecord],
+) -> SimulationError:
+    """The error of a run whose worker ended with ``returncode``: the reporting thread's rank
+    (see the module), or every rank that was ``running`` a dispatch when no thread reported."""
+    ended = describe_status(returncode)
+    if report is not None and report.rank >= 0:
+        did = "called exit()" if report.signal == 0 else f"raised signal {report.signal}"
+        message = f"{report.who()} {did}; the simulation process {ended}"
+        errors = [RankError(report.rank, KERNEL_CRASHED, message, report.next_level)]
+    else:
+        if report is not None:
+            cause = "a thread outside any rank's run " + (
+                "called exit()" if report.signal == 0 else f"raised signal {report.signal}"
+            )
+        else:
+            cause = "no thread reported why (a signal from outside, or _exit())"
+        message = f"the simulation process {ended} while this rank ran it: {cause}"
+        errors = [
+            RankError(start.rank, KERNEL_CRASHED, message, start.next_level) for start in running
+        ]
+        if not errors:  # it died between dispatches: the whole world failed
+            errors = [RankError(0, KERNEL_CRASHED, message, "(between dispatches)")]
+    records = sorted(finished, key=lambda record: (record.rank, record.index))
+    return SimulationError(errors, records)
+
+
+class _Worker:
+    """One worker process and its three pipes (see :mod:`.worker`)."""
+
+    def __init__(self) -> None:
+        requests_read, requests_write = os.pipe()
+        results_read, results_write = os.pipe()
+        self._crashes, crashes_write = os.pipe()
+        child_fds = (requests_read, results_write, crashes_write)
+        # The worker imports this very pypto_build, whatever its own path would find first.
+        package_root = str(Path(pypto_build.__file__).resolve().parent.parent)
+        path = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", protocol.__name__, *(str(fd) for fd in child_fds)],
+                pass_fds=child_fds,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": path},
+            )
+        finally:
+            for fd in child_fds:
+                os.close(fd)
+        self._requests = Connection(requests_write, readable=False)
+        self._results = Connection(results_read, writable=False)
+        try:
+            self._requests.send_bytes(runtime_image())
+            kind, value, _ = self._results.recv()
+        except (OSError, EOFError):
+            self.stop()
+            raise WorkerError(
+                f"the simulation worker ended as it started ({describe_status(self._reap())})"
+            ) from None
+        if kind != protocol.READY:
+            self.stop()
+            raise value if isinstance(value, BaseException) else WorkerError(repr(value))
+
+    def run(self, launch: Launch) -> tuple[str, object, bool]:
+        """Send ``launch`` and wait for its reply (its kind, its value, and whether the worker
+        leaves); raises :class:`SimulationError` if the worker dies first."""
+        running: dict[tuple[int, int], DispatchStart] = {}
+        finished: list[DispatchRecord] = []
+        try:
+            self._requests.send(launch)
+            while True:
+                ready = wait([self._results, self._crashes])
+                if self._results not in ready:
+                    break  # a crash report: the worker is ending
+                kind, value, leaving = self._results.recv()
+                if kind != protocol.EVENT:
+                    return kind, value, leaving
+                if isinstance(value, DispatchStart):
+                    running[(value.rank, value.index)] = value
+                elif isinstance(value, DispatchRecord):
+                    running.pop((value.rank, value.index), None)
+                    finished.append(value)
+        except (OSError, EOFError):
+            pass  # the worker is gone
+        returncode = self._reap()
+        report = CrashReport.parse(self._read_crashes())
+        raise crash_error(returncode, report, list(running.values()), finished)
+
+    def _reap(self) -> int:
+        """Wait for the process to end (killing it after the grace period)."""
+        try:
+            return self.process.wait(_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def _read_crashes(self) -> str:
+        """Everything the worker's crash handlers wrote (the process has ended: no writer is
+        left, so the read ends)."""
+        chunks = []
+        while chunk := os.read(self._crashes, 4096):
+            chunks.append(chunk)
+        return b"".join(chunks).decode("utf-8", errors="replace")
+
+    def stop(self) -> None:
+        """End the worker: it leaves when its requests pipe closes; one that does not (it is
+        stuck, or still running abandoned threads) is killed."""
+        for connection in (self._requests, self._results):
+            if not connection.closed:
+                connection.close()
+        if self.process.poll() is None:
+            self._reap()
+        os.close(self._crashes)
+
+
+class _Pool:
+    """Idle workers, reused by later runs (see the module)."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> _Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.process.poll() is None:
+                    return worker
+                worker.stop()  # ended while idle (killed from outside)
+        return _Worker()
+
+    def give(self, worker: _Worker) -> None:
+        with self._lock:
+            self._idle.append(worker)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.stop()
+
+
+_POOL = _Pool()
+atexit.register(_POOL.close)
+
+
+def run_isolated(launch: Launch) -> SimResult:
+    """Run ``launch`` in a worker process (see the module): its result, or the error the run
+    raised there; a :class:`SimulationError` when the worker dies."""
+    worker = _POOL.take()
+    reusable = False
+    try:
+        kind, value, leaving = worker.run(launch)
+        reusable = kind in (protocol.RESULT, protocol.FAILED) and not leaving
+        if kind == protocol.RESULT and isinstance(value, SimResult):
+            return value
+        if isinstance(value, BaseException):
+            raise value
+        raise WorkerError(f"the simulation worker replied {kind!r} with {type(value).__name__}")
+    finally:
+        if reusable:
+            _POOL.give(worker)
+        else:
+            worker.stop()

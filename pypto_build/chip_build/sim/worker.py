@@ -1,0 +1,107 @@
+"""The simulation worker: a process that runs simulated worlds for a caller in another process
+(:mod:`.isolation`), so that whatever a kernel does to its process, the caller's survives.
+
+``python -m pypto_build.chip_build.sim.worker REQUESTS RESULTS CRASHES``, three inherited pipe
+descriptors. The caller first sends the runtime library's image (the one it resolved through its
+compile cache, so both processes run the same library whatever their environments say); the
+worker loads it, turns on the runtime's crash reports (to ``CRASHES``: which rank, sub-build,
+kernel and block a fatal signal or ``exit()`` came from) and answers ``ready``. Then, for each
+:class:`~.launch.Launch` it receives, it streams what the world tells it (each dispatch's start
+and record) and ends with one reply: the result, the run's :class:`SimulationError` (its partial
+result included), or any other exception the run raised, and whether the worker is leaving.
+
+The worker leaves with ``os._exit``, never through the interpreter's shutdown: kernel threads a
+timed-out run abandoned die with it (after such a run it leaves at once, so no later run shares
+the process with them), and ``exit`` handlers are left to what the crash report needs them for,
+a kernel calling ``exit()``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+
+from pypto_build.chip_build.sim.errors import SimulationError
+from pypto_build.chip_build.sim.launch import Launch, execute
+from pypto_build.chip_build.sim.runtime import load_runtime
+from pypto_build.chip_build.sim.world import threads_abandoned
+
+#: Reply kinds: the first, once the runtime is loaded (or the error that stopped it)...
+READY = "ready"
+#: ... streamed during a run (a DispatchStart or a DispatchRecord) ...
+EVENT = "event"
+#: ... and the last message of a run.
+RESULT, FAILED, ERROR = "result", "failed", "error"
+
+
+def portable(error: BaseException) -> BaseException:
+    """``error`` if it survives pickling, else a RuntimeError with its type and text: the caller
+    must get an exception either way."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:  # any exception type may fail to pickle in its own way
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
+
+
+class _Replies:
+    """The results pipe, shared by the main thread and the rank threads streaming events."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._lock = threading.Lock()
+
+    def send(self, kind: str, value: object, leaving: bool = False) -> None:
+        """Send a message: its kind, its value, and whether this worker leaves after it."""
+        with self._lock:
+            self._connection.send((kind, value, leaving))
+
+
+def _run(launch: Launch, replies: _Replies) -> tuple[str, object]:
+    try:
+        return RESULT, execute(launch, lambda event: replies.send(EVENT, event))
+    except SimulationError as failure:
+        return FAILED, failure
+    except Exception as error:  # the caller re-raises it, as an in-process run would raise it
+        return ERROR, portable(error)
+
+
+def serve(requests: Connection, replies: _Replies, crashes: int) -> None:
+    """Load the runtime, then run launches until the caller closes ``requests``."""
+    try:
+        load_runtime(requests.recv_bytes()).report_crashes(crashes)
+    except Exception as error:
+        replies.send(ERROR, portable(error))
+        return
+    replies.send(READY, None)
+    while True:
+        try:
+            launch = requests.recv()
+        except EOFError:  # the caller is done with this worker, or gone
+            return
+        kind, value = _run(launch, replies)
+        leaving = threads_abandoned()
+        replies.send(kind, value, leaving)
+        if leaving:
+            return
+
+
+def main(argv: Sequence[str]) -> None:
+    requests_fd, results_fd, crashes_fd = (int(arg) for arg in argv)
+    requests = Connection(requests_fd, writable=False)
+    replies = _Replies(Connection(results_fd, readable=False))
+    try:
+        serve(requests, replies, crashes_fd)
+    finally:
+        # What kernels printed is still in C's buffers, which os._exit does not flush.
+        ctypes.CDLL(None).fflush(None)
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
