@@ -26,3 +26,15 @@ def test_a_benchmark_script_starts(script: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "usage:" in done.stdout
+
+
+def test_the_performance_document_holds_the_recorded_results() -> None:
+    # docs/performance.md's table is written from bench/results by run_all; a results file
+    # committed without the document (or the reverse) would make the two disagree.
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "run_all.py"), "--check-document"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
