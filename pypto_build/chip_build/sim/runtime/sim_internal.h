@@ -164,6 +164,19 @@ void set_timeouts(uint64_t wait_ns, uint64_t task_ns);
 // Kernel block starts and returns so far (pypto_sim_progress).
 uint64_t progress();
 
+// Work run on the process's pool of block threads (block_pool.cpp): run(index) once for each
+// index handed out with start_pooled, each on a thread of its own.
+class PoolJob {
+ public:
+  virtual ~PoolJob() = default;
+  virtual void run(int32_t index) = 0;
+};
+
+// Run job->run(index) on an idle pool thread, or on a new one when none is idle; throws
+// std::system_error when a needed thread cannot be started. The pool keeps `job` alive until
+// that call returns.
+void start_pooled(const std::shared_ptr<PoolJob>& job, int32_t index);
+
 // Run one submitted task to completion on the current rank; its runtime-allocated outputs are
 // appended to `outputs` (tasks.cpp).
 void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,

@@ -7,7 +7,8 @@
 // share tensors (every orchestration we generate submits in program order), and it is what
 // makes a collective's blocks meet their peers' blocks: every rank runs its own orchestration
 // on its own thread. A task of launch width B runs as B blocks of threads started together (one
-// thread per block, or three for a MIX cluster), each calling its kernel_entry with its own
+// thread per block, or three for a MIX cluster; threads of the process's pool, block_pool.cpp),
+// each calling its kernel_entry with its own
 // 50-slot argument array: the tensor descriptors, the scalars, &LocalContext{block_idx, B} at
 // SPMD_LOCAL_CONTEXT_INDEX and the core's GlobalContext (its sub-block id) at
 // SPMD_GLOBAL_CONTEXT_INDEX.
@@ -19,7 +20,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <system_error>
-#include <thread>
 
 #include "sim_internal.h"
 #include "sim_runtime.h"
@@ -54,7 +54,7 @@ struct Core {
 
 // Everything the core threads of one task read. Shared ownership: the threads of an abandoned
 // task keep it alive after the submitting thread has given up on them.
-class TaskLaunch {
+class TaskLaunch : public PoolJob {
  public:
   // `tensors` are the task's descriptors in argument order (runtime-allocated outputs included).
   TaskLaunch(RankRun* run, const std::vector<Core>& cores, const CoreTaskArgs& args,
@@ -91,7 +91,7 @@ class TaskLaunch {
   int32_t thread_count() const { return block_num_ * static_cast<int32_t>(cores_.size()); }
 
   // Thread `index` runs core index % cores of block index / cores.
-  void run_thread(int32_t index) {
+  void run(int32_t index) override {
     const int32_t block = index / static_cast<int32_t>(cores_.size());
     const size_t core = static_cast<size_t>(index) % cores_.size();
     const Kernel& kernel = *cores_[core].kernel;
@@ -161,11 +161,9 @@ void run_task(RankRun& run, const std::vector<Core>& cores, const CoreTaskArgs& 
   auto launch = std::make_shared<TaskLaunch>(&run, cores, args, tensors);
   const int32_t thread_count = launch->thread_count();
   const int32_t block_num = args.launch_spec.block_num();
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(thread_count));
   for (int32_t index = 0; index < thread_count; ++index) {
     try {
-      threads.emplace_back([launch, index] { launch->run_thread(index); });
+      start_pooled(launch, index);
     } catch (const std::system_error& error) {
       run.report(SIMPLER_ERROR_SCHEDULER_TIMEOUT,
                  format("%s: could not start a core of block %d of %d: %s",
@@ -177,9 +175,6 @@ void run_task(RankRun& run, const std::vector<Core>& cores, const CoreTaskArgs& 
   const uint64_t budget_ns = g_task_timeout_ns.load(std::memory_order_relaxed);
   const int32_t running = launch->wait(std::chrono::nanoseconds(budget_ns));
   if (running == 0) {
-    for (std::thread& thread : threads) {
-      thread.join();
-    }
     return;
   }
   // A thread is a block, unless a block is a MIX cluster of cores.
@@ -188,10 +183,8 @@ void run_task(RankRun& run, const std::vector<Core>& cores, const CoreTaskArgs& 
              format("%s: %d of %d %s did not return within %.1f s; they were abandoned",
                     task_name(cores).c_str(), running, thread_count, unit,
                     static_cast<double>(budget_ns) / 1e9));
+  // Their pool threads rejoin the pool if their kernels ever return.
   run.abandon();
-  for (std::thread& thread : threads) {
-    thread.detach();
-  }
 }
 
 // The current rank's run, or null (with a note on stderr) when called outside one.

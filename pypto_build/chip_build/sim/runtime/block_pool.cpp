@@ -1,0 +1,109 @@
+// block_pool.cpp -- the threads kernel blocks run on, kept for the life of the process.
+//
+// Starting a thread costs tens of microseconds and every task of every rank starts one per block
+// (per core of a MIX cluster): for a collective that moves little, that is most of its time. So
+// blocks run on pool threads instead: a thread that has run a block goes back to the idle list
+// and waits for the next one, of any task, rank or run. The pool grows to the widest set of
+// blocks ever running at once and never shrinks; idle threads sleep on their own condition
+// variable, so an idle pool costs no CPU.
+//
+// A task the submitter gave up on (tasks.cpp: a block that did not return in time) keeps its
+// threads until its kernels return, if ever; they rejoin the idle list then, and until then the
+// pool starts other threads for later tasks. Pool threads are detached and never joined: at
+// process exit they are blocked on their condition variable (or running an abandoned kernel) and
+// end with the process. The pool itself is never destroyed, so no static destructor can find a
+// joinable thread or a waiter on a destroyed condition variable.
+
+#include <condition_variable>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "sim_internal.h"
+
+namespace pypto_sim {
+
+namespace {
+
+// One pool thread and the block it is handed.
+struct PoolThread {
+  std::mutex mutex;
+  std::condition_variable handed;
+  std::shared_ptr<PoolJob> job;  // set by the submitter, cleared by the thread
+  int32_t index = 0;
+};
+
+class BlockPool {
+ public:
+  void start(const std::shared_ptr<PoolJob>& job, int32_t index) {
+    PoolThread* thread = take_idle();
+    if (thread == nullptr) {
+      // The thread object lives as long as the pool: forever.
+      thread = new PoolThread();
+      {
+        std::lock_guard<std::mutex> lock(thread->mutex);
+        thread->job = job;
+        thread->index = index;
+      }
+      try {
+        std::thread([this, thread] { serve(thread); }).detach();
+      } catch (...) {
+        delete thread;
+        throw;
+      }
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(thread->mutex);
+      thread->job = job;
+      thread->index = index;
+    }
+    thread->handed.notify_one();
+  }
+
+ private:
+  PoolThread* take_idle() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (idle_.empty()) {
+      return nullptr;
+    }
+    PoolThread* thread = idle_.back();
+    idle_.pop_back();
+    return thread;
+  }
+
+  [[noreturn]] void serve(PoolThread* thread) {
+    for (;;) {
+      std::shared_ptr<PoolJob> job;
+      int32_t index = 0;
+      {
+        std::unique_lock<std::mutex> lock(thread->mutex);
+        thread->handed.wait(lock, [thread] { return thread->job != nullptr; });
+        job = std::move(thread->job);
+        thread->job = nullptr;
+        index = thread->index;
+      }
+      job->run(index);
+      job.reset();  // before going idle: the task's memory is not the pool's to keep
+      std::lock_guard<std::mutex> lock(mutex_);
+      idle_.push_back(thread);
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<PoolThread*> idle_;
+};
+
+BlockPool& pool() {
+  static BlockPool* const instance = new BlockPool();  // never destroyed (see the file)
+  return *instance;
+}
+
+}  // namespace
+
+void start_pooled(const std::shared_ptr<PoolJob>& job, int32_t index) {
+  pool().start(job, index);
+}
+
+}  // namespace pypto_sim
