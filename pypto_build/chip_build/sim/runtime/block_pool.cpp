@@ -32,34 +32,37 @@ struct PoolThread {
   std::condition_variable handed;
   std::shared_ptr<PoolJob> job;  // set by the submitter, cleared by the thread
   int32_t index = 0;
+  std::atomic<bool> handed_over{false};  // job is set (read while spinning, without the mutex)
+  bool sleeping = false;                 // waiting on `handed`: a hand-over must notify
 };
 
 class BlockPool {
  public:
   void start(const std::shared_ptr<PoolJob>& job, int32_t index) {
     PoolThread* thread = take_idle();
-    if (thread == nullptr) {
-      // The thread object lives as long as the pool: forever.
-      thread = new PoolThread();
-      {
-        std::lock_guard<std::mutex> lock(thread->mutex);
-        thread->job = job;
-        thread->index = index;
-      }
+    const bool fresh = thread == nullptr;
+    if (fresh) {
+      thread = new PoolThread();  // lives as long as the pool: forever
+    }
+    bool sleeping = false;
+    {
+      std::lock_guard<std::mutex> lock(thread->mutex);
+      thread->job = job;
+      thread->index = index;
+      thread->handed_over.store(true, std::memory_order_release);
+      sleeping = thread->sleeping;
+    }
+    if (sleeping) {
+      thread->handed.notify_one();
+    }
+    if (fresh) {
       try {
         std::thread([this, thread] { serve(thread); }).detach();
       } catch (...) {
         delete thread;
         throw;
       }
-      return;
     }
-    {
-      std::lock_guard<std::mutex> lock(thread->mutex);
-      thread->job = job;
-      thread->index = index;
-    }
-    thread->handed.notify_one();
   }
 
  private:
@@ -77,9 +80,16 @@ class BlockPool {
     for (;;) {
       std::shared_ptr<PoolJob> job;
       int32_t index = 0;
+      const auto handed_over = [thread] {
+        return thread->handed_over.load(std::memory_order_acquire);
+      };
+      spin_until(handed_over, kSpinBudget);
       {
         std::unique_lock<std::mutex> lock(thread->mutex);
-        thread->handed.wait(lock, [thread] { return thread->job != nullptr; });
+        thread->sleeping = true;
+        thread->handed.wait(lock, handed_over);
+        thread->sleeping = false;
+        thread->handed_over.store(false, std::memory_order_relaxed);
         job = std::move(thread->job);
         thread->job = nullptr;
         index = thread->index;

@@ -4,12 +4,14 @@
 #define PYPTO_BUILD_SIM_INTERNAL_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pto_orchestration_api.h"
@@ -171,6 +173,29 @@ class PoolJob {
   virtual ~PoolJob() = default;
   virtual void run(int32_t index) = 0;
 };
+
+// How long a thread about to sleep first yields and looks again: a block thread waiting for its
+// next block, a submitter for its task's blocks. In a run, the next block or the last return is
+// usually microseconds away, and a sleep then costs a futex wake-up and a context switch on
+// each side. Long enough to cover a small collective's round trip, short against a kernel's
+// work (an idle thread yields the CPU to any thread with work at each turn).
+constexpr std::chrono::nanoseconds kSpinBudget{50'000};
+
+// Yield until `ready()` or `budget` has passed; whether it became ready.
+template <typename Ready>
+bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
+  if (ready()) {
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  do {
+    std::this_thread::yield();
+    if (ready()) {
+      return true;
+    }
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
 
 // Run job->run(index) on an idle pool thread, or on a new one when none is idle; throws
 // std::system_error when a needed thread cannot be started. The pool keeps `job` alive until

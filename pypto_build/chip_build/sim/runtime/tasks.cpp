@@ -15,6 +15,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -120,17 +121,20 @@ class TaskLaunch : public PoolJob {
 
   // A thread that was never started counts as returned, so the wait below cannot hang on it.
   void finish_thread() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--remaining_ == 0) {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);  // not between the waiter's check and its sleep
       done_.notify_all();
     }
   }
 
   // How many threads are still running after waiting at most `timeout`.
   int32_t wait(std::chrono::nanoseconds timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait_for(lock, timeout, [this] { return remaining_ == 0; });
-    return remaining_;
+    const auto returned = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(returned, std::min(timeout, kSpinBudget))) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait_for(lock, timeout, returned);
+    }
+    return remaining_.load(std::memory_order_acquire);
   }
 
  private:
@@ -147,7 +151,7 @@ class TaskLaunch : public PoolJob {
   std::vector<std::array<int64_t, KERNEL_MAX_ARGS>> args_;
   std::mutex mutex_;
   std::condition_variable done_;
-  int32_t remaining_;
+  std::atomic<int32_t> remaining_;
 };
 
 // The task's name in messages: its (first) kernel's.
