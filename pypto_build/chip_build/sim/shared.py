@@ -9,7 +9,8 @@ whose descriptor another process maps to see the same bytes.
 
 :func:`send` and :func:`receive` exchange picklable objects over a Unix stream socket. A NumPy
 array that views a segment travels as a reference (the segment, passed as a descriptor with the
-message, and the view's offset, shape and strides); another large array is copied once into a
+message, and the view's offset, shape and strides), a segment itself as the descriptor; another
+large array is copied once into a
 fresh segment and travels the same way. The receiver's arrays view the shared memory: nothing is
 copied on its side, and a segment it already maps (one it sent, coming back) is not mapped twice.
 """
@@ -23,6 +24,7 @@ import pickle
 import socket
 import struct
 import weakref
+from collections.abc import Sequence
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -93,11 +95,35 @@ class Segment(mmap.mmap):
 
 
 def segment_of(array: npt.NDArray[Any]) -> Segment | None:
-    """The segment ``array`` views, if any."""
+    """The segment ``array`` views, if any (through views of views, and through NumPy's
+    ``as_strided``, whose array holds its source as ``base`` of an interface object)."""
     base: object = array
-    while isinstance(base, np.ndarray):
-        base = base.base
-    return base if isinstance(base, Segment) else None
+    while not isinstance(base, Segment):
+        base = getattr(base, "base", None)
+        if base is None:
+            return None
+    return base
+
+
+def stack(views: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    """``numpy.stack(views)``, without a copy when the views are alike and evenly spaced in one
+    segment (one buffer of every rank's window): then a view of it with a leading axis."""
+    first = views[0]
+    segment = segment_of(first)
+    addresses = [int(view.ctypes.data) for view in views]
+    step = addresses[1] - addresses[0] if len(views) > 1 else first.nbytes
+    alike = all(
+        view.shape == first.shape
+        and view.strides == first.strides
+        and view.dtype == first.dtype
+        and segment_of(view) is segment
+        and address == addresses[0] + index * step
+        for index, (view, address) in enumerate(zip(views, addresses, strict=True))
+    )
+    if segment is None or not alike or step <= 0:
+        return np.stack(views)
+    offset = addresses[0] - segment.address
+    return segment.array((len(views), *first.shape), first.dtype, offset, (step, *first.strides))
 
 
 class _Pickler(pickle.Pickler):
@@ -111,6 +137,8 @@ class _Pickler(pickle.Pickler):
         self._keep: list[object] = []  # the copied arrays, so that no id is reused meanwhile
 
     def persistent_id(self, obj: Any) -> Any:
+        if isinstance(obj, Segment):
+            return (self._include(obj),)
         if type(obj) is not np.ndarray or obj.dtype.hasobject:
             return None
         copied = self._copied.get(id(obj))
@@ -127,14 +155,19 @@ class _Pickler(pickle.Pickler):
             segment = Segment(obj.nbytes)
             obj = segment.array(obj.shape, obj.dtype)
             obj[...] = original
-        index = self._index.setdefault(segment.inode, len(self.segments))
-        if index == len(self.segments):
-            self.segments.append(segment)
+        index = self._include(segment)
         pid = (index, obj.dtype, obj.shape, obj.strides, int(obj.ctypes.data) - segment.address)
         if obj is not original:  # pickle looks here before its memo: copy each array once
             self._copied[id(original)] = pid
             self._keep.append(original)
         return pid
+
+    def _include(self, segment: Segment) -> int:
+        """The index of ``segment`` among the message's descriptors."""
+        index = self._index.setdefault(segment.inode, len(self.segments))
+        if index == len(self.segments):
+            self.segments.append(segment)
+        return index
 
 
 class _Unpickler(pickle.Unpickler):
@@ -144,6 +177,8 @@ class _Unpickler(pickle.Unpickler):
         self._arrays: dict[tuple[object, ...], npt.NDArray[Any]] = {}
 
     def persistent_load(self, pid: Any) -> Any:
+        if len(pid) == 1:  # a whole segment
+            return self._segments[pid[0]]
         # One array per reference, as one array was pickled.
         array = self._arrays.get(pid)
         if array is None:

@@ -43,6 +43,7 @@ from pypto_build.chip_build.sim.runtime import (
     NativeRuntime,
     RunOutcome,
 )
+from pypto_build.chip_build.sim.shared import Segment
 
 #: Environment variable with the wait timeout in seconds.
 TIMEOUT_ENV = "PYPTO_SIM_TIMEOUT_S"
@@ -309,9 +310,12 @@ class World:
 
     # -- windows and shutdown -----------------------------------------------------------------
 
-    def create_domain(self, nranks: int, window_bytes: int) -> NativeDomain:
-        """Windows and contexts of a comm domain, freed by :meth:`release_domain`."""
-        domain = self.runtime.create_domain(nranks, window_bytes)
+    def create_domain(
+        self, nranks: int, window_bytes: int, memory: Segment | None = None
+    ) -> NativeDomain:
+        """Windows and contexts of a comm domain (in ``memory``, filled before any rank runs,
+        or in new zeroed memory), freed by :meth:`release_domain`."""
+        domain = self.runtime.create_domain(nranks, window_bytes, memory)
         self._domains.append(domain)
         return domain
 

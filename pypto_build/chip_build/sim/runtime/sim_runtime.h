@@ -9,7 +9,8 @@
 // shared object is loaded, so this library must be loaded with RTLD_GLOBAL before any of them.
 //
 // Objects:
-//   domain    one comm domain: a zeroed window per rank and each rank's CommContext, whose
+//   domain    one comm domain: a window per rank (memory of the caller's, zeroed by it, which
+//             must outlive the domain) and each rank's CommContext, whose
 //             windowsIn[i] = windowsOut[i] = rank i's window base, exactly as on hardware, and
 //             the barrier its kernels meet at (found from any of its contexts).
 //   callable  one chip sub-build: its orchestration shared object and its kernels by func_id.
@@ -34,7 +35,7 @@
 #define PYPTO_SIM_API extern "C" __attribute__((visibility("default")))
 
 // Bumped whenever a signature below changes; the binding refuses a library of another version.
-#define PYPTO_SIM_API_VERSION 2
+#define PYPTO_SIM_API_VERSION 3
 
 // Status of a run that the runtime refused before its orchestration started (upstream's -1:
 // fewer arguments than aicpu_orchestration_config asks for). Every other failure is the
@@ -74,9 +75,11 @@ PYPTO_SIM_API void pypto_sim_describe_tensor(void* out, uint64_t addr, uint64_t 
                                              uint32_t ndims, const uint32_t* shapes,
                                              const uint32_t* strides);
 
+// `windows`: each rank's window base, 64-byte aligned; window_bytes: a positive multiple of 64.
 PYPTO_SIM_API void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes,
-                                            char* error, size_t error_len);
-// Bytes of every window: window_bytes rounded up to whole 64-byte cache lines.
+                                            const uint64_t* windows, char* error,
+                                            size_t error_len);
+// Bytes of every window.
 PYPTO_SIM_API uint64_t pypto_sim_domain_window_bytes(const void* domain);
 PYPTO_SIM_API uint64_t pypto_sim_domain_window(const void* domain, uint32_t rank);
 PYPTO_SIM_API uint64_t pypto_sim_domain_context(const void* domain, uint32_t rank);
