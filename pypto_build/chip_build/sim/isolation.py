@@ -158,7 +158,7 @@ class _Worker:
             child.close()
             os.close(crashes_write)
         try:
-            shared.send(self._channel, runtime_image())
+            shared.send(self._channel, runtime_image(), returned=True)
             kind, value, _ = shared.receive(self._channel)
         except (OSError, EOFError):
             self.stop()
@@ -175,7 +175,7 @@ class _Worker:
         running: dict[tuple[int, int], DispatchStart] = {}
         finished: list[DispatchRecord] = []
         try:
-            shared.send(self._channel, launch)
+            shared.send(self._channel, launch, returned=True)
             while True:
                 ready = wait([self._channel, self._crashes])
                 if self._channel not in ready:

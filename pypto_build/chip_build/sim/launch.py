@@ -235,19 +235,23 @@ def _window_size(windows: Sequence[_Window]) -> int:
 
 def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: int) -> Segment:
     """Every rank's windows, laid out as the run's comm domain lays them out, with the contents
-    given for them (taken out of ``bound``); the rest stays zeroed. Filled before any rank runs:
-    a peer's first remote write must land on the initial contents, never be overwritten by
-    them."""
+    given for them (taken out of ``bound``) and zeros everywhere else: one pass over the
+    windows, in memory an earlier run may have used. Filled before any rank runs: a peer's first
+    remote write must land on the initial contents, never be overwritten by them."""
     window_size = _window_size(windows)
     layouts = layout_buffers([window.spec() for window in windows], window_size)
     stride = window_stride(window_size)
-    memory = Segment(ranks * stride)
-    for window, layout in zip(windows, layouts, strict=True):
-        for rank, arguments in enumerate(bound):
+    memory = Segment.allocate(ranks * stride, zeroed=False)
+    for rank, arguments in enumerate(bound):
+        for window, layout in zip(windows, layouts, strict=True):
+            slot = memory.array((layout.nbytes,), np.uint8, rank * stride + layout.offset)
             given = arguments.tensors.pop(window.param.name, None)
+            filled = 0
             if given is not None:
-                slot = memory.array((layout.nbytes,), np.uint8, rank * stride + layout.offset)
                 window_tensor(slot, window.param.shape, window.dtype).view[...] = given
+                filled = window.nbytes
+            slot[filled:] = 0
+        memory.array((stride - window_size,), np.uint8, rank * stride + window_size)[...] = 0
     return memory
 
 

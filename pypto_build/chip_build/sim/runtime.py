@@ -250,7 +250,7 @@ class NativeRuntime:
         shared memory."""
         stride = window_stride(window_bytes)
         if memory is None:
-            memory = Segment(nranks * stride)
+            memory = Segment.allocate(nranks * stride)
         elif len(memory) < nranks * stride:
             raise ValueError(
                 f"{nranks} windows of {stride} bytes do not fit in {len(memory)} bytes of memory"

@@ -17,12 +17,14 @@ copied on its side, and a segment it already maps (one it sent, coming back) is 
 
 from __future__ import annotations
 
+import ctypes
 import io
 import mmap
 import os
 import pickle
 import socket
 import struct
+import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any, BinaryIO
@@ -37,51 +39,133 @@ _MAX_FDS = 250
 #: A message's header: the pickle's length and the number of descriptors sent with it.
 _HEADER = struct.Struct("<QI")
 
-#: The segments this process maps, by the memfd's inode: one mapping per segment.
-_MAPPED: weakref.WeakValueDictionary[int, Segment] = weakref.WeakValueDictionary()
+#: Bytes of idle mappings a process keeps for reuse.
+IDLE_BYTES = 512 << 20
 
 
-class Segment(mmap.mmap):
-    """Shared, zero-filled memory: ``size`` bytes of a new ``memfd``, or the memfd ``fd`` (which
-    the segment then owns) as another process created it."""
+class _Mapping:
+    """A memfd mapped shared into this process: what a :class:`Segment` holds."""
 
-    fd: int
-    inode: int
-    address: int
+    def __init__(self, fd: int, owned: bool) -> None:
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+        self.inode = os.fstat(fd).st_ino
+        #: Created by this process (else received from another).
+        self.owned = owned
+        #: Sent to another process that may keep it: never reused for new contents.
+        self.given = False
+        self.memory = mmap.mmap(fd, self.size, flags=mmap.MAP_SHARED)
+        self.address = int(np.frombuffer(self.memory, np.uint8, count=1).ctypes.data)
 
-    def __new__(cls, size: int = 0, *, fd: int | None = None) -> Segment:
-        if fd is None:
-            if size <= 0:
-                raise ValueError(f"a shared segment has a positive size, got {size}")
+    def close(self) -> None:
+        self.memory.close()
+        os.close(self.fd)
+
+
+class _Idle:
+    """Mappings no segment holds, kept to be held again: a fresh page costs a fault (and on a
+    virtual machine often the host's as well), many times a pass over a warm one. A mapping this
+    process created and never gave away may hold new contents; one received from another process
+    is only mapped again when it comes back (its pages stay mapped)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()  # a segment may die, and come back here, anywhere
+        self._mappings: dict[int, _Mapping] = {}  # by inode, oldest first
+        self._bytes = 0
+
+    def put(self, mapping: _Mapping) -> None:
+        if mapping.given:
+            mapping.close()
+            return
+        with self._lock:
+            self._mappings[mapping.inode] = mapping
+            self._bytes += mapping.size
+            while self._bytes > IDLE_BYTES:
+                self._remove(next(iter(self._mappings))).close()
+
+    def take(self, inode: int) -> _Mapping | None:
+        with self._lock:
+            return self._remove(inode) if inode in self._mappings else None
+
+    def take_size(self, size: int) -> _Mapping | None:
+        """The most recently idle mapping of exactly ``size`` bytes that may be reused."""
+        with self._lock:
+            for mapping in reversed(self._mappings.values()):
+                if mapping.owned and mapping.size == size:
+                    return self._remove(mapping.inode)
+        return None
+
+    def _remove(self, inode: int) -> _Mapping:
+        mapping = self._mappings.pop(inode)
+        self._bytes -= mapping.size
+        return mapping
+
+
+_IDLE = _Idle()
+#: The segments alive in this process, by the memfd's inode: one per memfd.
+_LIVE: weakref.WeakValueDictionary[int, Segment] = weakref.WeakValueDictionary()
+
+
+class Segment:
+    """Shared memory: a memfd, mapped. Arrays view it through :meth:`array`, which keep it
+    alive; when the last goes, its mapping waits in this process's idle mappings for reuse."""
+
+    def __init__(self, mapping: _Mapping) -> None:
+        self._mapping = mapping
+        self.fd = mapping.fd
+        self.inode = mapping.inode
+        self.address = mapping.address
+        _LIVE[self.inode] = self
+
+    @classmethod
+    def allocate(cls, size: int, *, zeroed: bool = True) -> Segment:
+        """``size`` bytes, zero-filled unless not ``zeroed`` (then of any contents): an idle
+        mapping of that size, else a new memfd, which the kernel zero-fills as pages are first
+        touched."""
+        if size <= 0:
+            raise ValueError(f"a shared segment has a positive size, got {size}")
+        mapping = _IDLE.take_size(size)
+        if mapping is None:
             fd = os.memfd_create("pypto-sim", os.MFD_CLOEXEC)
             try:
                 os.ftruncate(fd, size)
-            except OSError:
+                mapping = _Mapping(fd, owned=True)
+            except (OSError, ValueError):
                 os.close(fd)
                 raise
-        else:
-            size = os.fstat(fd).st_size
-        try:
-            self = super().__new__(cls, fd, size, flags=mmap.MAP_SHARED)
-        except (OSError, ValueError):
-            os.close(fd)
-            raise
-        self.fd = fd
-        self.inode = os.fstat(fd).st_ino
-        weakref.finalize(self, os.close, fd)
-        self.address = int(np.frombuffer(self, np.uint8, count=1).ctypes.data)
-        _MAPPED[self.inode] = self
-        return self
+        elif zeroed:
+            ctypes.memset(mapping.address, 0, size)
+        return cls(mapping)
 
     @classmethod
     def adopt(cls, fd: int) -> Segment:
-        """The segment of memfd ``fd`` (received from another process; closed here): this
-        process's existing mapping of it, else a new one."""
-        mapped = _MAPPED.get(os.fstat(fd).st_ino)
-        if mapped is not None:
+        """The segment of memfd ``fd``, received from another process (``fd`` is closed here):
+        the one alive in this process, else its idle mapping, else a new mapping."""
+        inode = os.fstat(fd).st_ino
+        live = _LIVE.get(inode)
+        if live is not None:
             os.close(fd)
-            return mapped
-        return cls(fd=fd)
+            return live
+        mapping = _IDLE.take(inode)
+        if mapping is not None:
+            os.close(fd)
+            return cls(mapping)
+        try:
+            return cls(_Mapping(fd, owned=False))
+        except (OSError, ValueError):
+            os.close(fd)
+            raise
+
+    def give(self) -> None:
+        """Another process may keep this memory: if this process created it, never reuse it
+        for new contents (memory received from another process never is)."""
+        self._mapping.given = self._mapping.owned
+
+    def __len__(self) -> int:
+        return self._mapping.size
+
+    def __del__(self) -> None:
+        _IDLE.put(self._mapping)
 
     def array(
         self,
@@ -90,8 +174,55 @@ class Segment(mmap.mmap):
         offset: int = 0,
         strides: tuple[int, ...] | None = None,
     ) -> npt.NDArray[Any]:
-        """A writable view of the segment (it keeps the segment alive)."""
-        return np.ndarray(shape, dtype, buffer=self, offset=offset, strides=strides)
+        """A writable view of the segment (it keeps the segment alive); it must lie inside."""
+        element = np.dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        if strides is None:
+            strides = _row_major(shape, element.itemsize)
+        strides = tuple(int(s) for s in strides)
+        low = high = offset
+        if 0 not in shape:
+            for extent, stride in zip(shape, strides, strict=True):
+                reach = (extent - 1) * stride
+                low, high = (low + reach, high) if reach < 0 else (low, high + reach)
+            high += element.itemsize
+        if low < 0 or high > len(self):
+            raise ValueError(
+                f"a view of bytes [{low}, {high}) does not fit in a {len(self)}-byte segment"
+            )
+        return np.asarray(_View(self, shape, element, self.address + offset, strides))
+
+
+class _View:
+    """What :meth:`Segment.array` wraps: NumPy's array interface over the segment, and the
+    segment as ``base``, so the array keeps it alive and :func:`segment_of` finds it."""
+
+    def __init__(
+        self,
+        base: Segment,
+        shape: tuple[int, ...],
+        dtype: np.dtype[Any],
+        address: int,
+        strides: tuple[int, ...],
+    ) -> None:
+        self.base = base
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": shape,
+            "typestr": dtype.str,
+            "descr": dtype.descr,
+            "data": (address, False),
+            "strides": strides,
+        }
+
+
+def _row_major(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(1, extent)
+    return tuple(reversed(strides))
 
 
 def segment_of(array: npt.NDArray[Any]) -> Segment | None:
@@ -129,8 +260,9 @@ def stack(views: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
 class _Pickler(pickle.Pickler):
     """Pickles large arrays as references to segments (see the module), collecting them."""
 
-    def __init__(self, file: BinaryIO) -> None:
+    def __init__(self, file: BinaryIO, returned: bool) -> None:
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._returned = returned
         self.segments: list[Segment] = []
         self._index: dict[int, int] = {}
         self._copied: dict[int, tuple[object, ...]] = {}
@@ -152,7 +284,7 @@ class _Pickler(pickle.Pickler):
             return None
         original = obj
         if segment is None:
-            segment = Segment(obj.nbytes)
+            segment = Segment.allocate(obj.nbytes, zeroed=False)
             obj = segment.array(obj.shape, obj.dtype)
             obj[...] = original
         index = self._include(segment)
@@ -167,6 +299,8 @@ class _Pickler(pickle.Pickler):
         index = self._index.setdefault(segment.inode, len(self.segments))
         if index == len(self.segments):
             self.segments.append(segment)
+            if not self._returned:
+                segment.give()
         return index
 
 
@@ -187,10 +321,13 @@ class _Unpickler(pickle.Unpickler):
         return array
 
 
-def send(sock: socket.socket, obj: object) -> None:
-    """Send ``obj`` (see the module): a header with the descriptors, then the pickle."""
+def send(sock: socket.socket, obj: object, *, returned: bool) -> None:
+    """Send ``obj`` (see the module): a header with the descriptors, then the pickle.
+    ``returned``: the receiver is done with the shared memory of ``obj`` once it replies (a
+    request), so this process may fill it anew afterwards; else (a reply) the receiver may keep
+    it, and memory this process created for it is never reused here."""
     buffer = io.BytesIO()
-    pickler = _Pickler(buffer)
+    pickler = _Pickler(buffer, returned)
     pickler.dump(obj)
     data = buffer.getbuffer()
     header = _HEADER.pack(len(data), len(pickler.segments))

@@ -63,7 +63,7 @@ class _Replies:
     def send(self, kind: str, value: object, leaving: bool = False) -> None:
         """Send a message: its kind, its value, and whether this worker leaves after it."""
         with self._lock:
-            shared.send(self._channel, (kind, value, leaving))
+            shared.send(self._channel, (kind, value, leaving), returned=False)
 
 
 def _run(launch: Launch, replies: _Replies) -> tuple[str, object]:
