@@ -54,6 +54,7 @@ _SIGNATURES: dict[str, tuple[object, tuple[object, ...]]] = {
     "pypto_sim_abi_size": (_U64, (_I32,)),
     "pypto_sim_set_timeouts": (None, (_U64, _U64)),
     "pypto_sim_progress": (_U64, ()),
+    "pypto_sim_pool_threads": (_U32, (ctypes.POINTER(_U32),)),
     "pypto_sim_describe_tensor": (
         None,
         (_P, _U64, _U64, _U64, _U8, _U32, ctypes.POINTER(_U32), ctypes.POINTER(_U32)),
@@ -215,6 +216,12 @@ class NativeRuntime:
     def progress(self) -> int:
         """Kernel block starts and returns so far in this process."""
         return int(self._lib.pypto_sim_progress())
+
+    def pool_threads(self) -> tuple[int, int]:
+        """The block threads the process's pool has started, and how many of them are idle."""
+        idle = _U32(0)
+        threads = int(self._lib.pypto_sim_pool_threads(ctypes.byref(idle)))
+        return threads, int(idle.value)
 
     def describe(
         self,

@@ -90,6 +90,12 @@ void pypto_sim_set_timeouts(uint64_t wait_ns, uint64_t task_ns) {
 
 uint64_t pypto_sim_progress(void) { return pypto_sim::progress(); }
 
+uint32_t pypto_sim_pool_threads(uint32_t* idle) {
+  const pypto_sim::PoolCounts counts = pypto_sim::pool_counts();
+  *idle = counts.idle;
+  return counts.threads;
+}
+
 void pypto_sim_describe_tensor(void* out, uint64_t addr, uint64_t nbytes, uint64_t start_offset,
                                uint8_t dtype, uint32_t ndims, const uint32_t* shapes,
                                const uint32_t* strides) {

@@ -38,6 +38,11 @@ struct PoolThread {
 
 class BlockPool {
  public:
+  PoolCounts counts() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return PoolCounts{started_, static_cast<uint32_t>(idle_.size())};
+  }
+
   void start(const std::shared_ptr<PoolJob>& job, int32_t index) {
     PoolThread* thread = take_idle();
     const bool fresh = thread == nullptr;
@@ -62,6 +67,8 @@ class BlockPool {
         delete thread;
         throw;
       }
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++started_;
     }
   }
 
@@ -103,6 +110,7 @@ class BlockPool {
 
   std::mutex mutex_;
   std::vector<PoolThread*> idle_;
+  uint32_t started_ = 0;
 };
 
 BlockPool& pool() {
@@ -115,5 +123,7 @@ BlockPool& pool() {
 void start_pooled(const std::shared_ptr<PoolJob>& job, int32_t index) {
   pool().start(job, index);
 }
+
+PoolCounts pool_counts() { return pool().counts(); }
 
 }  // namespace pypto_sim

@@ -203,6 +203,12 @@ bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
 // that call returns.
 void start_pooled(const std::shared_ptr<PoolJob>& job, int32_t index);
 
+struct PoolCounts {
+  uint32_t threads;  // started so far (none ever ends)
+  uint32_t idle;     // waiting for a block
+};
+PoolCounts pool_counts();
+
 // Run one submitted task to completion on the current rank; its runtime-allocated outputs are
 // appended to `outputs` (tasks.cpp).
 void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,

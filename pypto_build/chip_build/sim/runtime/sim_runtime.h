@@ -16,7 +16,8 @@
 //   callable  one chip sub-build: its orchestration shared object and its kernels by func_id.
 //   run       one execution of a callable's orchestration on one rank, on the calling thread:
 //             the first error code it latches, that error's message, its timing log lines and
-//             the number of tasks it ran. Each kernel task of width B runs as B threads.
+//             the number of tasks it ran. Each kernel task of width B runs on B threads of
+//             the process's pool (one per core of a MIX cluster), kept for later tasks.
 //
 // A C++ exception that escapes a kernel or an orchestration is caught on its thread and latched
 // as PYPTO_SIM_KERNEL_CRASHED. What cannot be caught (a fatal signal, exit()) ends the process;
@@ -66,6 +67,10 @@ PYPTO_SIM_API void pypto_sim_set_timeouts(uint64_t wait_ns, uint64_t task_ns);
 // Kernel block starts and returns so far, over every run of the process: a watchdog that sees it
 // stand still while work is pending knows that no rank is making progress.
 PYPTO_SIM_API uint64_t pypto_sim_progress(void);
+
+// The process's pool of block threads: how many it has started (it never ends one) and how many
+// of them wait for a block; the others run one, or an abandoned kernel.
+PYPTO_SIM_API uint32_t pypto_sim_pool_threads(uint32_t* idle);
 
 // Fill the ChipTensor at `out` (pypto_sim_abi_size(PYPTO_SIM_ABI_CHIP_TENSOR) bytes) with a
 // view of `ndims` dims: element (c0, c1, ...) at addr + (start_offset + sum ci * strides[i]) *
