@@ -4,8 +4,9 @@
 // (per core of a MIX cluster): for a collective that moves little, that is most of its time. So
 // blocks run on pool threads instead: a thread that has run a block goes back to the idle list
 // and waits for the next one, of any task, rank or run. The pool grows to the widest set of
-// blocks ever running at once and never shrinks; idle threads sleep on their own condition
-// variable, so an idle pool costs no CPU.
+// blocks ever running at once and never shrinks. An idle thread yields for a moment (the next
+// task of a run is usually that close: kSpinBudget), then sleeps on its own condition variable,
+// so an idle pool costs no CPU.
 //
 // A task the submitter gave up on (tasks.cpp: a block that did not return in time) keeps its
 // threads until its kernels return, if ever; they rejoin the idle list then, and until then the
