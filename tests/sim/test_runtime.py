@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,6 +271,15 @@ def test_block_threads_are_kept_for_later_tasks_and_runs(probe: Probe) -> None:
     threads, idle = probe.runtime.pool_threads()
     assert threads - before <= 5
     assert idle == threads
+
+
+def test_rank_threads_are_kept_for_later_worlds(probe: Probe) -> None:
+    four_ranks = [[(RECORD, 2, 0)]] * 4
+    assert probe.run(four_ranks, rows=2).error is None
+    threads = threading.active_count()
+    for _ in range(3):
+        assert probe.run(four_ranks, rows=2).error is None
+    assert threading.active_count() == threads
 
 
 @pytest.mark.slow
