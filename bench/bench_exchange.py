@@ -16,7 +16,10 @@ with one chip orchestration each are built with the ``sim`` toolchain (the colle
   (:func:`numpy.copyto`) over every window of every rank.
 
 Targets: at least 0.9x the anchor's throughput; at most 50 us fixed per exchange; set-up at most
-one memory pass. The simulator is being reworked separately: this records where it stands.
+one memory pass. Runs go through the worker process, as ``SimProgram.run`` does by default.
+Kernel blocks wait for their peers by yielding the CPU, so on a machine busy with other work an
+exchange takes longer than its bytes and threads alone explain: read the recorded load average
+with the figures.
 Writes ``bench/results/exchange.json``; exits 1 when a target is missed. Run:
 ``python bench/bench_exchange.py [--repeat N]`` (needs NumPy, the ``sim`` extra).
 """

@@ -20,6 +20,7 @@ the failure left them.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -217,7 +218,7 @@ class _Window:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.param.shape, dtype=np.int64)) * NUMPY_DTYPES[self.dtype].itemsize
+        return math.prod(self.param.shape) * NUMPY_DTYPES[self.dtype].itemsize
 
     def spec(self) -> CommBufferSpec:
         """The buffer, declared in bytes and padded as the HOST codegen declares buffers."""
