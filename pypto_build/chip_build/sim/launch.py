@@ -199,8 +199,13 @@ def _run_host(
             )
 
         def result() -> SimResult:
-            # Copies: threads of an abandoned run may still write the caller's arrays.
-            left = {name: array.copy() for name, array in arguments.tensors.items()}
+            # The run's own arrays (bound copies of the inputs), which no dispatch uses any more;
+            # copies when threads of an abandoned run may still write them.
+            abandoned = orch.world.abandoned
+            left = {
+                name: array.copy() if abandoned else array
+                for name, array in arguments.tensors.items()
+            }
             return SimResult(left, orch.world.records(), tuple(orch.snapshots))
 
         return _finish(orch, body, result)
