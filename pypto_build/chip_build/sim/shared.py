@@ -40,7 +40,7 @@ _MAX_FDS = 250
 _HEADER = struct.Struct("<QI")
 
 #: Bytes of idle mappings a process keeps for reuse.
-IDLE_BYTES = 512 << 20
+IDLE_BYTES = 256 << 20
 
 
 class _Mapping:
