@@ -39,8 +39,9 @@ _MAX_FDS = 250
 #: A message's header: the pickle's length and the number of descriptors sent with it.
 _HEADER = struct.Struct("<QI")
 
-#: Bytes of idle mappings a process keeps for reuse.
+#: Bytes, and number, of idle mappings a process keeps for reuse (each holds a descriptor).
 IDLE_BYTES = 256 << 20
+IDLE_COUNT = 64
 
 
 class _Mapping:
@@ -80,7 +81,7 @@ class _Idle:
         with self._lock:
             self._mappings[mapping.inode] = mapping
             self._bytes += mapping.size
-            while self._bytes > IDLE_BYTES:
+            while self._bytes > IDLE_BYTES or len(self._mappings) > IDLE_COUNT:
                 self._remove(next(iter(self._mappings))).close()
 
     def take(self, inode: int) -> _Mapping | None:
