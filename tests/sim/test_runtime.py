@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import re
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -259,6 +261,27 @@ def test_a_wait_that_never_completes_times_out_with_code_100(probe: Probe) -> No
     assert not outcome.abandoned
 
 
+def test_block_threads_are_kept_for_later_tasks_and_runs(probe: Probe) -> None:
+    before, _ = probe.runtime.pool_threads()
+    for _ in range(3):
+        outcome = probe.run([[(RECORD, 5, 0)] * 10], rows=5)
+        assert outcome.error is None and outcome.arrays[0].tolist() == [[b, 5] for b in range(5)]
+    # Thirty tasks of five blocks, one at a time: five threads at most were ever needed, and
+    # each waits for the next block once its own has returned.
+    threads, idle = probe.runtime.pool_threads()
+    assert threads - before <= 5
+    assert idle == threads
+
+
+def test_rank_threads_are_kept_for_later_worlds(probe: Probe) -> None:
+    four_ranks = [[(RECORD, 2, 0)]] * 4
+    assert probe.run(four_ranks, rows=2).error is None
+    threads = threading.active_count()
+    for _ in range(3):
+        assert probe.run(four_ranks, rows=2).error is None
+    assert threading.active_count() == threads
+
+
 @pytest.mark.slow
 def test_a_kernel_that_never_returns_is_abandoned(probe: Probe) -> None:
     outcome = probe.run([[(SPIN, 1500, 0)]])
@@ -267,6 +290,17 @@ def test_a_kernel_that_never_returns_is_abandoned(probe: Probe) -> None:
         "kernel 'spin' (func_id 2): 1 of 1 blocks did not return within 0.4 s; they were abandoned"
     )
     assert outcome.abandoned
+    # The pool runs later tasks on other threads meanwhile, and takes the abandoned block's
+    # thread back when its kernel returns.
+    threads, idle = probe.runtime.pool_threads()
+    assert idle == threads - 1
+    later = probe.run([[(RECORD, 3, 0)]], rows=3)
+    assert later.error is None and later.arrays[0].tolist() == [[b, 3] for b in range(3)]
+    deadline = time.monotonic() + 5
+    while len(set(probe.runtime.pool_threads())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    threads, idle = probe.runtime.pool_threads()
+    assert idle == threads
 
 
 @pytest.mark.slow

@@ -78,8 +78,12 @@ def bind_rank_arguments(
     _check_names(program, parameters, inputs, lambda p: _is_out(p) or p.name in windows)
     bound = [BoundArguments({}, {}) for _ in range(ranks)]
     for parameter in parameters:
+        value = inputs.get(parameter.name)
         if parameter.is_tensor:
-            values = _rank_tensors(program, parameter, inputs.get(parameter.name), ranks)
+            window = parameter.name in windows
+            if window and value is None:
+                continue
+            values = _rank_tensors(program, parameter, value, ranks, copy=not window)
             for arguments, tensor in zip(bound, values, strict=True):
                 arguments.tensors[parameter.name] = tensor
         else:  # a scalar is never optional
@@ -123,24 +127,25 @@ def _optional_kind(parameter: Parameter) -> str:
 
 
 def _rank_tensors(
-    program: str, parameter: Parameter, value: npt.ArrayLike | None, ranks: int
+    program: str, parameter: Parameter, value: npt.ArrayLike | None, ranks: int, *, copy: bool
 ) -> list[npt.NDArray[np.generic]]:
-    """Each rank's copy of tensor ``parameter``: ``value[r]``, or ``value`` for all (zeros when
-    not given)."""
+    """Each rank's tensor ``parameter``: ``value[r]``, or ``value`` for all (zeros when not
+    given); each a copy of its own, as each chip has its own memory, unless not ``copy``."""
     if value is None:
         return [_tensor(program, parameter, None) for _ in range(ranks)]
     array = np.asarray(value)
     ranked = replace(parameter, shape=(ranks, *parameter.shape))
     if array.shape == ranked.shape:
-        # Each rank's tensor is an allocation of its own, as each chip has its own memory.
-        return [row.copy() for row in _tensor(program, ranked, array)]
-    if array.shape == parameter.shape:
-        return [_tensor(program, parameter, array) for _ in range(ranks)]
-    raise InputError(
-        f"input '{parameter.name}' of {program}: expected shape {ranked.shape} (one per rank) "
-        f"or {parameter.shape} (every rank's) {_dtype_name(parameter.dtype)}, got shape "
-        f"{array.shape} {array.dtype}"
-    )
+        rows = list(_checked(program, ranked, array))
+    elif array.shape == parameter.shape:
+        rows = [_checked(program, parameter, array)] * ranks
+    else:
+        raise InputError(
+            f"input '{parameter.name}' of {program}: expected shape {ranked.shape} (one per "
+            f"rank) or {parameter.shape} (every rank's) {_dtype_name(parameter.dtype)}, got shape "
+            f"{array.shape} {array.dtype}"
+        )
+    return [np.array(row, order="C", copy=True) for row in rows] if copy else rows
 
 
 def _rank_scalars(
@@ -169,16 +174,21 @@ def _dtype_name(dtype: DataType) -> str:
 def _tensor(
     program: str, parameter: Parameter, value: npt.ArrayLike | None
 ) -> npt.NDArray[np.generic]:
-    expected = NUMPY_DTYPES[parameter.dtype]
     if value is None:
-        return np.zeros(parameter.shape, dtype=expected)
-    array = np.asarray(value)
-    if array.shape != parameter.shape or array.dtype != expected:
+        return np.zeros(parameter.shape, dtype=NUMPY_DTYPES[parameter.dtype])
+    return np.array(_checked(program, parameter, np.asarray(value)), order="C", copy=True)
+
+
+def _checked(
+    program: str, parameter: Parameter, array: npt.NDArray[np.generic]
+) -> npt.NDArray[np.generic]:
+    """``array``, if it has exactly the parameter's shape and element type."""
+    if array.shape != parameter.shape or array.dtype != NUMPY_DTYPES[parameter.dtype]:
         raise InputError(
             f"input '{parameter.name}' of {program}: expected shape {parameter.shape} "
             f"{_dtype_name(parameter.dtype)}, got shape {array.shape} {array.dtype}"
         )
-    return np.array(array, order="C", copy=True)
+    return array
 
 
 def _scalar(program: str, parameter: Parameter, value: npt.ArrayLike) -> ScalarValue:

@@ -16,11 +16,12 @@ with the process. A death no thread reported (a signal from outside, ``_exit``) 
 rank that was running a dispatch.
 
 Workers are kept for reuse: starting one costs an interpreter and the simulator's imports
-(``bench/bench_sim_isolation.py`` measures it), a run in one a few pipe messages. A worker that
+(``bench/bench_sim_isolation.py`` measures it), a run in one a few messages. A worker that
 died, abandoned kernel threads (a timed-out run, after which it leaves by itself and is killed
 if it lingers, so no CPU is left burning) or failed in any unforeseen way is never reused. Each
 concurrent run takes a worker of its own. Idle workers leave when their caller closes their
-pipe, at its exit at the latest.
+channel, at its exit at the latest. Launches and results cross the channel with their large
+arrays in shared memory (:mod:`.shared`): windows are not copied at all, other arrays once.
 """
 
 from __future__ import annotations
@@ -28,15 +29,17 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from pathlib import Path
 
 import pypto_build
+from pypto_build.chip_build.sim import shared
 from pypto_build.chip_build.sim import worker as protocol
 from pypto_build.chip_build.sim.errors import DispatchRecord, RankError, SimulationError
 from pypto_build.chip_build.sim.launch import Launch
@@ -135,13 +138,12 @@ def crash_error(
 
 
 class _Worker:
-    """One worker process and its three pipes (see :mod:`.worker`)."""
+    """One worker process, its channel (a Unix socket, see :mod:`.worker`) and its crash pipe."""
 
     def __init__(self) -> None:
-        requests_read, requests_write = os.pipe()
-        results_read, results_write = os.pipe()
+        self._channel, child = socket.socketpair()
         self._crashes, crashes_write = os.pipe()
-        child_fds = (requests_read, results_write, crashes_write)
+        child_fds = (child.fileno(), crashes_write)
         # The worker imports this very pypto_build, whatever its own path would find first.
         package_root = str(Path(pypto_build.__file__).resolve().parent.parent)
         path = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -153,13 +155,11 @@ class _Worker:
                 env={**os.environ, "PYTHONPATH": path},
             )
         finally:
-            for fd in child_fds:
-                os.close(fd)
-        self._requests = Connection(requests_write, readable=False)
-        self._results = Connection(results_read, writable=False)
+            child.close()
+            os.close(crashes_write)
         try:
-            self._requests.send_bytes(runtime_image())
-            kind, value, _ = self._results.recv()
+            shared.send(self._channel, runtime_image(), returned=True)
+            kind, value, _ = shared.receive(self._channel)
         except (OSError, EOFError):
             self.stop()
             raise WorkerError(
@@ -175,12 +175,12 @@ class _Worker:
         running: dict[tuple[int, int], DispatchStart] = {}
         finished: list[DispatchRecord] = []
         try:
-            self._requests.send(launch)
+            shared.send(self._channel, launch, returned=True)
             while True:
-                ready = wait([self._results, self._crashes])
-                if self._results not in ready:
+                ready = wait([self._channel, self._crashes])
+                if self._channel not in ready:
                     break  # a crash report: the worker is ending
-                kind, value, leaving = self._results.recv()
+                kind, value, leaving = shared.receive(self._channel)
                 if kind != protocol.EVENT:
                     return kind, value, leaving
                 if isinstance(value, DispatchStart):
@@ -211,11 +211,9 @@ class _Worker:
         return b"".join(chunks).decode("utf-8", errors="replace")
 
     def stop(self) -> None:
-        """End the worker: it leaves when its requests pipe closes; one that does not (it is
-        stuck, or still running abandoned threads) is killed."""
-        for connection in (self._requests, self._results):
-            if not connection.closed:
-                connection.close()
+        """End the worker: it leaves when its channel closes; one that does not (it is stuck, or
+        still running abandoned threads) is killed."""
+        self._channel.close()
         if self.process.poll() is None:
             self._reap()
         os.close(self._crashes)

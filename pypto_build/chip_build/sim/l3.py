@@ -3,13 +3,15 @@ PyPTO's runtime (:mod:`pypto_build.chip_build.host_orch_codegen`) runs unchanged
 ranks. :mod:`.host_env` hands the module these objects under the names it imports.
 
 * ``orch.allocate_domain(name=, workers=, window_size=, buffers=[CommBufferSpec, ...])`` creates
-  the domain's windows (one per member, zeroed) and each member's ``CommContext``; the buffers are
+  the domain's windows (one per member, zeroed; or, with ``memory=``, the simulator's own
+  argument, windows a run filled before it) and each member's ``CommContext``; the buffers are
   carved from every window in declaration order, as simpler carves them, and a member's rank in
   the domain is its position in ``workers``. The handle is indexed by worker (device) id; each
   member's handle has simpler's fields (``domain_rank``, ``domain_size``, ``device_ctx``,
   ``buffers``), and ``buffers[name].tensor(shapes, dtype, strides=None, byte_offset=0)`` views a
-  window slot. When the ``with`` block ends, the domain's dispatches are waited for (a fence), the
-  windows are snapshotted for the result and then freed. A block that ends in an error (a rank
+  window slot. When the ``with`` block ends, the domain's dispatches are waited for (a fence), and
+  the domain is freed; its windows' memory passes to the snapshot the result keeps (copied only
+  when abandoned threads may still write it). A block that ends in an error (a rank
   failed, the run hung) is snapshotted too: what the windows held then is what a user debugging
   the failure needs.
 * ``orch.submit_next_level(callable, args, config, worker=)`` (and pypto's ``_submit_chip``
@@ -35,6 +37,7 @@ import numpy.typing as npt
 
 from pypto_build.chip_build.runtime_types import DataType, ScalarValue, TensorArgType
 from pypto_build.chip_build.sim.runtime import NativeCallable
+from pypto_build.chip_build.sim.shared import Segment, stack
 from pypto_build.chip_build.sim.tensors import SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import Dispatch, World
 
@@ -191,7 +194,7 @@ class DomainSnapshot:
     name: str
     devices: tuple[int, ...]
     buffers: tuple[BufferLayout, ...]
-    #: A copy of each member's window, in ``devices`` order.
+    #: Each member's window, in ``devices`` order (the run's memory, no longer in use).
     windows: tuple[npt.NDArray[np.uint8], ...]
 
     def buffer(self, name: str, device: int) -> npt.NDArray[np.uint8]:
@@ -218,7 +221,7 @@ class DomainSnapshot:
         its element type (bytes for a buffer declared in bytes), members in ``devices`` order."""
         layout = self._layout(name)
         size = layout.count * layout.element.itemsize
-        return np.stack(
+        return stack(
             [
                 window[layout.offset : layout.offset + size].view(layout.element)
                 for window in self.windows
@@ -270,6 +273,7 @@ class SimOrchestrator:
         workers: Sequence[int],
         window_size: int,
         buffers: Sequence[CommBufferSpec] = (),
+        memory: Segment | None = None,
     ) -> Iterator[SimDomain]:
         members = tuple(workers)
         if not members or len(set(members)) != len(members):
@@ -281,7 +285,7 @@ class SimOrchestrator:
                     f"(0..{self.world.nranks - 1})"
                 )
         layouts = layout_buffers(buffers, window_size)
-        native = self.world.create_domain(len(members), window_size)
+        native = self.world.create_domain(len(members), window_size, memory)
         handles: dict[int, SimDomainHandle] = {}
         for rank, worker in enumerate(members):
             window = native.window(rank)
@@ -302,7 +306,9 @@ class SimOrchestrator:
             self.world.fence()
         finally:
             self.world.quiesce()  # no dispatch may still use the windows (unless abandoned)
-            windows = tuple(native.window(rank).copy() for rank in range(len(members)))
+            windows = tuple(native.window(rank) for rank in range(len(members)))
+            if self.world.abandoned:  # threads may still write them: keep what they held now
+                windows = tuple(window.copy() for window in windows)
             self.snapshots.append(DomainSnapshot(name, members, layouts, windows))
             self.world.release_domain(native)
 

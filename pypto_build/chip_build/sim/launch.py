@@ -20,7 +20,8 @@ the failure left them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,12 +45,14 @@ from pypto_build.chip_build.sim.l3 import (
     SimNextLevel,
     SimOrchestrator,
     TaskArgs,
+    layout_buffers,
     make_tensor_arg,
 )
 from pypto_build.chip_build.sim.program import ChipBuild, HostOrchestrator, SubBuild
 from pypto_build.chip_build.sim.result import SimResult
-from pypto_build.chip_build.sim.runtime import load_runtime
-from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor
+from pypto_build.chip_build.sim.runtime import load_runtime, window_stride
+from pypto_build.chip_build.sim.shared import Segment, stack
+from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import DispatchListener, Timeouts, World
 from pypto_build.lowering.ir import ParamDirection
 
@@ -72,6 +75,9 @@ class Launch:
     timeouts: Timeouts
     #: A HOST orchestrator's arguments (one), or each rank's for a chip orchestration.
     arguments: tuple[BoundArguments, ...]
+    #: A chip orchestration's windows, every rank's one after another, holding their given
+    #: contents (so a launch runs once); None for a program without windows.
+    windows: Segment | None = None
 
 
 def prepare(
@@ -97,6 +103,11 @@ def prepare(
             ranks,
             {param.name for param in params if param.kind == "window"},
         )
+        windows = _chip_windows(program)
+        if windows:
+            return Launch(
+                build, program, ranks, timeouts, arguments, _fill(windows, arguments, ranks)
+            )
     return Launch(build, program, ranks, timeouts, arguments)
 
 
@@ -188,8 +199,13 @@ def _run_host(
             )
 
         def result() -> SimResult:
-            # Copies: threads of an abandoned run may still write the caller's arrays.
-            left = {name: array.copy() for name, array in arguments.tensors.items()}
+            # The run's own arrays (bound copies of the inputs), which no dispatch uses any more;
+            # copies when threads of an abandoned run may still write them.
+            abandoned = orch.world.abandoned
+            left = {
+                name: array.copy() if abandoned else array
+                for name, array in arguments.tensors.items()
+            }
             return SimResult(left, orch.world.records(), tuple(orch.snapshots))
 
         return _finish(orch, body, result)
@@ -207,12 +223,42 @@ class _Window:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.param.shape, dtype=np.int64)) * NUMPY_DTYPES[self.dtype].itemsize
+        return math.prod(self.param.shape) * NUMPY_DTYPES[self.dtype].itemsize
 
     def spec(self) -> CommBufferSpec:
         """The buffer, declared in bytes and padded as the HOST codegen declares buffers."""
         padded = -(-self.nbytes // WINDOW_ALIGNMENT) * WINDOW_ALIGNMENT
         return CommBufferSpec(self.param.name, OPAQUE, self.nbytes, padded)
+
+
+def _chip_windows(sub_build: SubBuild) -> list[_Window]:
+    return [_Window(param) for param in sub_build.params if param.kind == "window"]
+
+
+def _window_size(windows: Sequence[_Window]) -> int:
+    return sum(window.spec().nbytes for window in windows)
+
+
+def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: int) -> Segment:
+    """Every rank's windows, laid out as the run's comm domain lays them out, with the contents
+    given for them (taken out of ``bound``) and zeros everywhere else: one pass over the
+    windows, in memory an earlier run may have used. Filled before any rank runs: a peer's first
+    remote write must land on the initial contents, never be overwritten by them."""
+    window_size = _window_size(windows)
+    layouts = layout_buffers([window.spec() for window in windows], window_size)
+    stride = window_stride(window_size)
+    memory = Segment.allocate(ranks * stride, zeroed=False)
+    for rank, arguments in enumerate(bound):
+        for window, layout in zip(windows, layouts, strict=True):
+            slot = memory.array((layout.nbytes,), np.uint8, rank * stride + layout.offset)
+            given = arguments.tensors.pop(window.param.name, None)
+            filled = 0
+            if given is not None:
+                window_tensor(slot, window.param.shape, window.dtype).view[...] = given
+                filled = window.nbytes
+            slot[filled:] = 0
+        memory.array((stride - window_size,), np.uint8, rank * stride + window_size)[...] = 0
+    return memory
 
 
 def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | None) -> SimResult:
@@ -221,7 +267,7 @@ def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | 
     module). Every tensor parameter comes back with a leading rank axis; the windows also under
     :attr:`SimResult.windows`."""
     params = sub_build.params
-    windows = [_Window(param) for param in params if param.kind == "window"]
+    windows = _chip_windows(sub_build)
     bound, ranks = launch.arguments, launch.ranks
     specs = [window.spec() for window in windows]
     with _session(launch, [sub_build], listener) as (orch, callables):
@@ -234,8 +280,9 @@ def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | 
             with orch.allocate_domain(
                 name=CHIP_DOMAIN,
                 workers=range(ranks),
-                window_size=sum(spec.nbytes for spec in specs),
+                window_size=_window_size(windows),
                 buffers=specs,
+                memory=launch.windows,
             ) as domain:
                 _dispatch(orch, next_level, params, bound, domain)
 
@@ -249,7 +296,7 @@ def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | 
                 elif param.kind == "window" and snapshot is not None:
                     dtype = _element_type(param)
                     views = [snapshot.view(name, r, param.shape, dtype) for r in range(ranks)]
-                    tensors[name] = np.stack(views)
+                    tensors[name] = stack(views)
             by_window = {w.param.name: tensors[w.param.name] for w in windows if snapshot}
             return SimResult(tensors, orch.world.records(), tuple(orch.snapshots), by_window)
 
@@ -269,20 +316,15 @@ def _dispatch(
     bound: tuple[BoundArguments, ...],
     domain: SimDomain | None,
 ) -> None:
-    """Each rank's dispatch: its windows start as given, then every rank's ``TaskArgs`` in
-    argument order (tensors, then scalars and contexts) is submitted to that rank."""
+    """Each rank's dispatch: every rank's ``TaskArgs`` in argument order (tensors, then scalars
+    and contexts) is submitted to that rank (its windows hold their given contents already:
+    :func:`_fill`)."""
 
     def window(rank: int, param: OrchestrationParam) -> SimTensor:
         if domain is None:
             raise TypeError(f"window parameter {param.name} outside a comm domain")
         return domain[rank].buffers[param.name].tensor(param.shape, _element_type(param))
 
-    # Every window is filled before any rank runs: a peer's first remote write must land on
-    # the initial contents, never be overwritten by them.
-    for rank, arguments in enumerate(bound):
-        for param in params:
-            if param.kind == "window":
-                window(rank, param).view[...] = arguments.tensors[param.name]
     for rank, arguments in enumerate(bound):
         task = TaskArgs()
         scalars: list[ScalarValue] = []

@@ -26,17 +26,18 @@ import numpy.typing as npt
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.sim.library import LIBRARY_NAME, runtime_library
+from pypto_build.chip_build.sim.shared import Segment
 from pypto_build.chip_build.toolchains import SimToolchain
 
 #: The interface version this binding is written for (PYPTO_SIM_API_VERSION).
-API_VERSION = 2
+API_VERSION = 3
 #: Status of a run refused before its orchestration started (PYPTO_SIM_RUN_REFUSED).
 RUN_REFUSED = -1
 #: The code of a kernel or orchestration that threw a C++ exception, raised a fatal signal or
 #: called exit() (PYPTO_SIM_KERNEL_CRASHED).
 KERNEL_CRASHED = -2
-#: Alignment of descriptor buffers (ChipTensor is alignas(64)).
-_DESCRIPTOR_ALIGNMENT = 64
+#: Alignment of descriptor buffers (ChipTensor is alignas(64)), and of windows (cache lines).
+_DESCRIPTOR_ALIGNMENT = WINDOW_LINE = 64
 _ERROR_BUFFER = 4096
 
 _CORE_TYPE_CODES = {CoreType.AIV: 0, CoreType.AIC: 1}
@@ -53,11 +54,12 @@ _SIGNATURES: dict[str, tuple[object, tuple[object, ...]]] = {
     "pypto_sim_abi_size": (_U64, (_I32,)),
     "pypto_sim_set_timeouts": (None, (_U64, _U64)),
     "pypto_sim_progress": (_U64, ()),
+    "pypto_sim_pool_threads": (_U32, (ctypes.POINTER(_U32),)),
     "pypto_sim_describe_tensor": (
         None,
         (_P, _U64, _U64, _U64, _U8, _U32, ctypes.POINTER(_U32), ctypes.POINTER(_U32)),
     ),
-    "pypto_sim_domain_create": (_P, (_U32, _U64, _STR, _SIZE)),
+    "pypto_sim_domain_create": (_P, (_U32, _U64, ctypes.POINTER(_U64), _STR, _SIZE)),
     "pypto_sim_domain_window_bytes": (_U64, (_P,)),
     "pypto_sim_domain_window": (_U64, (_P, _U32)),
     "pypto_sim_domain_context": (_U64, (_P, _U32)),
@@ -140,23 +142,32 @@ class Descriptor:
         self.address = base + (-base % _DESCRIPTOR_ALIGNMENT)
 
 
-class NativeDomain:
-    """A comm domain of the library: each rank's window (zeroed) and ``CommContext``."""
+def window_stride(window_bytes: int) -> int:
+    """The bytes of every window of a domain of ``window_bytes``: rounded up to whole cache
+    lines (at least one), so every window starts on a line of its own."""
+    return max(1, -(-window_bytes // WINDOW_LINE)) * WINDOW_LINE
 
-    def __init__(self, lib: ctypes.CDLL, handle: int, nranks: int) -> None:
+
+class NativeDomain:
+    """A comm domain of the library: each rank's window and ``CommContext``. The windows are
+    ``memory``, one after another (:func:`window_stride` bytes each); the domain only points
+    into it, so its contents outlive the domain."""
+
+    def __init__(self, lib: ctypes.CDLL, handle: int, memory: Segment, nranks: int) -> None:
         self._lib = lib
         self._handle: int | None = handle
-        #: The size of every window, rounded up to whole cache lines by the library.
+        self.memory = memory
+        #: The size of every window.
         self.window_bytes = int(lib.pypto_sim_domain_window_bytes(handle))
         self.windows = tuple(int(lib.pypto_sim_domain_window(handle, r)) for r in range(nranks))
         self.contexts = tuple(int(lib.pypto_sim_domain_context(handle, r)) for r in range(nranks))
 
     def window(self, rank: int) -> npt.NDArray[np.uint8]:
-        """Rank ``rank``'s window as bytes (a view: valid until :meth:`close`)."""
-        buffer = (ctypes.c_uint8 * self.window_bytes).from_address(self.windows[rank])
-        return np.ctypeslib.as_array(buffer)
+        """Rank ``rank``'s window as bytes: a view of :attr:`memory`."""
+        return self.memory.array((self.window_bytes,), np.uint8, rank * self.window_bytes)
 
     def close(self) -> None:
+        """Free the domain (not its memory, which its views keep)."""
         if self._handle is not None:
             self._lib.pypto_sim_domain_destroy(self._handle)
             self._handle = None
@@ -206,6 +217,12 @@ class NativeRuntime:
         """Kernel block starts and returns so far in this process."""
         return int(self._lib.pypto_sim_progress())
 
+    def pool_threads(self) -> tuple[int, int]:
+        """The block threads the process's pool has started, and how many of them are idle."""
+        idle = _U32(0)
+        threads = int(self._lib.pypto_sim_pool_threads(ctypes.byref(idle)))
+        return threads, int(idle.value)
+
     def describe(
         self,
         *,
@@ -232,12 +249,25 @@ class NativeRuntime:
         )
         return descriptor
 
-    def create_domain(self, nranks: int, window_bytes: int) -> NativeDomain:
+    def create_domain(
+        self, nranks: int, window_bytes: int, memory: Segment | None = None
+    ) -> NativeDomain:
+        """A domain of ``nranks`` windows of :func:`window_stride` (``window_bytes``) bytes in
+        ``memory`` (as it holds them: zeroed, or filled before any rank runs), or in new zeroed
+        shared memory."""
+        stride = window_stride(window_bytes)
+        if memory is None:
+            memory = Segment.allocate(nranks * stride)
+        elif len(memory) < nranks * stride:
+            raise ValueError(
+                f"{nranks} windows of {stride} bytes do not fit in {len(memory)} bytes of memory"
+            )
+        bases = (_U64 * nranks)(*(memory.address + rank * stride for rank in range(nranks)))
         error = ctypes.create_string_buffer(_ERROR_BUFFER)
-        handle = self._lib.pypto_sim_domain_create(nranks, window_bytes, error, _ERROR_BUFFER)
+        handle = self._lib.pypto_sim_domain_create(nranks, stride, bases, error, _ERROR_BUFFER)
         if not handle:
             raise ValueError(error.value.decode("utf-8", errors="replace"))
-        return NativeDomain(self._lib, int(handle), nranks)
+        return NativeDomain(self._lib, int(handle), memory, nranks)
 
     def load_callable(
         self, orchestration: Path, entry: str, kernels: Sequence[KernelBinary]

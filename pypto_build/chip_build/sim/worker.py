@@ -1,11 +1,13 @@
 """The simulation worker: a process that runs simulated worlds for a caller in another process
 (:mod:`.isolation`), so that whatever a kernel does to its process, the caller's survives.
 
-``python -m pypto_build.chip_build.sim.worker REQUESTS RESULTS CRASHES``, three inherited pipe
-descriptors. The caller first sends the runtime library's image (the one it resolved through its
-compile cache, so both processes run the same library whatever their environments say); the
-worker loads it, turns on the runtime's crash reports (to ``CRASHES``: which rank, sub-build,
-kernel and block a fatal signal or ``exit()`` came from) and answers ``ready``. Then, for each
+``python -m pypto_build.chip_build.sim.worker CHANNEL CRASHES``: an inherited Unix socket, on
+which requests come and replies go (:func:`.shared.send`: large arrays by reference to shared
+memory), and a pipe for crash reports. The caller first sends the runtime library's image (the
+one it resolved through its compile cache, so both processes run the same library whatever their
+environments say); the worker loads it, turns on the runtime's crash reports (to ``CRASHES``:
+which rank, sub-build, kernel and block a fatal signal or ``exit()`` came from) and answers
+``ready``. Then, for each
 :class:`~.launch.Launch` it receives, it streams what the world tells it (each dispatch's start
 and record) and ends with one reply: the result, the run's :class:`SimulationError` (its partial
 result included), or any other exception the run raised, and whether the worker is leaving.
@@ -21,11 +23,12 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
+import socket
 import sys
 import threading
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
 
+from pypto_build.chip_build.sim import shared
 from pypto_build.chip_build.sim.errors import SimulationError
 from pypto_build.chip_build.sim.launch import Launch, execute
 from pypto_build.chip_build.sim.runtime import load_runtime
@@ -50,16 +53,17 @@ def portable(error: BaseException) -> BaseException:
 
 
 class _Replies:
-    """The results pipe, shared by the main thread and the rank threads streaming events."""
+    """The channel's sending side, shared by the main thread and the rank threads streaming
+    events."""
 
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
+    def __init__(self, channel: socket.socket) -> None:
+        self._channel = channel
         self._lock = threading.Lock()
 
     def send(self, kind: str, value: object, leaving: bool = False) -> None:
         """Send a message: its kind, its value, and whether this worker leaves after it."""
         with self._lock:
-            self._connection.send((kind, value, leaving))
+            shared.send(self._channel, (kind, value, leaving), returned=False)
 
 
 def _run(launch: Launch, replies: _Replies) -> tuple[str, object]:
@@ -71,18 +75,18 @@ def _run(launch: Launch, replies: _Replies) -> tuple[str, object]:
         return ERROR, portable(error)
 
 
-def serve(requests: Connection, replies: _Replies, crashes: int) -> None:
-    """Load the runtime, then run launches until the caller closes ``requests``."""
+def serve(channel: socket.socket, replies: _Replies, crashes: int) -> None:
+    """Load the runtime, then run launches until the caller closes ``channel``."""
     try:
-        load_runtime(requests.recv_bytes()).report_crashes(crashes)
+        load_runtime(shared.receive(channel)).report_crashes(crashes)
     except Exception as error:
         replies.send(ERROR, portable(error))
         return
     replies.send(READY, None)
     while True:
         try:
-            launch = requests.recv()
-        except EOFError:  # the caller is done with this worker, or gone
+            launch = shared.receive(channel)
+        except (EOFError, OSError):  # the caller is done with this worker, or gone
             return
         kind, value = _run(launch, replies)
         leaving = threads_abandoned()
@@ -92,11 +96,10 @@ def serve(requests: Connection, replies: _Replies, crashes: int) -> None:
 
 
 def main(argv: Sequence[str]) -> None:
-    requests_fd, results_fd, crashes_fd = (int(arg) for arg in argv)
-    requests = Connection(requests_fd, writable=False)
-    replies = _Replies(Connection(results_fd, readable=False))
+    channel_fd, crashes_fd = (int(arg) for arg in argv)
+    channel = socket.socket(fileno=channel_fd)
     try:
-        serve(requests, replies, crashes_fd)
+        serve(channel, _Replies(channel), crashes_fd)
     finally:
         # What kernels printed is still in C's buffers, which os._exit does not flush.
         ctypes.CDLL(None).fflush(None)

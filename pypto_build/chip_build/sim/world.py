@@ -4,7 +4,8 @@ A HOST orchestrator submits dispatches one after another for every rank; a colle
 ranks inside it at once, so a submission only queues the dispatch on its rank's worker thread
 and returns. Each worker runs its queue in program order (that is the per-rank ordering the
 ordering token stands for), calling the runtime, which runs the orchestration on that thread
-and every kernel task as threads of its own. Ranks run concurrently.
+and every kernel task on threads of its block pool. Ranks run concurrently; their threads are
+kept for the next world when this one closes.
 
 Failure follows the device runtime's rules, per rank: the first error a rank latches is its
 error, and after it the rank drops its later dispatches. A peer still waiting on a failed rank
@@ -21,7 +22,9 @@ belong to the runtime, which is one per process: a world sets them when it is cr
 
 from __future__ import annotations
 
+import functools
 import os
+import queue
 import threading
 import time
 from collections import deque
@@ -43,6 +46,7 @@ from pypto_build.chip_build.sim.runtime import (
     NativeRuntime,
     RunOutcome,
 )
+from pypto_build.chip_build.sim.shared import Segment
 
 #: Environment variable with the wait timeout in seconds.
 TIMEOUT_ENV = "PYPTO_SIM_TIMEOUT_S"
@@ -128,6 +132,34 @@ class DispatchStart:
 DispatchListener = Callable[[DispatchStart | DispatchRecord], None]
 
 
+class _RankThreads:
+    """Threads that serve the ranks of worlds, kept from one world to the next: starting one
+    costs a round trip through the scheduler, a good part of a small run on a busy machine. A
+    thread left inside a run that was abandoned never comes back."""
+
+    def __init__(self) -> None:
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._lock = threading.Lock()
+
+    def start(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on an idle thread, or a new one."""
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), daemon=True).start()
+        inbox.put(work)
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            inbox.get()()
+            with self._lock:
+                self._idle.append(inbox)
+
+
+_RANK_THREADS = _RankThreads()
+
+
 class World:
     """``nranks`` rank threads of chip ``chip`` on ``runtime`` (see the module); ``listener``
     hears of each dispatch as it starts and finishes."""
@@ -162,12 +194,9 @@ class World:
         self._closing = False
         self._domains: list[NativeDomain] = []
         self._dispatched: list[Dispatch] = []
-        self._threads = [
-            threading.Thread(target=self._serve, args=(rank,), name=f"sim-rank-{rank}", daemon=True)
-            for rank in range(nranks)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._serving = nranks
+        for rank in range(nranks):
+            _RANK_THREADS.start(functools.partial(self._serve, rank))
 
     # -- work ---------------------------------------------------------------------------------
 
@@ -184,6 +213,15 @@ class World:
             self._cond.notify_all()
 
     def _serve(self, rank: int) -> None:
+        threading.current_thread().name = f"sim-rank-{rank}"
+        try:
+            self._serve_queue(rank)
+        finally:
+            with self._cond:
+                self._serving -= 1
+                self._cond.notify_all()
+
+    def _serve_queue(self, rank: int) -> None:
         queue = self._queues[rank]
         while True:
             with self._cond:
@@ -309,9 +347,12 @@ class World:
 
     # -- windows and shutdown -----------------------------------------------------------------
 
-    def create_domain(self, nranks: int, window_bytes: int) -> NativeDomain:
-        """Windows and contexts of a comm domain, freed by :meth:`release_domain`."""
-        domain = self.runtime.create_domain(nranks, window_bytes)
+    def create_domain(
+        self, nranks: int, window_bytes: int, memory: Segment | None = None
+    ) -> NativeDomain:
+        """Windows and contexts of a comm domain (in ``memory``, filled before any rank runs,
+        or in new zeroed memory), freed by :meth:`release_domain`."""
+        domain = self.runtime.create_domain(nranks, window_bytes, memory)
         self._domains.append(domain)
         return domain
 
@@ -332,8 +373,8 @@ class World:
         if self.abandoned:
             _ABANDONED.append((self._dispatched, self._domains, tuple(callables)))
             return
-        for thread in self._threads:
-            thread.join(self.timeouts.wait)  # idle after quiesce: each returns at once
+        with self._cond:  # idle after quiesce: each rank's thread leaves at once
+            self._cond.wait_for(lambda: not self._serving, self.timeouts.wait)
         for domain in list(self._domains):
             self.release_domain(domain)
         for callable_ in callables:

@@ -3,7 +3,6 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -59,12 +58,7 @@ Callable::~Callable() {
   }
 }
 
-Domain::~Domain() {
-  unregister_domain(this);
-  for (void* window : windows) {
-    std::free(window);
-  }
-}
+Domain::~Domain() { unregister_domain(this); }
 
 }  // namespace pypto_sim
 
@@ -96,6 +90,12 @@ void pypto_sim_set_timeouts(uint64_t wait_ns, uint64_t task_ns) {
 
 uint64_t pypto_sim_progress(void) { return pypto_sim::progress(); }
 
+uint32_t pypto_sim_pool_threads(uint32_t* idle) {
+  const pypto_sim::PoolCounts counts = pypto_sim::pool_counts();
+  *idle = counts.idle;
+  return counts.threads;
+}
+
 void pypto_sim_describe_tensor(void* out, uint64_t addr, uint64_t nbytes, uint64_t start_offset,
                                uint8_t dtype, uint32_t ndims, const uint32_t* shapes,
                                const uint32_t* strides) {
@@ -103,8 +103,8 @@ void pypto_sim_describe_tensor(void* out, uint64_t addr, uint64_t nbytes, uint64
                       static_cast<DataType>(dtype), ndims, shapes, strides);
 }
 
-void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes, char* error,
-                              size_t error_len) {
+void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes, const uint64_t* windows,
+                              char* error, size_t error_len) {
   if (nranks < 1 || nranks > COMM_MAX_RANK_NUM) {
     write_error(error, error_len,
                 pypto_sim::format("a comm domain has 1 to %u ranks, got %u",
@@ -112,24 +112,26 @@ void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes, char* erro
                                   static_cast<unsigned>(nranks)));
     return nullptr;
   }
-  // Every rank's window has the same size, a whole number of cache lines.
-  const uint64_t size =
-      window_bytes == 0 ? kWindowAlignment
-                        : (window_bytes + kWindowAlignment - 1) / kWindowAlignment * kWindowAlignment;
+  if (window_bytes == 0 || window_bytes % kWindowAlignment != 0) {
+    write_error(error, error_len,
+                pypto_sim::format("a window is a positive whole number of %llu-byte cache lines, "
+                                  "got %llu bytes",
+                                  static_cast<unsigned long long>(kWindowAlignment),
+                                  static_cast<unsigned long long>(window_bytes)));
+    return nullptr;
+  }
   auto domain = std::make_unique<Domain>();
-  domain->window_bytes = size;
+  domain->window_bytes = window_bytes;
   for (uint32_t rank = 0; rank < nranks; ++rank) {
-    void* window = std::aligned_alloc(kWindowAlignment, size);
-    if (window == nullptr) {
+    if (windows[rank] == 0 || windows[rank] % kWindowAlignment != 0) {
       write_error(error, error_len,
-                  pypto_sim::format("cannot allocate a %llu-byte window for rank %u",
-                                    static_cast<unsigned long long>(size),
-                                    static_cast<unsigned>(rank)));
+                  pypto_sim::format("the window of rank %u at 0x%llx is not aligned to %llu bytes",
+                                    static_cast<unsigned>(rank),
+                                    static_cast<unsigned long long>(windows[rank]),
+                                    static_cast<unsigned long long>(kWindowAlignment)));
       return nullptr;
     }
-    // Zeroed before any rank runs, so no early signal credit of a peer is ever erased.
-    std::memset(window, 0, size);
-    domain->windows.push_back(window);
+    domain->windows.push_back(reinterpret_cast<void*>(windows[rank]));
   }
   domain->contexts.resize(nranks);
   for (uint32_t rank = 0; rank < nranks; ++rank) {
@@ -137,7 +139,7 @@ void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes, char* erro
     context = CommContext{};
     context.rankId = rank;
     context.rankNum = nranks;
-    context.winSize = size;
+    context.winSize = window_bytes;
     for (uint32_t peer = 0; peer < nranks; ++peer) {
       const uint64_t base = reinterpret_cast<uint64_t>(domain->windows[peer]);
       context.windowsIn[peer] = base;

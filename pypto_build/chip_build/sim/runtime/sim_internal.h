@@ -4,12 +4,14 @@
 #define PYPTO_BUILD_SIM_INTERNAL_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pto_orchestration_api.h"
@@ -56,7 +58,8 @@ struct DomainBarrier {
   std::string broken_by;  // why, for every party that finds it broken
 };
 
-// One comm domain: a zeroed window per rank and each rank's CommContext. A kernel finds its
+// One comm domain: a window per rank (the caller's memory, zeroed by it) and each rank's
+// CommContext. A kernel finds its
 // domain from any of its contexts (find_domain), so the domain registers itself on creation.
 struct Domain {
   uint64_t window_bytes = 0;
@@ -163,6 +166,48 @@ void set_timeouts(uint64_t wait_ns, uint64_t task_ns);
 
 // Kernel block starts and returns so far (pypto_sim_progress).
 uint64_t progress();
+
+// Work run on the process's pool of block threads (block_pool.cpp): run(index) once for each
+// index handed out with start_pooled, each on a thread of its own.
+class PoolJob {
+ public:
+  virtual ~PoolJob() = default;
+  virtual void run(int32_t index) = 0;
+};
+
+// How long a thread about to sleep first yields and looks again: a block thread waiting for its
+// next block, a submitter for its task's blocks. In a run, the next block or the last return is
+// usually microseconds away, and a sleep then costs a futex wake-up and a context switch on
+// each side. Long enough to cover a small collective's round trip, short against a kernel's
+// work (an idle thread yields the CPU to any thread with work at each turn).
+constexpr std::chrono::nanoseconds kSpinBudget{50'000};
+
+// Yield until `ready()` or `budget` has passed; whether it became ready.
+template <typename Ready>
+bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
+  if (ready()) {
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  do {
+    std::this_thread::yield();
+    if (ready()) {
+      return true;
+    }
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
+}
+
+// Run job->run(index) on an idle pool thread, or on a new one when none is idle; throws
+// std::system_error when a needed thread cannot be started. The pool keeps `job` alive until
+// that call returns.
+void start_pooled(const std::shared_ptr<PoolJob>& job, int32_t index);
+
+struct PoolCounts {
+  uint32_t threads;  // started so far (none ever ends)
+  uint32_t idle;     // waiting for a block
+};
+PoolCounts pool_counts();
 
 // Run one submitted task to completion on the current rank; its runtime-allocated outputs are
 // appended to `outputs` (tasks.cpp).

@@ -9,13 +9,15 @@
 // shared object is loaded, so this library must be loaded with RTLD_GLOBAL before any of them.
 //
 // Objects:
-//   domain    one comm domain: a zeroed window per rank and each rank's CommContext, whose
+//   domain    one comm domain: a window per rank (memory of the caller's, zeroed by it, which
+//             must outlive the domain) and each rank's CommContext, whose
 //             windowsIn[i] = windowsOut[i] = rank i's window base, exactly as on hardware, and
 //             the barrier its kernels meet at (found from any of its contexts).
 //   callable  one chip sub-build: its orchestration shared object and its kernels by func_id.
 //   run       one execution of a callable's orchestration on one rank, on the calling thread:
 //             the first error code it latches, that error's message, its timing log lines and
-//             the number of tasks it ran. Each kernel task of width B runs as B threads.
+//             the number of tasks it ran. Each kernel task of width B runs on B threads of
+//             the process's pool (one per core of a MIX cluster), kept for later tasks.
 //
 // A C++ exception that escapes a kernel or an orchestration is caught on its thread and latched
 // as PYPTO_SIM_KERNEL_CRASHED. What cannot be caught (a fatal signal, exit()) ends the process;
@@ -34,7 +36,7 @@
 #define PYPTO_SIM_API extern "C" __attribute__((visibility("default")))
 
 // Bumped whenever a signature below changes; the binding refuses a library of another version.
-#define PYPTO_SIM_API_VERSION 2
+#define PYPTO_SIM_API_VERSION 3
 
 // Status of a run that the runtime refused before its orchestration started (upstream's -1:
 // fewer arguments than aicpu_orchestration_config asks for). Every other failure is the
@@ -66,6 +68,10 @@ PYPTO_SIM_API void pypto_sim_set_timeouts(uint64_t wait_ns, uint64_t task_ns);
 // stand still while work is pending knows that no rank is making progress.
 PYPTO_SIM_API uint64_t pypto_sim_progress(void);
 
+// The process's pool of block threads: how many it has started (it never ends one) and how many
+// of them wait for a block; the others run one, or an abandoned kernel.
+PYPTO_SIM_API uint32_t pypto_sim_pool_threads(uint32_t* idle);
+
 // Fill the ChipTensor at `out` (pypto_sim_abi_size(PYPTO_SIM_ABI_CHIP_TENSOR) bytes) with a
 // view of `ndims` dims: element (c0, c1, ...) at addr + (start_offset + sum ci * strides[i]) *
 // element size. The contiguity flag and element extent are derived, as the runtime does.
@@ -74,9 +80,11 @@ PYPTO_SIM_API void pypto_sim_describe_tensor(void* out, uint64_t addr, uint64_t 
                                              uint32_t ndims, const uint32_t* shapes,
                                              const uint32_t* strides);
 
+// `windows`: each rank's window base, 64-byte aligned; window_bytes: a positive multiple of 64.
 PYPTO_SIM_API void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes,
-                                            char* error, size_t error_len);
-// Bytes of every window: window_bytes rounded up to whole 64-byte cache lines.
+                                            const uint64_t* windows, char* error,
+                                            size_t error_len);
+// Bytes of every window.
 PYPTO_SIM_API uint64_t pypto_sim_domain_window_bytes(const void* domain);
 PYPTO_SIM_API uint64_t pypto_sim_domain_window(const void* domain, uint32_t rank);
 PYPTO_SIM_API uint64_t pypto_sim_domain_context(const void* domain, uint32_t rank);

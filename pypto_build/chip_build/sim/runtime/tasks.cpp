@@ -7,19 +7,20 @@
 // share tensors (every orchestration we generate submits in program order), and it is what
 // makes a collective's blocks meet their peers' blocks: every rank runs its own orchestration
 // on its own thread. A task of launch width B runs as B blocks of threads started together (one
-// thread per block, or three for a MIX cluster), each calling its kernel_entry with its own
+// thread per block, or three for a MIX cluster; threads of the process's pool, block_pool.cpp),
+// each calling its kernel_entry with its own
 // 50-slot argument array: the tensor descriptors, the scalars, &LocalContext{block_idx, B} at
 // SPMD_LOCAL_CONTEXT_INDEX and the core's GlobalContext (its sub-block id) at
 // SPMD_GLOBAL_CONTEXT_INDEX.
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <system_error>
-#include <thread>
 
 #include "sim_internal.h"
 #include "sim_runtime.h"
@@ -54,7 +55,7 @@ struct Core {
 
 // Everything the core threads of one task read. Shared ownership: the threads of an abandoned
 // task keep it alive after the submitting thread has given up on them.
-class TaskLaunch {
+class TaskLaunch : public PoolJob {
  public:
   // `tensors` are the task's descriptors in argument order (runtime-allocated outputs included).
   TaskLaunch(RankRun* run, const std::vector<Core>& cores, const CoreTaskArgs& args,
@@ -91,7 +92,7 @@ class TaskLaunch {
   int32_t thread_count() const { return block_num_ * static_cast<int32_t>(cores_.size()); }
 
   // Thread `index` runs core index % cores of block index / cores.
-  void run_thread(int32_t index) {
+  void run(int32_t index) override {
     const int32_t block = index / static_cast<int32_t>(cores_.size());
     const size_t core = static_cast<size_t>(index) % cores_.size();
     const Kernel& kernel = *cores_[core].kernel;
@@ -120,17 +121,20 @@ class TaskLaunch {
 
   // A thread that was never started counts as returned, so the wait below cannot hang on it.
   void finish_thread() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--remaining_ == 0) {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);  // not between the waiter's check and its sleep
       done_.notify_all();
     }
   }
 
   // How many threads are still running after waiting at most `timeout`.
   int32_t wait(std::chrono::nanoseconds timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait_for(lock, timeout, [this] { return remaining_ == 0; });
-    return remaining_;
+    const auto returned = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(returned, std::min(timeout, kSpinBudget))) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait_for(lock, timeout, returned);
+    }
+    return remaining_.load(std::memory_order_acquire);
   }
 
  private:
@@ -147,7 +151,7 @@ class TaskLaunch {
   std::vector<std::array<int64_t, KERNEL_MAX_ARGS>> args_;
   std::mutex mutex_;
   std::condition_variable done_;
-  int32_t remaining_;
+  std::atomic<int32_t> remaining_;
 };
 
 // The task's name in messages: its (first) kernel's.
@@ -161,11 +165,9 @@ void run_task(RankRun& run, const std::vector<Core>& cores, const CoreTaskArgs& 
   auto launch = std::make_shared<TaskLaunch>(&run, cores, args, tensors);
   const int32_t thread_count = launch->thread_count();
   const int32_t block_num = args.launch_spec.block_num();
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(thread_count));
   for (int32_t index = 0; index < thread_count; ++index) {
     try {
-      threads.emplace_back([launch, index] { launch->run_thread(index); });
+      start_pooled(launch, index);
     } catch (const std::system_error& error) {
       run.report(SIMPLER_ERROR_SCHEDULER_TIMEOUT,
                  format("%s: could not start a core of block %d of %d: %s",
@@ -177,9 +179,6 @@ void run_task(RankRun& run, const std::vector<Core>& cores, const CoreTaskArgs& 
   const uint64_t budget_ns = g_task_timeout_ns.load(std::memory_order_relaxed);
   const int32_t running = launch->wait(std::chrono::nanoseconds(budget_ns));
   if (running == 0) {
-    for (std::thread& thread : threads) {
-      thread.join();
-    }
     return;
   }
   // A thread is a block, unless a block is a MIX cluster of cores.
@@ -188,10 +187,8 @@ void run_task(RankRun& run, const std::vector<Core>& cores, const CoreTaskArgs& 
              format("%s: %d of %d %s did not return within %.1f s; they were abandoned",
                     task_name(cores).c_str(), running, thread_count, unit,
                     static_cast<double>(budget_ns) / 1e9));
+  // Their pool threads rejoin the pool if their kernels ever return.
   run.abandon();
-  for (std::thread& thread : threads) {
-    thread.detach();
-  }
 }
 
 // The current rank's run, or null (with a note on stderr) when called outside one.
