@@ -142,12 +142,15 @@ class ExprConverter:
     # --- node kinds --------------------------------------------------------------------------
 
     def _expr(self, node: ast.expr) -> Expr:
-        span = self.source.span(node)
+        # Names, calls and attributes are most of a program: each kind makes its own span.
         if isinstance(node, ast.Name):
             return self._name(node)
+        if isinstance(node, ast.Call):
+            return convert_call(self, node)
         if isinstance(node, ast.Attribute):
             return self._attribute(node)
         if isinstance(node, ast.List):
+            span = self.source.span(node)
             return MakeTuple(tuple(self.expr(item) for item in node.elts), span)
         if isinstance(node, ast.BinOp):
             return self._binop(node)
@@ -159,8 +162,6 @@ class ExprConverter:
             return self._unary(node)
         if isinstance(node, ast.Subscript):
             return self._subscript(node)
-        if isinstance(node, ast.Call):
-            return convert_call(self, node)
         construct = _UNSUPPORTED.get(type(node), type(node).__name__)
         self.source.error(node, f"unsupported expression: '{construct}'")
 
