@@ -43,7 +43,7 @@ def header_closure(
     render shares one for all its sub-builds), else from the files."""
     headers = HeaderFiles() if headers is None else headers
     found: dict[str, bytes] = {}
-    pending = [name for text in sources for name in included_headers(text)]
+    pending = [name for text in sources for name in headers.source_includes(text)]
     while pending:
         name = pending.pop()
         if name in found:
@@ -68,6 +68,7 @@ class HeaderFiles:
         self._root = include_dir()
         self._data: dict[str, bytes | None] = {}
         self._includes: dict[str, list[str]] = {}
+        self._source_includes: dict[bytes, list[str]] = {}
 
     def read(self, name: str) -> bytes | None:
         """The header ``name`` (``pypto_build/<file>``), None if it is not one of ours."""
@@ -81,3 +82,11 @@ class HeaderFiles:
         if name not in self._includes:
             self._includes[name] = included_headers(data)
         return self._includes[name]
+
+    def source_includes(self, text: bytes) -> list[str]:
+        """:func:`included_headers` of a sub-build's source: the same kernels travel with
+        every sub-build that calls them, so each distinct text is scanned once."""
+        found = self._source_includes.get(text)
+        if found is None:
+            found = self._source_includes[text] = included_headers(text)
+        return found
