@@ -38,6 +38,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
 )
 from pypto_build.lowering.ir.rebuild import replaced
+from pypto_build.lowering.ir.walk import call_extras
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -127,8 +128,11 @@ class Mutator:
 
     def visit_call(self, call: Call) -> Expr:
         args = tuple([self.expr(a) for a in call.args])
-        kwargs = self._attrs(call.kwargs)
-        attrs = self._attrs(call.attrs)
+        if call_extras(call):
+            kwargs = self._attrs(call.kwargs)
+            attrs = self._attrs(call.attrs)
+        else:  # literals only (directions, task ids): nothing in them to map
+            kwargs, attrs = call.kwargs, call.attrs
         return _replace(
             call,
             args=call.args if _same_items(call.args, args) else args,
