@@ -108,6 +108,8 @@ class ExprConverter:
     def value(self, node: ast.expr) -> AttrValue:
         """An operand or keyword value: an expression, or a literal (string, ``None``, data
         type, layout, or a parenthesised tuple of literals as the printer writes attrs)."""
+        if type(node) is ast.Name and node.id in self.scope.bound:
+            return self._name(node)  # a local: no DSL path, so no literal (most operands)
         if isinstance(node, ast.Constant):
             return self._constant(node)
         if isinstance(node, ast.Tuple):
