@@ -23,16 +23,25 @@ from pypto_build.builtins.registry import include_dir
 SUBBUILD_INCLUDE_DIR = "include"
 HEADER_PREFIX = "pypto_build/"
 
+#: An include of one of our headers, from its ``#``: a pattern that starts with a literal is
+#: searched for quickly, where one anchored at every line start is tried at every character
+#: (a generated orchestration is thousands of lines); what precedes the ``#`` on its line is
+#: checked apart.
 _INCLUDE = re.compile(
-    rb'^[ \t]*#[ \t]*include[ \t]*"(?:\.\./' + SUBBUILD_INCLUDE_DIR.encode() + rb"/)?"
-    rb"(" + HEADER_PREFIX.encode() + rb'[^"/]+)"',
-    re.MULTILINE,
+    rb'#[ \t]*include[ \t]*"(?:\.\./' + SUBBUILD_INCLUDE_DIR.encode() + rb"/)?"
+    rb"(" + HEADER_PREFIX.encode() + rb'[^"/]+)"'
 )
 
 
 def included_headers(text: bytes) -> list[str]:
-    """The ``pypto_build/<name>`` headers ``text`` includes, in order of appearance."""
-    return [match.group(1).decode("ascii", errors="replace") for match in _INCLUDE.finditer(text)]
+    """The ``pypto_build/<name>`` headers ``text`` includes, in order of appearance: a
+    directive's ``#`` is the first character of its line but for blanks and tabs."""
+    found: list[str] = []
+    for match in _INCLUDE.finditer(text):
+        line_start = text.rfind(b"\n", 0, match.start()) + 1
+        if not text[line_start : match.start()].strip(b" \t"):
+            found.append(match.group(1).decode("ascii", errors="replace"))
+    return found
 
 
 def header_closure(

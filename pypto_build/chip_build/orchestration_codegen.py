@@ -76,7 +76,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
     get_attr,
 )
-from pypto_build.lowering.ir.memo import per_function
+from pypto_build.lowering.ir.memo import per_function, per_node
 from pypto_build.lowering.ir.names import (
     ArgDirection,
     CallAttr,
@@ -145,6 +145,7 @@ def cpp_name(name: str) -> str:
     return name
 
 
+@per_node
 def kernel_core_types(func: Function) -> tuple[CoreType, ...]:
     """The cores a kernel runs on, one ``kernel_config.py`` entry each: AIC for an AIC
     function, AIC and AIV for a builtin whose package declares a MIX kernel (a cluster of one
