@@ -161,7 +161,11 @@ def _exprs_into(node: Stmt | Expr, found: list[Any], *, calls_only: bool) -> Non
         kind = type(node)
         if kind not in _LEAVES:
             for child in child_exprs(node):
-                _exprs_into(child, found, calls_only=calls_only)
+                if type(child) in _LEAVES:  # most operands: taken here, without a call
+                    if not calls_only:
+                        found.append(child)
+                else:
+                    _exprs_into(child, found, calls_only=calls_only)
             if kind is Call or (calls_only and isinstance(node, Call)):
                 found.append(node)
                 return

@@ -127,7 +127,12 @@ class Mutator:
         return var
 
     def visit_call(self, call: Call) -> Expr:
-        args = tuple([self.expr(a) for a in call.args])
+        expr = self.expr
+        if type(self).visit_var is Mutator.visit_var:
+            # Names map to themselves unless a pass renames: most operands are passed over.
+            args = tuple([a if type(a) is Var else expr(a) for a in call.args])
+        else:
+            args = tuple([expr(a) for a in call.args])
         if call_extras(call):
             kwargs = self._attrs(call.kwargs)
             attrs = self._attrs(call.attrs)
