@@ -88,10 +88,8 @@ class ExprConverter:
     def __init__(self, ctx: FunctionContext, scope: Scope) -> None:
         self.ctx = ctx
         self.scope = scope
-
-    @property
-    def source(self) -> Source:
-        return self.ctx.source
+        #: The file, which every node's span and diagnostic asks for.
+        self.source: Source = ctx.module.source
 
     # --- entry points ------------------------------------------------------------------------
 
