@@ -14,15 +14,21 @@ The project and the rendered trees live in a RAM-backed folder (``--work-dir``, 
 disk creating one file of a tree in a fresh folder costs about half a millisecond, so a disk
 would measure the disk (a render of 5,000 call sites writes 9,000 files into 3,000 folders).
 
-Each size runs in fresh worker processes (this script with ``--worker``). The timing worker
-warms up on a small program (one-time costs such as compiling the builtin templates are not
-what this measures), then alternates parser and engine runs, each after a ``gc.collect()``;
-the ratio is of the medians. A last, untimed run splits the engine's time by phase and pass.
-Memory workers measure the peak resident set of one parse and of one render (the rise of
-``VmHWM`` over the resident set just before), and, up to ``--traced-max`` call sites, the
-Python heap with :mod:`tracemalloc`: its peak, and what is still allocated once the render's
-result is dropped — a build must leave nothing behind in a process that goes on (the hatchling
-hook runs in pip's build backend, a language server would run ``lower`` again and again).
+Each size runs in fresh worker processes (this script with ``--worker``). Every worker warms
+up on a small program (one-time costs such as compiling the builtin templates are not what this
+measures). The timing worker then alternates parser and engine runs, each after a
+``gc.collect()``; the ratio is of the medians. A last, untimed run splits the engine's time by
+phase and pass. Memory workers measure the peak resident set of one parse and of one render
+(the rise of ``VmHWM`` over the resident set just before), and, up to ``--traced-max`` call
+sites, the Python heap with :mod:`tracemalloc`: its peak, and what is still allocated once the
+render's result is dropped — a build must leave nothing behind in a process that goes on (the
+hatchling hook runs in pip's build backend, a language server would run ``lower`` again and
+again).
+
+Sizes of ``--large`` call sites and more (50,000 by default: a parse takes seconds and a render
+a minute) have no timing worker: their times are the memory workers' runs, one parse and one
+render each in its own fresh process, and their phases are not split. That keeps the script,
+and ``bench/run_all``, to a few minutes.
 
 Targets: the render at most 5x the parser at every size, the ratio at 50,000 no worse than at
 5,000 (the cost per statement must not grow with the program), the peak resident set at most
@@ -165,7 +171,8 @@ def _phases(program: Path, out: Path) -> dict[str, float]:
 
 
 def _work_memory(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The peak resident set of one parse or one render, and optionally its traced heap."""
+    """The peak resident set and the time of one parse or one render, and optionally its
+    traced heap."""
     with tempfile.TemporaryDirectory(prefix="pypto-bench-", dir=spec["work_dir"]) as folder:
         root = Path(folder)
         program, text = _project(spec, root)
@@ -182,8 +189,10 @@ def _work_memory(spec: Mapping[str, Any]) -> dict[str, Any]:
         gc.collect()
         before = rss_kib()
         reset_peak_rss()
+        start = time.perf_counter()
         action(0)
-        result: dict[str, Any] = {"peak_rss_kib": peak_rss_kib() - before}
+        seconds = time.perf_counter() - start
+        result: dict[str, Any] = {"peak_rss_kib": peak_rss_kib() - before, "seconds": seconds}
         if spec["traced"]:
             gc.collect()
             tracemalloc.start()
@@ -215,20 +224,27 @@ def _measure(size: int, args: argparse.Namespace) -> dict[str, JsonValue]:
         "per_pipeline": args.per_pipeline,
         "work_dir": args.work_dir,
     }
-    timing = run_worker(script, {**common, "worker": "time", "repeat": args.repeat})
     traced = size <= args.traced_max
     memory = {
         kind: run_worker(script, {**common, "worker": "memory", "kind": kind, "traced": traced})
         for kind in ("parser", "engine")
     }
-    parser, engine = timing["parser_s"], timing["engine_s"]
     result: dict[str, JsonValue] = {
         "call_sites": size,
         "pipelines": -(-size // args.per_pipeline),
+    }
+    if size < args.large:
+        timing = run_worker(script, {**common, "worker": "time", "repeat": args.repeat})
+        parser, engine = timing["parser_s"], timing["engine_s"]
+        phases = {name: round(value, 4) for name, value in timing["phases_s"].items()}
+        result["engine_phases_s"] = phases
+    else:
+        parser, engine = [memory["parser"]["seconds"]], [memory["engine"]["seconds"]]
+    result |= {
+        "timed_by": "timing worker" if size < args.large else "memory workers, one run each",
         "parser_s": summary(parser),
         "engine_s": summary(engine),
         "ratio_of_medians": round(median(engine) / median(parser), 3),
-        "engine_phases_s": {name: round(value, 4) for name, value in timing["phases_s"].items()},
         "peak_rss_kib": {kind: memory[kind]["peak_rss_kib"] for kind in memory},
         "peak_rss_ratio": round(
             memory["engine"]["peak_rss_kib"] / max(1, memory["parser"]["peak_rss_kib"]), 3
@@ -318,7 +334,10 @@ def _print(runs: Sequence[Mapping[str, Any]]) -> None:
         )
     header = ["call sites", "pipelines", "parser s", "engine s", "ratio"]
     print_table([*header, "peak MiB p/e", "peak ratio", "retained KiB"], rows)
-    last = runs[-1]
+    split = [run for run in runs if "engine_phases_s" in run]
+    if not split:
+        return
+    last = split[-1]
     print(f"\nengine phases at {last['call_sites']:,} call sites (s, one run)")
     print_table(
         ["phase", "s"], [[name, f"{value:.3f}"] for name, value in last["engine_phases_s"].items()]
@@ -342,6 +361,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--repeat", type=int, default=3, help="timed runs of each, per size (default: 3)"
+    )
+    parser.add_argument(
+        "--large",
+        type=int,
+        default=50000,
+        help="sizes from which the memory workers' single runs are the times (default: "
+        "%(default)s)",
     )
     parser.add_argument(
         "--traced-max",
@@ -371,6 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine(),
         "per_pipeline": args.per_pipeline,
         "repeat": args.repeat,
+        "large": args.large,
         "work_dir": args.work_dir,
         "runs": list(runs),
         "targets": report_targets(targets),

@@ -57,6 +57,18 @@ def _render_bytes(data: bytes) -> Setup:
     return setup
 
 
+def _render_padded(size: int) -> Setup:
+    """``render`` of the tiny program extended to ``size`` bytes (a sparse file: its tail is
+    never read)."""
+
+    def setup(ws: Path) -> list[str]:
+        (ws / "bad.py").write_text(PROGRAM, encoding="utf-8")
+        os.truncate(ws / "bad.py", size)
+        return ["render", str(ws / "bad.py"), "--out", str(ws / "out"), "--chip", "a3"]
+
+    return setup
+
+
 def _tiny(old: str, new: str) -> str:
     assert old in PROGRAM, old
     return PROGRAM.replace(old, new, 1)
@@ -307,6 +319,12 @@ CASES = (
         "nested too deeply",
     ),
     Bad("no-program-class", _render("x = 1\n"), 1, "defines no @pl.program class"),
+    Bad(
+        "program-over-32-mib",
+        _render_padded(32 * 1024 * 1024 + 1),
+        1,
+        "program file is 33,554,433 bytes, above the limit of 33,554,432 bytes (32 MiB)",
+    ),
     Bad("program-not-utf8", _render_bytes(b"x = '\xff'\n"), 1, "cannot decode program file"),
     Bad("program-nul-byte", _render_bytes(b"x = 1\x00\n"), 1, "error:"),
     Bad(

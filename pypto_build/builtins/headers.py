@@ -23,16 +23,25 @@ from pypto_build.builtins.registry import include_dir
 SUBBUILD_INCLUDE_DIR = "include"
 HEADER_PREFIX = "pypto_build/"
 
+#: An include of one of our headers, from its ``#``: a pattern that starts with a literal is
+#: searched for quickly, where one anchored at every line start is tried at every character
+#: (a generated orchestration is thousands of lines); what precedes the ``#`` on its line is
+#: checked apart.
 _INCLUDE = re.compile(
-    rb'^[ \t]*#[ \t]*include[ \t]*"(?:\.\./' + SUBBUILD_INCLUDE_DIR.encode() + rb"/)?"
-    rb"(" + HEADER_PREFIX.encode() + rb'[^"/]+)"',
-    re.MULTILINE,
+    rb'#[ \t]*include[ \t]*"(?:\.\./' + SUBBUILD_INCLUDE_DIR.encode() + rb"/)?"
+    rb"(" + HEADER_PREFIX.encode() + rb'[^"/]+)"'
 )
 
 
 def included_headers(text: bytes) -> list[str]:
-    """The ``pypto_build/<name>`` headers ``text`` includes, in order of appearance."""
-    return [match.group(1).decode("ascii", errors="replace") for match in _INCLUDE.finditer(text)]
+    """The ``pypto_build/<name>`` headers ``text`` includes, in order of appearance: a
+    directive's ``#`` is the first character of its line but for blanks and tabs."""
+    found: list[str] = []
+    for match in _INCLUDE.finditer(text):
+        line_start = text.rfind(b"\n", 0, match.start()) + 1
+        if not text[line_start : match.start()].strip(b" \t"):
+            found.append(match.group(1).decode("ascii", errors="replace"))
+    return found
 
 
 def header_closure(
@@ -43,7 +52,7 @@ def header_closure(
     render shares one for all its sub-builds), else from the files."""
     headers = HeaderFiles() if headers is None else headers
     found: dict[str, bytes] = {}
-    pending = [name for text in sources for name in included_headers(text)]
+    pending = [name for text in sources for name in headers.source_includes(text)]
     while pending:
         name = pending.pop()
         if name in found:
@@ -68,6 +77,7 @@ class HeaderFiles:
         self._root = include_dir()
         self._data: dict[str, bytes | None] = {}
         self._includes: dict[str, list[str]] = {}
+        self._source_includes: dict[bytes, list[str]] = {}
 
     def read(self, name: str) -> bytes | None:
         """The header ``name`` (``pypto_build/<file>``), None if it is not one of ours."""
@@ -81,3 +91,11 @@ class HeaderFiles:
         if name not in self._includes:
             self._includes[name] = included_headers(data)
         return self._includes[name]
+
+    def source_includes(self, text: bytes) -> list[str]:
+        """:func:`included_headers` of a sub-build's source: the same kernels travel with
+        every sub-build that calls them, so each distinct text is scanned once."""
+        found = self._source_includes.get(text)
+        if found is None:
+            found = self._source_includes[text] = included_headers(text)
+        return found

@@ -36,6 +36,7 @@ from pypto_build.lowering.builtin_ops import (
 from pypto_build.lowering.contracts.registry import contract_of
 from pypto_build.lowering.diagnostics import InternalError, Span
 from pypto_build.lowering.ir import Call, DataType, Function, Program, TensorType
+from pypto_build.lowering.ir.memo import per_node
 from pypto_build.lowering.ir.names import Kwarg, kwarg, template_dir, template_vars
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.legality.kernels import payload_dtype
@@ -89,9 +90,11 @@ class ChipBuiltinKernel:
             return render_kernel(self.package, self.variant_vars)
 
 
+@per_node
 def chip_builtin_kernel(func: Function) -> ChipBuiltinKernel | None:
     """The builtin template ``func`` is rendered from, or None for any other function
-    (CheckLegality has checked its attrs and resolved its package)."""
+    (CheckLegality has checked its attrs and resolved its package). Asked for each kernel
+    slot of each sub-build on each chip, so answered once per function (:mod:`~..memo`)."""
     handle = template_dir(func)
     if handle is None:
         return None

@@ -81,11 +81,16 @@ def write_manifest(
             for path in _content_paths(root)
         ]
     else:
-        files = [
-            {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-            for path, data in sorted(contents.items())
-            if path != MANIFEST_NAME and _BYTECODE_CACHE not in PurePosixPath(path).parts
-        ]
+        # Every sub-build of a tree carries the same kernels and headers: each distinct
+        # content is hashed once.
+        digests: dict[bytes, str] = {}
+        files = []
+        for path, data in sorted(contents.items()):
+            if path == MANIFEST_NAME or _BYTECODE_CACHE in path.split("/"):
+                continue
+            if data not in digests:
+                digests[data] = hashlib.sha256(data).hexdigest()
+            files.append({"path": path, "sha256": digests[data], "size": len(data)})
     document: dict[str, object] = {
         "chip": chip,
         "files": files,

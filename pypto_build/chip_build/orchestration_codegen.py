@@ -76,7 +76,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
     get_attr,
 )
-from pypto_build.lowering.ir.memo import per_function
+from pypto_build.lowering.ir.memo import per_function, per_node
 from pypto_build.lowering.ir.names import (
     ArgDirection,
     CallAttr,
@@ -145,6 +145,7 @@ def cpp_name(name: str) -> str:
     return name
 
 
+@per_node
 def kernel_core_types(func: Function) -> tuple[CoreType, ...]:
     """The cores a kernel runs on, one ``kernel_config.py`` entry each: AIC for an AIC
     function, AIC and AIV for a builtin whose package declares a MIX kernel (a cluster of one
@@ -283,6 +284,11 @@ class _Codegen(StmtCodegen):
         self.loops = 0
         self.temps = 0
         self._declare_locals()
+        #: The value each name reads as (most operands of a body are names).
+        self.names: dict[str, _Tensor | _Scalar] = {
+            name: _Tensor(local.name) if local.kind == "tensor" else _Scalar(local.name)
+            for name, local in self.locals.items()
+        }
 
     # -- output -----------------------------------------------------------------------------
 
@@ -480,12 +486,12 @@ class _Codegen(StmtCodegen):
 
     def _value(self, expr: Expr, at: Span) -> _Value:
         """Compile ``expr``, emitting the statements it needs first (tasks, views)."""
-        span = expr_span(expr, at)
         if isinstance(expr, Var):
-            local = self.locals.get(expr.name)
-            if local is None:
+            value = self.names.get(expr.name)
+            if value is None:
                 raise InternalError(f"{PHASE}: unbound name '{expr.name}'")
-            return _Tensor(local.name) if local.kind == "tensor" else _Scalar(local.name)
+            return value
+        span = expr_span(expr, at)
         if isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
             return self._kernel_call(expr, span)
         if isinstance(expr, Call):
@@ -626,24 +632,30 @@ class _Codegen(StmtCodegen):
         after = ""
         if deps:
             after = f", after task{'s' if len(deps) > 1 else ''} {', '.join(map(str, deps))}"
-        with self._braced():
-            self.emit(f"// task {number}: {callee.name}{after}")
-            if requires_contiguous(callee):
-                for param, arg in zip(callee.params, args, strict=True):
-                    if isinstance(arg, _Tensor):
-                        self._contiguity_check(callee.name, param.var.name, arg)
-            self.emit(f"CoreTaskArgs {task};")
-            for direction, arg in zip(directions, args, strict=True):
-                if isinstance(arg, _Tensor) and direction is not None:
-                    self.emit(f"{task}.{_ADD_TENSOR[direction]}({arg.ref});")
+        # The task's block, its lines indented one level inside its braces: every kernel call
+        # of a program emits one, so they are built here rather than through emit().
+        self.emit("{")
+        self.depth += 1
+        inner = self.INDENT * self.depth
+        lines = self.lines
+        lines.append(f"{inner}// task {number}: {callee.name}{after}")
+        if requires_contiguous(callee):
             for param, arg in zip(callee.params, args, strict=True):
-                if isinstance(arg, _Scalar):
-                    self.emit(
-                        f"{task}.add_scalar({self._scalar_bits(param.var.type, arg, call.span)});"
-                    )
-            for line in self._launch_spec(call, call.span):
-                self.emit(f"{task}.launch_spec.{line};")
-            self.emit(f"{_submit(self.func_ids[callee.name])}, {task});")
+                if isinstance(arg, _Tensor):
+                    self._contiguity_check(callee.name, param.var.name, arg)
+        lines.append(f"{inner}CoreTaskArgs {task};")
+        for direction, arg in zip(directions, args, strict=True):
+            if direction is not None and isinstance(arg, _Tensor):
+                lines.append(f"{inner}{task}.{_ADD_TENSOR[direction]}({arg.ref});")
+        for param, arg in zip(callee.params, args, strict=True):
+            if isinstance(arg, _Scalar):
+                bits = self._scalar_bits(param.var.type, arg, call.span)
+                lines.append(f"{inner}{task}.add_scalar({bits});")
+        for line in self._launch_spec(call, call.span):
+            lines.append(f"{inner}{task}.launch_spec.{line};")
+        lines.append(f"{inner}{_submit(self.func_ids[callee.name])}, {task});")
+        self.depth -= 1
+        self.emit("}")
 
     def _contiguity_check(self, kernel: str, role: str, arg: _Tensor) -> None:
         self._fail_if(
@@ -653,10 +665,13 @@ class _Codegen(StmtCodegen):
     def _fail_if(self, condition: str, message: str) -> None:
         """When ``condition`` holds at run time, latch ``PTO2_ERROR_INVALID_ARGS`` with
         ``message`` and leave the entry, so nothing after it is submitted."""
-        self.emit(f"if ({condition}) {{")
-        self.emit(f'  rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "{message}");')
-        self.emit("  return;")
-        self.emit("}")
+        indent = self.INDENT * self.depth
+        self.lines += (
+            f"{indent}if ({condition}) {{",
+            f'{indent}  rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "{message}");',
+            f"{indent}  return;",
+            f"{indent}}}",
+        )
 
     def _scalar_bits(self, param_type: Type, arg: _Scalar, span: Span) -> str:
         if isinstance(param_type, CommCtxType):

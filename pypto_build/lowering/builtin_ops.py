@@ -78,9 +78,10 @@ class BuiltinOp:
         ``[op] kernel``)."""
         return self.package.kernel_stem
 
-    @property
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
-        """The operand names, in kernel-argument order."""
+        """The operand names, in kernel-argument order (asked for at every call of the op;
+        kept beside the fields, which equality compares)."""
         return tuple(operand.name for operand in self.package.operands)
 
     def index(self, name: str) -> int:

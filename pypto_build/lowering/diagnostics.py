@@ -15,13 +15,16 @@ from pypto_build.files import read_regular
 
 @dataclass(frozen=True)
 class Span:
-    """A source position: 1-based line, 0-based column (as :mod:`ast` reports them)."""
+    """A source position: 1-based line, 0-based column (as :mod:`ast` reports them). Line 0
+    stands for the whole file (a file refused before it is parsed), shown as its path alone."""
 
     file: str
     line: int
     col: int
 
     def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
         return f"{self.file}:{self.line}:{self.col + 1}"
 
 

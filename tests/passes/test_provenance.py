@@ -135,7 +135,7 @@ def test_callee_results(walked: tuple[dict[str, Origin], dict[str, tuple[Origin,
     assert env["s"] == frozenset({A, B})  # two written parameters of the result's type: either
     assert env["p"] == frozenset({B})  # a body that returns its parameter
     (made,) = roots(env["m"])
-    assert (made.name, made.index, made.is_param) == ("make", 0, False)
+    assert (made.name, made.result, made.is_param) == ("make", 0, False)
 
 
 def test_branches_join_and_loops_reach_a_fixpoint(

@@ -243,6 +243,22 @@ def test_child_exprs_include_keyword_and_attr_expressions() -> None:
     assert child_exprs(ConstInt(1)) == ()
 
 
+def test_attrs_of_literals_are_passed_over_and_attrs_of_expressions_mapped() -> None:
+    n = Var("n", INDEX)
+    literal = (("task_id", 3), ("deps", (0, 1)), ("pair", ("text", None)))
+    call = Call("op", (n,), INDEX, attrs=literal)
+    renamed = _Rename({"n": "m"}).expr(call)
+    assert isinstance(renamed, Call) and renamed.args == (Var("m", INDEX),)
+    assert renamed.attrs is literal  # nothing in them to map: the same tuple
+    # An expression nested in an attr tuple is found (and renamed) like one at the top.
+    nested = Call("op", (ConstInt(1),), INDEX, attrs=(("pair", (ConstInt(3), n)),))
+    assert child_exprs(nested) == (ConstInt(1), ConstInt(3), n)
+    mapped = _Rename({"n": "m"}).expr(nested)
+    assert isinstance(mapped, Call)
+    assert mapped.attrs == (("pair", (ConstInt(3), Var("m", INDEX))),)
+    assert child_exprs(mapped) == (ConstInt(1), ConstInt(3), Var("m", INDEX))
+
+
 def test_stmt_exprs_and_child_bodies_per_statement_kind() -> None:
     n = Var("n", INDEX)
     one, body = ConstInt(1), SeqStmts((EvalStmt(n),))

@@ -20,8 +20,7 @@ everywhere else in the pipeline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TypeAlias, TypeVar
+from typing import NamedTuple, TypeAlias, TypeVar
 
 from pypto_build.lowering.analysis.dataflow import FlowState, ForwardAnalysis, Value, leaves
 from pypto_build.lowering.analysis.returns import returned_params
@@ -39,17 +38,18 @@ from pypto_build.lowering.ops.registry import lookup
 _PARAM_SITE = -1
 
 
-@dataclass(frozen=True)
-class Root:
+class Root(NamedTuple):
     """One piece of storage: parameter ``name``, or the allocation made at ``site``.
 
     ``site`` identifies the allocating node for the duration of one analysis (it is never
-    printed), ``index`` tells apart the results of one call.
+    printed), ``result`` tells apart the results of one call. A named tuple, not a dataclass:
+    roots are the keys of every set and map the dependency and context analyses build, for
+    each operand of each call, and a tuple is hashed and compared in C.
     """
 
     name: str
     site: int = _PARAM_SITE
-    index: int = 0
+    result: int = 0
 
     @property
     def is_param(self) -> bool:

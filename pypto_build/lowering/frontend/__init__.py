@@ -14,20 +14,30 @@ import os
 import warnings
 
 from pypto_build.collector import pauses_collector
-from pypto_build.files import read_regular
+from pypto_build.files import open_regular
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.frontend.program import parse_module
 from pypto_build.lowering.frontend.source import Source
 from pypto_build.lowering.ir import Program
+from pypto_build.lowering.limits import (
+    MAX_PROGRAM_BYTES,
+    check_program_density,
+    check_program_size,
+)
 
 __all__ = ["parse_file", "parse_source"]
 
 
 def parse_file(path: str | os.PathLike[str]) -> tuple[Program, ...]:
-    """Every ``@pl.program`` class of the file at ``path``, in source order."""
+    """Every ``@pl.program`` class of the file at ``path``, in source order; a file above the
+    size limit (:mod:`pypto_build.lowering.limits`) is refused before it is read."""
     filename = os.fspath(path)
     try:
-        data = read_regular(filename)
+        with open_regular(filename) as stream:
+            check_program_size(filename, os.fstat(stream.fileno()).st_size)
+            # At most one byte past the limit, so a file still growing cannot slip past it.
+            data = stream.read(MAX_PROGRAM_BYTES + 1)
+        check_program_size(filename, len(data))
     except OSError as exc:
         raise ProgramError(
             f"cannot read program file: {exc.strerror}", Span(filename, 1, 0)
@@ -42,7 +52,10 @@ def parse_file(path: str | os.PathLike[str]) -> tuple[Program, ...]:
 
 @pauses_collector
 def parse_source(source: str, filename: str) -> tuple[Program, ...]:
-    """Every ``@pl.program`` class of ``source`` in source order; spans name ``filename``."""
+    """Every ``@pl.program`` class of ``source`` in source order; spans name ``filename``.
+    Text denser than the limit (:mod:`pypto_build.lowering.limits`) is refused before it is
+    parsed."""
+    check_program_density(filename, source)
     try:
         return parse_module(_parse_python(source, filename), Source.of(filename, source))
     except RecursionError as exc:

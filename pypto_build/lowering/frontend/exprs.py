@@ -88,10 +88,8 @@ class ExprConverter:
     def __init__(self, ctx: FunctionContext, scope: Scope) -> None:
         self.ctx = ctx
         self.scope = scope
-
-    @property
-    def source(self) -> Source:
-        return self.ctx.source
+        #: The file, which every node's span and diagnostic asks for.
+        self.source: Source = ctx.module.source
 
     # --- entry points ------------------------------------------------------------------------
 
@@ -108,6 +106,8 @@ class ExprConverter:
     def value(self, node: ast.expr) -> AttrValue:
         """An operand or keyword value: an expression, or a literal (string, ``None``, data
         type, layout, or a parenthesised tuple of literals as the printer writes attrs)."""
+        if type(node) is ast.Name and node.id in self.scope.bound:
+            return self._name(node)  # a local: no DSL path, so no literal (most operands)
         if isinstance(node, ast.Constant):
             return self._constant(node)
         if isinstance(node, ast.Tuple):
@@ -142,12 +142,15 @@ class ExprConverter:
     # --- node kinds --------------------------------------------------------------------------
 
     def _expr(self, node: ast.expr) -> Expr:
-        span = self.source.span(node)
+        # Names, calls and attributes are most of a program: each kind makes its own span.
         if isinstance(node, ast.Name):
             return self._name(node)
+        if isinstance(node, ast.Call):
+            return convert_call(self, node)
         if isinstance(node, ast.Attribute):
             return self._attribute(node)
         if isinstance(node, ast.List):
+            span = self.source.span(node)
             return MakeTuple(tuple(self.expr(item) for item in node.elts), span)
         if isinstance(node, ast.BinOp):
             return self._binop(node)
@@ -159,8 +162,6 @@ class ExprConverter:
             return self._unary(node)
         if isinstance(node, ast.Subscript):
             return self._subscript(node)
-        if isinstance(node, ast.Call):
-            return convert_call(self, node)
         construct = _UNSUPPORTED.get(type(node), type(node).__name__)
         self.source.error(node, f"unsupported expression: '{construct}'")
 

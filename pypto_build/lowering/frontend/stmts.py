@@ -105,7 +105,6 @@ class BodyConverter:
         if is_no_op(stmt):
             return None
         conv = ExprConverter(self.ctx, scope)
-        span = self.source.span(stmt)
         if isinstance(stmt, ast.Assign):
             return self._assign(stmt, conv)
         if isinstance(stmt, ast.AnnAssign):
@@ -115,7 +114,7 @@ class BodyConverter:
                 self.source.error(
                     stmt, "expression statement has no effect; only calls may stand alone"
                 )
-            return EvalStmt(conv.expr(stmt.value), span)
+            return EvalStmt(conv.expr(stmt.value), self.source.span(stmt))
         if isinstance(stmt, ast.Return):
             return self._return(stmt, conv)
         if isinstance(stmt, ast.If):

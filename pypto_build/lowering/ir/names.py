@@ -12,6 +12,7 @@ in its own terms). A test keeps the spellings out of every other module.
 from __future__ import annotations
 
 import enum
+from typing import cast
 
 from pypto_build.lowering.ir.exprs import AttrValue, Call, Expr, get_attr, set_attr
 from pypto_build.lowering.ir.function import Function
@@ -97,7 +98,7 @@ def arg_directions(call: Call) -> tuple[ArgDirection, ...] | None:
         and all(d is None or isinstance(d, ParamDirection) for d in directions)
     ):
         return None
-    return tuple(d for d in directions if d is None or isinstance(d, ParamDirection))
+    return cast(tuple[ArgDirection, ...], directions)
 
 
 def with_arg_directions(call: Call, directions: tuple[ArgDirection, ...]) -> Call:

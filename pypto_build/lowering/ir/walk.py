@@ -69,17 +69,26 @@ def _call_children(call: Call) -> tuple[Expr, ...]:
     return (*call.args, *extras) if extras else call.args
 
 
-def call_extras(call: Call) -> list[Expr]:
+def call_extras(call: Call) -> tuple[Expr, ...]:
     """The expressions inside a call's keyword operands and attrs (a ``device=r``), in order:
     what :func:`child_exprs` gives after the operands. Most attrs are literals (task ids,
     dependencies, directions), passed over without building anything."""
+    if not (call.kwargs or call.attrs):
+        return ()
+    return _attr_exprs(call)
+
+
+@per_node
+def _attr_exprs(call: Call) -> tuple[Expr, ...]:
+    """:func:`call_extras` of a call with kwargs or attrs: every walk, analysis and rewrite
+    of its function asks (once the passes have added directions, task ids and dependencies,
+    every call has attrs), so it is found once per call (:mod:`.memo`)."""
     extras: list[Expr] = []
-    if call.kwargs or call.attrs:
-        for _, value in call.kwargs:
-            _attr_exprs_into(value, extras)
-        for _, value in call.attrs:
-            _attr_exprs_into(value, extras)
-    return extras
+    for _, value in call.kwargs:
+        _attr_exprs_into(value, extras)
+    for _, value in call.attrs:
+        _attr_exprs_into(value, extras)
+    return tuple(extras)
 
 
 def _attr_exprs_into(value: AttrValue, found: list[Expr]) -> None:
@@ -152,7 +161,11 @@ def _exprs_into(node: Stmt | Expr, found: list[Any], *, calls_only: bool) -> Non
         kind = type(node)
         if kind not in _LEAVES:
             for child in child_exprs(node):
-                _exprs_into(child, found, calls_only=calls_only)
+                if type(child) in _LEAVES:  # most operands: taken here, without a call
+                    if not calls_only:
+                        found.append(child)
+                else:
+                    _exprs_into(child, found, calls_only=calls_only)
             if kind is Call or (calls_only and isinstance(node, Call)):
                 found.append(node)
                 return

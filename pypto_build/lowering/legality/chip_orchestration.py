@@ -220,9 +220,9 @@ class _Checker:
     # -- values ------------------------------------------------------------------------------
 
     def value(self, expr: Expr, at: Span) -> _Kind:
-        span = expr_span(expr, at)
-        if isinstance(expr, Var):
+        if isinstance(expr, Var):  # most operands: no span needed
             return _TENSOR if isinstance(expr.type, TensorType) else _SCALAR
+        span = expr_span(expr, at)
         if isinstance(expr, Call) and isinstance(expr.op, GlobalVar):
             return self._kernel_call(expr, span)
         if isinstance(expr, Call):

@@ -41,21 +41,30 @@ class CheckLegality(Pass):
     chips: tuple[str, ...] = ()
 
     def apply(self, program: Program) -> Program:
+        checked: set[str] = set()  # kernels found legal (a model's pipelines share them)
         for func in program.functions:
             if func.is_chip_orchestration:
                 check_output_name(func)
-                self._check_chip_orchestration(program, func)
+                self._check_chip_orchestration(program, func, checked)
             elif func.is_host_orchestrator:
                 check_output_name(func)
                 HostWindows(program, func)
         return program
 
-    def _check_chip_orchestration(self, program: Program, orch: Function) -> None:
-        first_calls: dict[str, Span] = {}
-        for call in walk_calls(orch.body):
-            if isinstance(call.op, GlobalVar):
-                first_calls.setdefault(call.op.name, call.span)
-        for kernel in called_kernels(program, orch):
-            check_output_name(kernel)
-            check_kernel(kernel, first_calls[kernel.name], self.chips)
+    def _check_chip_orchestration(
+        self, program: Program, orch: Function, checked: set[str]
+    ) -> None:
+        """``orch`` and the kernels it calls; a kernel already checked for an earlier
+        orchestration is not checked again (a kernel's legality does not depend on its
+        caller, only where an error points does, and that is its first caller's call)."""
+        kernels = [kernel for kernel in called_kernels(program, orch) if kernel.name not in checked]
+        if kernels:
+            first_calls: dict[str, Span] = {}
+            for call in walk_calls(orch.body):
+                if isinstance(call.op, GlobalVar):
+                    first_calls.setdefault(call.op.name, call.span)
+            for kernel in kernels:
+                check_output_name(kernel)
+                check_kernel(kernel, first_calls[kernel.name], self.chips)
+                checked.add(kernel.name)
         check_chip_orchestration(program, orch)

@@ -41,6 +41,7 @@ from pypto_build.lowering.ir import (
     TensorType,
 )
 from pypto_build.lowering.ir.names import ArgDirection, with_arg_directions
+from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.ops.registry import lookup
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import CallMapper, map_functions
@@ -106,17 +107,34 @@ class _WrittenParams(ProvenanceWalker[ProvenanceState]):
 def _materialize_wrapper_directions(program: Program) -> Program:
     """Upgrade written ``In`` tensor parameters of orchestration-like functions to ``InOut``,
     until no caller changes (a HOST orchestrator passes its tensors to CHIP orchestrations
-    whose directions this very step may upgrade)."""
-    while True:
-        changed = False
+    whose directions this very step may upgrade).
+
+    What a function writes depends on its body and on its callees' parameters only, so after
+    the first round only the callers of a function upgraded in the round before are walked
+    again (for a program of many pipelines, a second walk of every one found nothing new)."""
+    upgraded: frozenset[str] | None = None  # None: every function, in the first round
+    while upgraded is None or upgraded:
+        changed: set[str] = set()
         functions: list[Function] = []
         for func in program.functions:
-            new = _upgraded(program, func) if func.func_type.is_orchestration_like else func
-            changed |= new is not func
+            new = func
+            if func.func_type.is_orchestration_like and (
+                upgraded is None or _calls_any(func, upgraded)
+            ):
+                new = _upgraded(program, func)
+            if new is not func:
+                changed.add(func.name)
             functions.append(new)
-        if not changed:
-            return program
-        program = Program(program.name, tuple(functions), program.span)
+        if changed:
+            program = Program(program.name, tuple(functions), program.span)
+        upgraded = frozenset(changed)
+    return program
+
+
+def _calls_any(func: Function, names: frozenset[str]) -> bool:
+    return any(
+        isinstance(call.op, GlobalVar) and call.op.name in names for call in walk_calls(func.body)
+    )
 
 
 def _upgraded(program: Program, func: Function) -> Function:

@@ -38,6 +38,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
 )
 from pypto_build.lowering.ir.rebuild import replaced
+from pypto_build.lowering.ir.walk import call_extras
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -126,9 +127,17 @@ class Mutator:
         return var
 
     def visit_call(self, call: Call) -> Expr:
-        args = tuple([self.expr(a) for a in call.args])
-        kwargs = self._attrs(call.kwargs)
-        attrs = self._attrs(call.attrs)
+        expr = self.expr
+        if type(self).visit_var is Mutator.visit_var:
+            # Names map to themselves unless a pass renames: most operands are passed over.
+            args = tuple([a if type(a) is Var else expr(a) for a in call.args])
+        else:
+            args = tuple([expr(a) for a in call.args])
+        if call_extras(call):
+            kwargs = self._attrs(call.kwargs)
+            attrs = self._attrs(call.attrs)
+        else:  # literals only (directions, task ids): nothing in them to map
+            kwargs, attrs = call.kwargs, call.attrs
         return _replace(
             call,
             args=call.args if _same_items(call.args, args) else args,
