@@ -188,7 +188,8 @@ def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.errors import RenderError
     from pypto_build.chip_build.toolchains import ToolchainError
     from pypto_build.plugin.depfile import write_build_files
-    from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
+    from pypto_build.plugin.project_build import build_project, project_cache
+    from pypto_build.plugin.project_target import project_toolchain
     from pypto_build.plugin.settings import SettingsError
     from pypto_build.plugin.vcs_ignore import ensure_ignored
 
@@ -226,7 +227,7 @@ def _build(args: argparse.Namespace) -> int:
 def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
     """The project folder and settings (file, environment, options merged); a missing program
     file is a usage error, found before any toolchain is looked for."""
-    from pypto_build.plugin.project_build import program_paths
+    from pypto_build.plugin.project_target import program_paths
     from pypto_build.plugin.settings import load_settings, override
 
     targets = [Path(target) for target in args.targets or ["."]]
@@ -410,7 +411,7 @@ def _cache_prune(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from pypto_build.plugin.project_build import target_settings
+    from pypto_build.plugin.project_target import target_settings
     from pypto_build.plugin.settings import SettingsError
 
     try:
