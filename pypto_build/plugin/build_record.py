@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any
 
 import pypto_build
 from pypto_build.chip_build.fs import FILE_MODE, walk_files
-from pypto_build.chip_build.publish import replacing
 from pypto_build.files import read_regular
 from pypto_build.plugin.signatures import (
     FileInput,
@@ -294,6 +293,8 @@ class RecordStore:
     def restore(self, record: BuildRecord, out_dir: Path) -> bool:
         """Write the recorded trees into ``out_dir``, replacing it whole as a build does;
         False (``out_dir`` untouched) when a blob is missing or damaged."""
+        from pypto_build.chip_build.publish import replacing
+
         try:
             with replacing(out_dir, check=_check_output_folder) as staging:
                 for directory, mode in record.directories:

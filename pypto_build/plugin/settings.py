@@ -44,12 +44,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pypto_build.chip_build.chips import CHIPS
-from pypto_build.chip_build.remote_cache import (
-    PASSWORD_VARIABLE,
-    TOKEN_VARIABLE,
-    USERNAME_VARIABLE,
-    url_problem,
-)
 from pypto_build.chip_build.toolchains.revisions import is_commit
 from pypto_build.files import read_regular
 
@@ -144,6 +138,9 @@ def _command(value: str, where: str) -> None:
 
 
 def _url(value: str, where: str) -> None:
+    # The remote tier is loaded only for a project that names a remote cache.
+    from pypto_build.chip_build.remote_cache import url_problem
+
     problem = url_problem(value)
     if problem is not None:
         raise SettingsError(f"{where}: {problem}")
@@ -160,6 +157,12 @@ def _credential_problem(key: str, where: str) -> str | None:
     """The error for an unknown key that names a credential, or None."""
     if not _CREDENTIAL_WORDS & set(re.split(r"[_-]", key.lower())):
         return None
+    from pypto_build.chip_build.remote_cache import (
+        PASSWORD_VARIABLE,
+        TOKEN_VARIABLE,
+        USERNAME_VARIABLE,
+    )
+
     return (
         f"{where}.{key}: credentials are never read from pyproject.toml; set "
         f"{USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or {TOKEN_VARIABLE}, in the environment, "

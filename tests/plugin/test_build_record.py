@@ -1,0 +1,351 @@
+"""A build that would change nothing ships the record of the last one, and only then: every
+input a full build reads, changed, makes the next build a full one; the record and its files are
+trusted only after verification; the wheel is the same either way."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environment
+
+import pypto_build
+from pypto_build.chip_build.fs import walk_files
+from pypto_build.plugin import build_record, project_build
+from pypto_build.plugin.hatch import host_platform_tag
+from pypto_build.plugin.signatures import FileInput, FolderInput, distribution_inputs, tree_inputs
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
+
+KERNELS = Path("src") / "moe_a2a" / "kernels"
+TEMPLATE = "builtins/collectives/all_to_all_v/templates/kernel.cpp.in"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compile cache folder for the module, so that the full builds hit it; the records
+    of the tests' projects (each its own copy of the sample) sit side by side in it."""
+    return tmp_path_factory.mktemp("cache")
+
+
+class Builds:
+    """Builds of one copy of the sample, counting the full ones."""
+
+    def __init__(self, root: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.root = root
+        self.cache = cache
+        self.project = copy_sample(root / "moe_a2a", chips=("a3",))
+        self.full = 0
+        self._wheels = 0
+        engine = project_build.build_project
+
+        def counted(*args: object, **kwargs: object) -> object:
+            self.full += 1
+            return engine(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(project_build, "build_project", counted)
+
+    def wheel(self, version: str = "standard") -> Path:
+        """Build a wheel into a folder of its own; its path."""
+        self._wheels += 1
+        return build_wheel(self.project, self.root / f"dist{self._wheels}", version)
+
+    def record(self) -> Path:
+        """The record of the last build (the tests of a module run one at a time)."""
+        records = (self.cache / "projects" / "v1" / "records").glob("*.json")
+        return max(records, key=lambda path: path.stat().st_mtime_ns)
+
+    def blobs(self) -> list[Path]:
+        """The stored files of the last build's record."""
+        outputs = json.loads(self.record().read_text())["outputs"]
+        store = self.cache / "projects" / "v1" / "blobs"
+        return sorted({store / o["sha256"][:2] / o["sha256"] for o in outputs})
+
+
+@pytest.fixture
+def builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path) -> Builds:
+    hook_environment(monkeypatch, cache, tmp_path / "tmp")
+    return Builds(tmp_path, cache, monkeypatch)
+
+
+def _members(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def _warm(builds: Builds) -> Path:
+    """A full build, which records itself, then one that ships the record; the first wheel."""
+    first = builds.wheel()
+    assert builds.full == 1
+    second = builds.wheel()
+    assert builds.full == 1, "nothing changed, yet the engine ran"
+    assert second.read_bytes() == first.read_bytes()
+    return first
+
+
+def test_a_build_that_changes_nothing_ships_a_byte_identical_wheel_without_the_engine(
+    builds: Builds, capfd: pytest.CaptureFixture[str]
+) -> None:
+    _warm(builds)
+    output = capfd.readouterr()
+    assert "pypto: a3: nothing changed since the last build, 4 binaries reused" in (
+        output.out + output.err
+    )
+    last = json.loads((builds.cache / "v1" / "last-build.json").read_text())
+    assert (last["hits"], last["misses"]) == (4, 0)
+    # The no-op build leaves no staging folder behind.
+    assert [p.name for p in (builds.root / "tmp").iterdir() if p.name.startswith("pypto-")] == []
+
+
+def _append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(text)
+
+
+def test_a_changed_program_file_builds_in_full(builds: Builds) -> None:
+    _warm(builds)
+    _append(builds.project / "src" / "moe_a2a" / "pipelines.py", "\n# edited\n")
+    builds.wheel()
+    assert builds.full == 2
+    builds.wheel()
+    assert builds.full == 2, "the new build was not recorded"
+
+
+def test_a_changed_kernel_source_builds_in_full_and_ships_the_new_kernel(builds: Builds) -> None:
+    first = _warm(builds)
+    kernel = builds.project / KERNELS / "consume_step.cpp"
+    _append(kernel, "\n// edited\n")
+    members = _members(builds.wheel())
+    assert builds.full == 2
+    shipped = "moe_a2a/_kernels/a3/next_levels/chip_pipeline/kernels/aiv/consume_step.cpp"
+    assert members[shipped] == kernel.read_bytes()
+    assert members != _members(first)
+
+
+def test_a_changed_header_a_kernel_includes_builds_in_full(builds: Builds) -> None:
+    header = builds.root / "include" / "user_config.h"
+    header.parent.mkdir()
+    header.write_text("#define USER_SCALE 1\n", encoding="utf-8")
+    kernel = builds.project / KERNELS / "consume_step.cpp"
+    edit(kernel, "#include <cstdint>\n", f'#include <cstdint>\n#include "{header}"\n')
+    _warm(builds)
+    header.write_text("#define USER_SCALE 2\n", encoding="utf-8")
+    builds.wheel()
+    assert builds.full == 2
+
+
+def test_a_changed_setting_builds_in_full(builds: Builds, monkeypatch: pytest.MonkeyPatch) -> None:
+    _warm(builds)
+    monkeypatch.setenv("PYPTO_JOBS", "1")
+    builds.wheel()
+    assert builds.full == 2
+    tag = f'toolchain = "auto"\nplatform-tag = "{host_platform_tag()}"'
+    edit(builds.project / "pyproject.toml", 'toolchain = "auto"', tag)
+    builds.wheel()
+    assert builds.full == 3
+
+
+def test_another_compiler_builds_in_full(
+    builds: Builds, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _warm(builds)
+    wrapper = tmp_path / "bin" / "g++"
+    wrapper.parent.mkdir()
+    real = shutil.which("g++")
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo "g++ (patched) 12.2.0"; exit 0; fi\n'
+        f'exec {real} "$@"\n',
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CXX", str(wrapper))
+    builds.wheel()
+    assert builds.full == 2
+
+
+def test_another_pypto_build_version_builds_in_full(
+    builds: Builds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _warm(builds)
+    monkeypatch.setattr(pypto_build, "__version__", "0.0.0+other")
+    builds.wheel()
+    assert builds.full == 2
+
+
+def test_the_record_lists_the_templates_the_headers_and_the_kernel_sources(
+    builds: Builds,
+) -> None:
+    _warm(builds)
+    record = json.loads(builds.record().read_text())
+    files = {entry["path"] for entry in record["files"]}
+    package = Path(pypto_build.__file__).resolve().parent
+    assert str(package / TEMPLATE) in files
+    assert str(builds.project / KERNELS / "consume_step.cpp") in files
+    assert str(builds.project / "src" / "moe_a2a" / "pipelines.py") in files
+    # A system header the compiles read, from the compile cache's entries.
+    assert any(path.startswith("/usr/include/") for path in files)
+
+
+def test_a_changed_template_builds_in_full(builds: Builds) -> None:
+    """pypto-build's own files cannot be edited under a test; the record of the template is
+    made stale as an edit would make it (other bytes, another signature)."""
+    _warm(builds)
+    path = builds.record()
+    record = json.loads(path.read_text())
+    template = str(Path(pypto_build.__file__).resolve().parent / TEMPLATE)
+    (entry,) = [entry for entry in record["files"] if entry["path"] == template]
+    entry["sha256"] = "0" * 64
+    entry["signature"][1] -= 1
+    path.write_text(json.dumps(record))
+    builds.wheel()
+    assert builds.full == 2
+
+
+def test_a_damaged_record_is_removed_with_a_warning_and_the_build_runs(
+    builds: Builds, capfd: pytest.CaptureFixture[str]
+) -> None:
+    first = _warm(builds)
+    builds.record().write_text('{"format": 1, "key": "not this one"}')
+    capfd.readouterr()
+    assert _members(builds.wheel()) == _members(first)
+    assert builds.full == 2
+    output = capfd.readouterr()
+    assert "build record: removed damaged" in output.out + output.err
+    builds.wheel()
+    assert builds.full == 2
+
+
+def test_a_record_behind_a_link_is_not_followed(builds: Builds) -> None:
+    _warm(builds)
+    path = builds.record()
+    kept = path.with_name("kept")
+    path.rename(kept)
+    path.symlink_to(kept)
+    builds.wheel()
+    assert builds.full == 2
+    assert not path.is_symlink()
+
+
+def test_a_damaged_file_of_the_record_is_not_shipped(
+    builds: Builds, capfd: pytest.CaptureFixture[str]
+) -> None:
+    first = _warm(builds)
+    blob = builds.blobs()[0]
+    blob.chmod(0o644)
+    blob.write_bytes(b"flipped" + blob.read_bytes())
+    capfd.readouterr()
+    assert _members(builds.wheel()) == _members(first)
+    assert builds.full == 2
+    output = capfd.readouterr()
+    assert "does not have the hash it is stored under" in output.out + output.err
+
+
+def test_a_missing_file_of_the_record_builds_in_full(builds: Builds) -> None:
+    first = _warm(builds)
+    for blob in builds.blobs():
+        blob.unlink()
+    assert _members(builds.wheel()) == _members(first)
+    assert builds.full == 2
+
+
+def test_an_editable_install_writes_the_recorded_trees_in_place(builds: Builds) -> None:
+    builds.wheel("editable")
+    tree = builds.project / "src" / "moe_a2a" / "_kernels" / "a3"
+
+    def contents() -> dict[Path, tuple[bytes, int]]:
+        return {
+            path: ((tree / path).read_bytes(), stat.S_IMODE((tree / path).stat().st_mode))
+            for path in walk_files(tree)
+        }
+
+    built = contents()
+    builds.wheel("editable")
+    assert builds.full == 1
+    assert contents() == built
+    # A standard wheel of the same project ships the same record.
+    builds.wheel()
+    assert builds.full == 1
+
+
+# --- the signatures a record checks ----------------------------------------------------------
+
+
+def test_a_file_is_changed_only_when_its_bytes_are(tmp_path: Path) -> None:
+    path = tmp_path / "kernel.cpp"
+    path.write_bytes(b"int x;\n")
+    recorded = FileInput.read(path)
+    assert recorded.unchanged()
+    os.utime(path, ns=(1, 1))  # touched: another signature, the same bytes
+    assert recorded.unchanged()
+    path.write_bytes(b"int y;\n")  # the same size
+    assert not recorded.unchanged()
+    path.unlink()
+    assert not recorded.unchanged()
+
+
+def test_a_file_added_to_a_package_is_a_change(tmp_path: Path) -> None:
+    package = tmp_path / "templates"
+    (package / "__pycache__").mkdir(parents=True)
+    (package / "kernel.cpp.in").write_text("{{ x }}\n", encoding="utf-8")
+    files, folders = tree_inputs(package)
+    assert [Path(f.path).name for f in files] == ["kernel.cpp.in"]
+    (package / "__pycache__" / "x.pyc").write_bytes(b"")  # bytecode is no input
+    assert all(folder.unchanged() for folder in folders)
+    (package / "extra.h").write_text("", encoding="utf-8")
+    assert not all(folder.unchanged() for folder in folders)
+
+
+def test_a_distribution_installed_or_registering_a_template_package_is_a_change(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site-packages"
+    (site / "one-1.0.dist-info").mkdir(parents=True)
+    (site / "one").mkdir()
+    table = site / "one-1.0.dist-info" / "entry_points.txt"
+    table.write_text("[console_scripts]\none = one:main\n", encoding="utf-8")
+    files, folders = distribution_inputs([str(site)])
+    assert folders == [FolderInput(str(site), ("one-1.0.dist-info",), True)]
+    (site / "module.py").write_text("", encoding="utf-8")  # no distribution
+    assert folders[0].unchanged()
+    table.write_text("[pypto_build.builtins]\nops = one.ops\n", encoding="utf-8")
+    assert not files[0].unchanged()
+    (site / "two-2.0.dist-info").mkdir()
+    assert not folders[0].unchanged()
+
+
+@pytest.fixture
+def record_document() -> Iterator[dict[str, object]]:
+    yield {
+        "format": build_record.FORMAT,
+        "key": "k",
+        "toolchain": {},
+        "packages": {},
+        "files": [],
+        "folders": [],
+        "directories": [["a3", 0o755]],
+        "outputs": [{"path": "a3/manifest.json", "mode": 0o644, "sha256": "a" * 64}],
+        "reports": [],
+        "warnings": [],
+    }
+
+
+def test_a_record_parses_only_in_its_exact_shape(record_document: dict[str, object]) -> None:
+    record = build_record.BuildRecord.from_json(record_document, "k")
+    assert (
+        build_record.BuildRecord.from_json(json.loads(json.dumps(record.to_json())), "k") == record
+    )
+    with pytest.raises(build_record.Damaged, match="another key"):
+        build_record.BuildRecord.from_json(record_document, "other")
+    for path in ("../x", "/etc/passwd", "a3//x", "a3/./x"):
+        bad = dict(record_document, outputs=[{"path": path, "mode": 420, "sha256": "a" * 64}])
+        with pytest.raises(build_record.Damaged, match="not a path inside the output folder"):
+            build_record.BuildRecord.from_json(bad, "k")
+    with pytest.raises(build_record.Damaged, match="malformed"):
+        build_record.BuildRecord.from_json(dict(record_document, directories=[["a3", True]]), "k")
