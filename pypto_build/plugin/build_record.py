@@ -391,8 +391,13 @@ class RecordStore:
         return path
 
     def _collect(self, keep: str) -> None:
-        """Remove old records, then the blobs none of the others names."""
+        """Remove old records, then the blobs none of the others names, and what killed
+        writes left in ``tmp/``."""
         now = time.time()
+        for staged in os.scandir(self.root / "tmp"):
+            with contextlib.suppress(OSError):
+                if now - staged.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S:
+                    _remove(Path(staged.path))
         named: set[str] = set()
         records = self.root / "records"
         for entry in os.scandir(records):
