@@ -23,38 +23,26 @@ output folder as a build does (:mod:`pypto_build.chip_build.publish`: a staging 
 replaces it whole). Any difference — a program, a kernel, a header, a template, a setting, the
 toolchain, pypto-build itself — means the full build, which records itself afresh.
 
-Layout, in the compile cache's folder (``PYPTO_CACHE_DIR``)::
-
-    <root>/projects/v1/records/<key>.json      one record per project and settings
-    <root>/projects/v1/blobs/<sha[:2]>/<sha>   the files of the recorded trees, by content
-    <root>/projects/v1/tmp/                    staging of atomic writes
-
-It is trusted as the compile cache is: nothing is followed through a symbolic link, only
-regular files are read, a record must parse into exactly the expected shape and name its own
-key, and a blob must have the hash it is stored under. Anything else is damaged: removed, with
-one warning, and the build runs in full. Every file is written to a temporary name and renamed
-into place, so a killed build leaves a whole record or none.
+This module is the record itself: its shape, its key, its checks and how a finished build is
+recorded. :mod:`.record_store` keeps records in the compile cache's folder, and
+:mod:`.last_build` joins the two halves of a build.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pypto_build
-from pypto_build.chip_build.fs import FILE_MODE, walk_files
+from pypto_build.chip_build.fs import walk_files
 from pypto_build.files import read_regular
 from pypto_build.plugin.signatures import (
     FileInput,
@@ -70,14 +58,8 @@ if TYPE_CHECKING:
     from pypto_build.plugin.settings import PyptoSettings
 
 FORMAT = 1
-STORE = Path("projects") / f"v{FORMAT}"
 #: The packages whose code and data decide what a render writes, besides the templates.
 ENGINE_PACKAGES = ("pypto_build", "jinja2", "markupsafe")
-#: A record unused this long is removed when another is written.
-RECORD_LIFETIME_S = 30 * 24 * 3600
-#: A blob no record names is removed only once it is this old: a build that is writing a
-#: record may have just stored it.
-BLOB_GRACE_S = 3600
 _SHA256_HEX = frozenset("0123456789abcdef")
 
 
@@ -257,213 +239,6 @@ def toolchain_description(toolchain: Toolchain, chips: Sequence[str]) -> dict[st
     }
 
 
-class RecordStore:
-    """The build records under a compile cache folder ``cache_root`` (see the module)."""
-
-    def __init__(self, cache_root: Path, *, warn: Callable[[str], None]) -> None:
-        self.root = cache_root / STORE
-        self.warn = warn
-
-    # --- reading ---------------------------------------------------------------------------
-
-    def load(self, key: str) -> BuildRecord | None:
-        """The record of ``key``; None when there is none or it is damaged (then removed)."""
-        path = self.root / "records" / f"{key}.json"
-        if not self._real_folders(path.parent):
-            return None
-        try:
-            data = read_regular(path, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            self._damaged(path, exc.strerror or str(exc))
-            return None
-        try:
-            record = BuildRecord.from_json(json.loads(data), key)
-        except ValueError:
-            self._damaged(path, "not JSON")
-            return None
-        except Damaged as exc:
-            self._damaged(path, str(exc))
-            return None
-        with contextlib.suppress(OSError):  # the last use, which removing old records goes by
-            os.utime(path, follow_symlinks=False)
-        return record
-
-    def restore(self, record: BuildRecord, out_dir: Path) -> bool:
-        """Write the recorded trees into ``out_dir``, replacing it whole as a build does;
-        False (``out_dir`` untouched) when a blob is missing or damaged."""
-        from pypto_build.chip_build.publish import replacing
-
-        try:
-            with replacing(out_dir, check=_check_output_folder) as staging:
-                for directory, mode in record.directories:
-                    os.mkdir(staging / directory, mode)
-                    os.chmod(staging / directory, mode)
-                for output in record.outputs:
-                    _write_new(staging / output.path, self._blob(output.sha256), output.mode)
-        except (Damaged, FileNotFoundError) as exc:
-            if isinstance(exc, Damaged):
-                self.warn(f"build record: {exc}; building")
-            return False
-        return True
-
-    def stage(self, record: BuildRecord, folder: Path, package: str) -> dict[str, str] | None:
-        """Write the files of the recorded trees into the new folder ``folder``, flat (one
-        file per entry, no subfolders to create and remove), for a wheel to ship as
-        ``<package>/<path>``: the ``force_include`` entries in wheel order, or None when a
-        blob is missing or damaged."""
-        os.mkdir(folder)
-        shipped = {}
-        try:
-            for index, output in enumerate(record.outputs):
-                staged = folder / str(index)
-                _write_new(staged, self._blob(output.sha256), output.mode)
-                shipped[f"{package}/{output.path}"] = str(staged)
-        except (Damaged, FileNotFoundError) as exc:
-            _remove(folder)
-            if isinstance(exc, Damaged):
-                self.warn(f"build record: {exc}; building")
-            return None
-        return {source: target for target, source in sorted(shipped.items())}
-
-    def _blob(self, digest: str) -> bytes:
-        path = self._blob_path(digest)
-        if not self._real_folders(path.parent):
-            raise FileNotFoundError(path)
-        data = read_regular(path, follow_symlinks=False)
-        if hashlib.sha256(data).hexdigest() != digest:
-            _remove(path)
-            raise Damaged(f"removed {path}, which does not have the hash it is stored under")
-        return data
-
-    def _blob_path(self, digest: str) -> Path:
-        return self.root / "blobs" / digest[:2] / digest
-
-    def _real_folders(self, folder: Path) -> bool:
-        """Whether every folder from the cache root down to ``folder`` is a real folder."""
-        current = self.root.parent.parent
-        for part in folder.relative_to(current).parts:
-            current = current / part
-            try:
-                if not stat.S_ISDIR(os.lstat(current).st_mode):
-                    return False
-            except OSError:
-                return False
-        return True
-
-    def _damaged(self, path: Path, reason: str) -> None:
-        self.warn(f"build record: removed damaged {path} ({reason}); building")
-        _remove(path)
-
-    # --- writing ---------------------------------------------------------------------------
-
-    def save(self, record: BuildRecord, out_dir: Path) -> None:
-        """Store ``record`` with the files of its trees, read from ``out_dir``; then remove
-        records unused for :data:`RECORD_LIFETIME_S` and the blobs no record names."""
-        tmp = self._folder("tmp")
-        for output in record.outputs:
-            path = self._blob_path(output.sha256)
-            with contextlib.suppress(Damaged, OSError):
-                self._blob(output.sha256)
-                continue
-            data = read_regular(out_dir / output.path, follow_symlinks=False)
-            if hashlib.sha256(data).hexdigest() != output.sha256:
-                raise Damaged(f"{out_dir / output.path} changed while it was recorded")
-            _write_atomic(self._folder("blobs", output.sha256[:2]), path.name, data, tmp)
-        text = json.dumps(record.to_json(), sort_keys=True, separators=(",", ":"))
-        _write_atomic(self._folder("records"), f"{record.key}.json", text.encode(), tmp)
-        self._collect(keep=record.key)
-
-    def _folder(self, *parts: str) -> Path:
-        """``<store>/<parts>``, every folder of the way created and checked to be a real
-        folder (a link or file in the way is removed)."""
-        path = self.root.parent.parent
-        for part in (*STORE.parts, *parts):
-            path = path / part
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                if not stat.S_ISDIR(os.lstat(path).st_mode):
-                    self.warn(f"build record: removed {path}, which is not a folder")
-                    _remove(path)
-                    os.mkdir(path)
-        return path
-
-    def _collect(self, keep: str) -> None:
-        """Remove old records, then the blobs none of the others names, and what killed
-        writes left in ``tmp/``."""
-        now = time.time()
-        for staged in os.scandir(self.root / "tmp"):
-            with contextlib.suppress(OSError):
-                if now - staged.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S:
-                    _remove(Path(staged.path))
-        named: set[str] = set()
-        records = self.root / "records"
-        for entry in os.scandir(records):
-            try:
-                if entry.name != f"{keep}.json" and (
-                    now - entry.stat(follow_symlinks=False).st_mtime > RECORD_LIFETIME_S
-                ):
-                    _remove(Path(entry.path))
-                    continue
-                document = json.loads(read_regular(entry.path, follow_symlinks=False))
-                named.update(output["sha256"] for output in document["outputs"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue  # a damaged record is removed when it is next read
-        for folder in os.scandir(self.root / "blobs"):
-            if not folder.is_dir(follow_symlinks=False):
-                continue
-            for blob in os.scandir(folder.path):
-                with contextlib.suppress(OSError):
-                    old = now - blob.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S
-                    if blob.name not in named and old:
-                        _remove(Path(blob.path))
-
-
-def _check_output_folder(out_dir: Path) -> None:
-    """Refuse to replace a folder that is not an earlier output, as a build does (the engine's
-    check is loaded only when there is a folder to check)."""
-    if os.path.lexists(out_dir):
-        from pypto_build.chip_build.subbuild import check_output_folder
-
-        check_output_folder(out_dir)
-
-
-def _write_new(path: Path, data: bytes, mode: int) -> None:
-    """Create ``path`` (never through a link) holding ``data`` with ``mode``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    with os.fdopen(fd, "wb") as stream:
-        stream.write(data)
-        os.fchmod(stream.fileno(), mode)
-
-
-def _write_atomic(folder: Path, name: str, data: bytes, tmp: Path) -> None:
-    """Write ``folder/name`` by renaming a whole file staged in ``tmp`` into place."""
-    fd, staged = tempfile.mkstemp(dir=tmp, prefix=f"{name}.")
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            os.fchmod(stream.fileno(), FILE_MODE)
-        os.replace(staged, folder / name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(staged)
-        raise
-
-
-def _remove(path: Path) -> None:
-    """Remove ``path`` itself, following no link."""
-    with contextlib.suppress(OSError):
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
-
-
-# --- recording a finished build --------------------------------------------------------------
-
-
 def build_record(
     key: str,
     project: Path,
@@ -542,68 +317,3 @@ def _folders_under(root: Path) -> Iterator[str]:
         dirnames.sort()
         for name in dirnames:
             yield (Path(directory) / name).relative_to(root).as_posix()
-
-
-# --- the two halves of a build ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Unchanged:
-    """What a build found before deciding whether the engine must run."""
-
-    toolchain: Toolchain
-    #: What the toolchain contributes to the trees (:func:`toolchain_description`).
-    toolchain_state: Mapping[str, Any]
-    cache_root: Path
-    store: RecordStore
-    key: str
-    #: The record of the last build, when nothing it read has changed.
-    record: BuildRecord | None
-
-
-def unchanged_build(
-    project: Path,
-    settings: PyptoSettings,
-    toolchain: Toolchain,
-    *,
-    warn: Callable[[str], None],
-) -> Unchanged:
-    """Look for the record of ``project``'s last build with ``settings`` in the user's
-    compile cache folder, and keep it when nothing it read has changed."""
-    from pypto_build.chip_build.cache_location import default_cache_dir
-
-    cache_root = default_cache_dir()
-    store = RecordStore(cache_root, warn=warn)
-    key = record_key(project, settings)
-    state = toolchain_description(toolchain, settings.chips)
-    record = store.load(key)
-    if record is not None and record.changed(state) is not None:
-        record = None
-    return Unchanged(toolchain, state, cache_root, store, key, record)
-
-
-def remember(
-    unchanged: Unchanged,
-    project: Path,
-    settings: PyptoSettings,
-    result: BuildResult,
-    cache_root: Path,
-) -> None:
-    """Record the full build ``result`` for later builds; when what its compiles read cannot
-    be told (the cache could not keep it), nothing is recorded and later builds run in full.
-    A record that cannot be written costs a warning, never the build."""
-    from pypto_build.plugin.compile_inputs import compile_inputs
-
-    store = unchanged.store
-    try:
-        compiled_from = compile_inputs(
-            cache_root, result.out_dir, result.reports, unchanged.toolchain
-        )
-        if compiled_from is None:
-            return
-        record = build_record(
-            unchanged.key, project, result, unchanged.toolchain_state, compiled_from
-        )
-        store.save(record, result.out_dir)
-    except (OSError, ValueError, Damaged) as exc:
-        store.warn(f"build record: not written ({exc}); the next build runs in full")

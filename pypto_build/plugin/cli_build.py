@@ -384,6 +384,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 def _cache_prune(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.plugin.record_store import RecordStore
 
     cache = CompileCache(default_cache_dir())
     try:
@@ -391,6 +392,9 @@ def _cache_prune(args: argparse.Namespace) -> int:
     except OSError as err:  # a cache folder that cannot be written: nothing to prune there
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR
+    if args.all:
+        # A build record would stand in for the next build, which must compile everything.
+        RecordStore(cache.root, warn=print_error).clear()
     if args.json:
         document = {
             "removed_entries": result.removed_entries,

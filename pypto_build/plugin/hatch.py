@@ -57,7 +57,7 @@ from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 if TYPE_CHECKING:
-    from pypto_build.plugin.build_record import Unchanged
+    from pypto_build.plugin.last_build import Unchanged
     from pypto_build.plugin.settings import PyptoSettings
 
 PLUGIN_NAME = "pypto"
@@ -311,7 +311,7 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     def _unchanged(self, settings: PyptoSettings) -> Unchanged:
         """The toolchain the settings select, and the record of the project's last build when
         nothing it read has changed (:mod:`.build_record`)."""
-        from pypto_build.plugin.build_record import unchanged_build
+        from pypto_build.plugin.last_build import unchanged_build
         from pypto_build.plugin.project_target import project_toolchain
 
         project = Path(self.root)
@@ -323,7 +323,7 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     def _full_build(self, settings: PyptoSettings, out: Path, unchanged: Unchanged) -> None:
         """Lower, render and compile into ``out``, and record the build for the next one."""
         from pypto_build.chip_build.compile import BuildFailed
-        from pypto_build.plugin.build_record import remember
+        from pypto_build.plugin.last_build import remember
         from pypto_build.plugin.project_build import build_project, project_cache
 
         project = Path(self.root)

@@ -4,20 +4,24 @@ trusted only after verification; the wheel is the same either way."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import stat
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _support.console import run_cli
 from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environment
 
 import pypto_build
 from pypto_build.chip_build.fs import walk_files
-from pypto_build.plugin import build_record, project_build
+from pypto_build.plugin import build_record, project_build, record_store
+from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.hatch import host_platform_tag
 from pypto_build.plugin.signatures import FileInput, FolderInput, distribution_inputs, tree_inputs
 
@@ -349,3 +353,53 @@ def test_a_record_parses_only_in_its_exact_shape(record_document: dict[str, obje
             build_record.BuildRecord.from_json(bad, "k")
     with pytest.raises(build_record.Damaged, match="malformed"):
         build_record.BuildRecord.from_json(dict(record_document, directories=[["a3", True]]), "k")
+
+
+def _record(key: str, sha256: str) -> build_record.BuildRecord:
+    return build_record.BuildRecord(
+        key=key,
+        toolchain={},
+        packages={},
+        files=(),
+        folders=(),
+        directories=(("a3", 0o755),),
+        outputs=(build_record.OutputFile("a3/f", 0o644, sha256),),
+        reports=(),
+        warnings=(),
+    )
+
+
+def test_the_store_keeps_the_last_used_records_and_the_files_they_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(record_store, "MAX_RECORDS", 2)
+    monkeypatch.setattr(record_store, "BLOB_GRACE_S", -1)
+    store = record_store.RecordStore(tmp_path / "cache", warn=pytest.fail)
+    out = tmp_path / "out"
+    (out / "a3").mkdir(parents=True)
+    digests = []
+    for index in range(3):
+        (out / "a3" / "f").write_bytes(f"version {index}".encode())
+        digests.append(hashlib.sha256(f"version {index}".encode()).hexdigest())
+        store.save(_record(f"k{index}", digests[-1]), out)
+        last_use = time.time() - 100 + index
+        os.utime(store.root / "records" / f"k{index}.json", (last_use, last_use))
+    records = sorted(path.name for path in (store.root / "records").iterdir())
+    assert records == ["k1.json", "k2.json"]
+    blobs = sorted(path.name for path in (store.root / "blobs").glob("*/*"))
+    assert blobs == sorted(digests[1:])
+    assert store.load("k0") is None
+    assert store.load("k2") == _record("k2", digests[2])
+    store.clear()
+    assert not store.root.exists()
+
+
+def test_pruning_the_whole_cache_removes_the_build_records(
+    builds: Builds, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _warm(builds)
+    code, _, _ = run_cli(capsys, "cache", "prune", "--all")
+    assert code == ExitCode.OK
+    assert not (builds.cache / "projects" / "v1").exists()
+    builds.wheel()
+    assert builds.full == 2, "the build after prune --all must compile"
