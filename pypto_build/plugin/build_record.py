@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
 FORMAT = 1
 #: The packages whose code and data decide what a render writes, besides the templates.
 ENGINE_PACKAGES = ("pypto_build", "jinja2", "markupsafe")
-_SHA256_HEX = frozenset("0123456789abcdef")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class Damaged(Exception):
@@ -191,7 +192,7 @@ def _ints(values: object) -> tuple[int, ...]:
 
 def _digest(value: object) -> str:
     text = _str(value)
-    if len(text) != 64 or not set(text) <= _SHA256_HEX:
+    if _SHA256.fullmatch(text) is None:
         raise ValueError(f"{text!r} is not a SHA-256")
     return text
 

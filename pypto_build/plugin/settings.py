@@ -29,7 +29,6 @@ Regenerate the schema file and the reference with ``python -m pypto_build.plugin
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import re
@@ -454,6 +453,8 @@ def _did_you_mean(key: str) -> str:
     spelled = key.strip().lower().replace("_", "-")
     if spelled in _KEYS:
         return f"; did you mean '{spelled}'? (keys are spelled in kebab-case)"
+    import difflib  # for a misspelt key only
+
     close = difflib.get_close_matches(spelled, list(_KEYS), n=1, cutoff=0.6)
     if close:
         return f"; did you mean '{close[0]}'?"

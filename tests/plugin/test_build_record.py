@@ -11,7 +11,8 @@ import shutil
 import stat
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from _support.console import run_cli
 from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environment
 
 import pypto_build
+from pypto_build.chip_build import publish
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.plugin import build_record, project_build, record_store
 from pypto_build.plugin.cli import ExitCode
@@ -403,3 +405,26 @@ def test_pruning_the_whole_cache_removes_the_build_records(
     assert not (builds.cache / "projects" / "v1").exists()
     builds.wheel()
     assert builds.full == 2, "the build after prune --all must compile"
+
+
+def test_clearing_debris_takes_the_lock_only_where_a_build_left_a_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel build clears an editable install's leftovers first; where there are none it
+    neither waits nor writes a lock file into the package."""
+    target = tmp_path / "pkg" / "_kernels"
+    target.parent.mkdir()
+    locked = publish._locked
+    taken: list[Path] = []
+
+    def spy(path: Path, notify: Callable[[str], None]) -> ContextManager[None]:
+        taken.append(path)
+        return locked(path, notify)
+
+    monkeypatch.setattr(publish, "_locked", spy)
+    publish.clear_debris(target)
+    assert taken == [] and list(target.parent.iterdir()) == []
+    staging = target.parent / "._kernels.k1ll3d.new"
+    staging.mkdir()
+    publish.clear_debris(target)
+    assert taken == [target] and list(target.parent.iterdir()) == []
