@@ -107,7 +107,7 @@ class BuildRecord:
             return "the toolchain changed"
         for name, folder in self.packages.items():
             if str(package_folder(name)) != folder:
-                return f"{name} is installed elsewhere"
+                return f"{name} moved"
         for file in self.files:
             if not file.unchanged():
                 return f"{file.path} changed"

@@ -318,7 +318,10 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         toolchain = project_toolchain(project, settings)
         chips = ", ".join(settings.chips)
         self.app.display_waiting(f"{PLUGIN_NAME}: building kernels for {chips} ({toolchain.name})")
-        return unchanged_build(project, settings, toolchain, warn=self._warn)
+        unchanged = unchanged_build(project, settings, toolchain, warn=self._warn)
+        if unchanged.changed is not None:
+            self.app.display_info(f"{PLUGIN_NAME}: {unchanged.changed} since the last build")
+        return unchanged
 
     def _full_build(self, settings: PyptoSettings, out: Path, unchanged: Unchanged) -> None:
         """Lower, render and compile into ``out``, and record the build for the next one."""
@@ -347,7 +350,7 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 f"{PLUGIN_NAME}: {report.chip}: {report.compiled} compiled, {report.cache_hits} "
                 f"from cache ({report.toolchain} {report.toolchain_version})"
             )
-        remember(unchanged, project, settings, result, cache.root)
+        remember(unchanged, project, result)
 
     def _reused(self, unchanged: Unchanged) -> None:
         """Say what a build that changed nothing shipped, and count it in the compile cache's

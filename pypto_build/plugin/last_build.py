@@ -36,6 +36,8 @@ class Unchanged:
     key: str
     #: The record of the last build, when nothing it read has changed.
     record: BuildRecord | None
+    #: What changed since the recorded build, in words, when one was recorded.
+    changed: str | None = None
 
 
 def unchanged_build(
@@ -54,18 +56,13 @@ def unchanged_build(
     key = record_key(project, settings)
     state = toolchain_description(toolchain, settings.chips)
     record = store.load(key)
-    if record is not None and record.changed(state) is not None:
+    changed = None if record is None else record.changed(state)
+    if changed is not None:
         record = None
-    return Unchanged(toolchain, state, cache_root, store, key, record)
+    return Unchanged(toolchain, state, cache_root, store, key, record, changed)
 
 
-def remember(
-    unchanged: Unchanged,
-    project: Path,
-    settings: PyptoSettings,
-    result: BuildResult,
-    cache_root: Path,
-) -> None:
+def remember(unchanged: Unchanged, project: Path, result: BuildResult) -> None:
     """Record the full build ``result`` for later builds; when what its compiles read cannot
     be told (the cache could not keep it), nothing is recorded and later builds run in full.
     A record that cannot be written costs a warning, never the build."""
@@ -74,7 +71,7 @@ def remember(
     store = unchanged.store
     try:
         compiled_from = compile_inputs(
-            cache_root, result.out_dir, result.reports, unchanged.toolchain
+            unchanged.cache_root, result.out_dir, result.reports, unchanged.toolchain
         )
         if compiled_from is None:
             return
@@ -82,5 +79,5 @@ def remember(
             unchanged.key, project, result, unchanged.toolchain_state, compiled_from
         )
         store.save(record, result.out_dir)
-    except (OSError, ValueError, Damaged) as exc:
+    except (OSError, ValueError, KeyError, Damaged) as exc:
         store.warn(f"build record: not written ({exc}); the next build runs in full")

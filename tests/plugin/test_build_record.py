@@ -114,11 +114,17 @@ def _append(path: Path, text: str) -> None:
         stream.write(text)
 
 
-def test_a_changed_program_file_builds_in_full(builds: Builds) -> None:
+def test_a_changed_program_file_builds_in_full(
+    builds: Builds, capfd: pytest.CaptureFixture[str]
+) -> None:
     _warm(builds)
-    _append(builds.project / "src" / "moe_a2a" / "pipelines.py", "\n# edited\n")
+    program = builds.project / "src" / "moe_a2a" / "pipelines.py"
+    _append(program, "\n# edited\n")
+    capfd.readouterr()
     builds.wheel()
     assert builds.full == 2
+    output = capfd.readouterr()
+    assert f"pypto: {program} changed since the last build" in output.out + output.err
     builds.wheel()
     assert builds.full == 2, "the new build was not recorded"
 
