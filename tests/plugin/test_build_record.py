@@ -8,7 +8,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import stat
+import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -22,6 +25,7 @@ from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environ
 import pypto_build
 from pypto_build.chip_build import publish
 from pypto_build.chip_build.fs import walk_files
+from pypto_build.chip_build.publish import KILL_AT_ENV
 from pypto_build.plugin import build_record, project_build, record_store
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.hatch import host_platform_tag
@@ -434,3 +438,40 @@ def test_clearing_debris_takes_the_lock_only_where_a_build_left_a_name(
     staging.mkdir()
     publish.clear_debris(target)
     assert taken == [target] and list(target.parent.iterdir()) == []
+
+
+def _editable_build(project: Path, dist: Path, **environ: str) -> subprocess.CompletedProcess[str]:
+    """An editable build in a fresh interpreter (the same command each time, so the same
+    record key), with ``environ`` added."""
+    code = (
+        "import sys; from hatchling.builders.wheel import WheelBuilder; "
+        "next(WheelBuilder(sys.argv[1]).build(directory=sys.argv[2], versions=['editable']))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, str(project), str(dist)],
+        env={**os.environ, **environ},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_killed_restore_leaves_the_folder_as_it_was(builds: Builds) -> None:
+    tree = builds.project / "src" / "moe_a2a" / "_kernels"
+    assert _editable_build(builds.project, builds.root / "dist").returncode == 0
+    older = builds.root / "older"
+    shutil.copytree(tree, older)
+    _append(builds.project / KERNELS / "consume_step.cpp", "\n// edited\n")
+    assert _editable_build(builds.project, builds.root / "dist").returncode == 0
+    newer = {path: (tree / "a3" / path).read_bytes() for path in walk_files(tree / "a3")}
+    shutil.rmtree(tree)
+    shutil.copytree(older, tree)  # the folder no longer holds what the record does
+    killed = _editable_build(builds.project, builds.root / "dist", **{KILL_AT_ENV: "swapping"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [path for path in walk_files(tree)] == [path for path in walk_files(older)]
+    assert all((tree / p).read_bytes() == (older / p).read_bytes() for p in walk_files(older))
+    again = _editable_build(builds.project, builds.root / "dist")
+    assert "nothing changed since the last build" in again.stdout + again.stderr
+    # The trees the record holds (the compile logs beside them are not output: none is
+    # written by a build that compiled nothing).
+    assert {path: (tree / "a3" / path).read_bytes() for path in walk_files(tree / "a3")} == newer
