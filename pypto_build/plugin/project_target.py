@@ -14,7 +14,8 @@ from pypto_build.files import file_problem
 from pypto_build.plugin.settings import TABLE, PyptoSettings, SettingsError
 
 if TYPE_CHECKING:
-    from pypto_build.chip_build.toolchains import TargetSettings, Toolchain
+    from pypto_build.chip_build.toolchains import Toolchain
+    from pypto_build.chip_build.toolchains.target import TargetSettings
 
 
 def program_paths(project: Path, settings: PyptoSettings) -> list[Path]:
@@ -33,7 +34,7 @@ def program_paths(project: Path, settings: PyptoSettings) -> list[Path]:
 def target_settings(project: Path, settings: PyptoSettings) -> TargetSettings:
     """What the settings say a CANN build is built for, paths resolved against ``project``
     (an absolute setting stays as it is)."""
-    from pypto_build.chip_build.toolchains import TargetSettings
+    from pypto_build.chip_build.toolchains.target import TargetSettings
 
     return TargetSettings(
         runtime_root=_project_path(project, settings.runtime_root),
@@ -50,6 +51,8 @@ def _project_path(project: Path, setting: str | None) -> Path | None:
 def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
     """The toolchain the ``toolchain`` setting selects, for the target the settings name
     (raises :class:`~pypto_build.chip_build.toolchains.ToolchainError`)."""
-    from pypto_build.chip_build.toolchains import select_toolchain
+    # The selection's own module: the toolchains package's other parts (compiler launchers)
+    # are not needed to choose one.
+    from pypto_build.chip_build.toolchains.select import select_toolchain
 
     return select_toolchain(settings.toolchain, target=target_settings(project, settings))
