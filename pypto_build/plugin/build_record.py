@@ -48,6 +48,7 @@ from pypto_build.files import read_regular
 from pypto_build.plugin.signatures import (
     FileInput,
     FolderInput,
+    Known,
     distribution_inputs,
     package_folder,
     tree_inputs,
@@ -117,10 +118,31 @@ class BuildRecord:
         return None
 
     def to_json(self) -> dict[str, Any]:
+        """The record as :meth:`from_json` reads it."""
         return {
             "format": FORMAT,
-            **dataclasses.asdict(self),
-            "directories": [list(item) for item in self.directories],
+            "key": self.key,
+            "toolchain": self.toolchain,
+            "packages": self.packages,
+            "files": [
+                {"path": f.path, "sha256": f.sha256, "signature": f.signature} for f in self.files
+            ],
+            "folders": [
+                {"path": f.path, "names": f.names, "metadata_only": f.metadata_only}
+                for f in self.folders
+            ],
+            "directories": self.directories,
+            "outputs": [{"path": o.path, "mode": o.mode, "sha256": o.sha256} for o in self.outputs],
+            "reports": [
+                {
+                    "chip": r.chip,
+                    "toolchain": r.toolchain,
+                    "toolchain_version": r.toolchain_version,
+                    "binaries": r.binaries,
+                }
+                for r in self.reports
+            ],
+            "warnings": self.warnings,
         }
 
     @classmethod
@@ -245,14 +267,16 @@ def build_record(
     project: Path,
     result: BuildResult,
     toolchain_state: Mapping[str, Any],
-    compiled_from: Sequence[Path],
+    compiled_from: Sequence[FileInput],
+    known: Known,
 ) -> BuildRecord:
     """The record of the full build ``result`` of ``project``, whose compiles read
-    ``compiled_from`` (:func:`.compile_inputs.compile_inputs`) besides their trees."""
+    ``compiled_from`` (:func:`.compile_inputs.compile_inputs`) besides their trees; a file
+    that kept the signature ``known`` (the previous record's inputs) has is not hashed again."""
     from pypto_build.builtins import all_packages
 
     out_dir = result.out_dir
-    read: list[Path] = [*compiled_from]
+    read: list[Path] = []
     for report in result.reports:
         manifest = json.loads((out_dir / report.chip / "manifest.json").read_text("utf-8"))
         read += [project / name for name in manifest["inputs"] if not name.startswith(":")]
@@ -260,13 +284,13 @@ def build_record(
     roots = [folder for folder in packages.values() if folder is not None]
     engine = roots[0]
     roots += [p.root for p in all_packages() if not p.root.is_relative_to(engine)]
-    files = [FileInput.read(path) for path in sorted(set(read))]
+    files = [*compiled_from, *(FileInput.read(path, known) for path in sorted(set(read)))]
     folders: list[FolderInput] = []
     for root in roots:
-        found, listed = tree_inputs(root)
+        found, listed = tree_inputs(root, known)
         files += found
         folders += listed
-    found, listed = distribution_inputs(sys.path)
+    found, listed = distribution_inputs(sys.path, known)
     files += found
     folders += listed
     chips = [report.chip for report in result.reports]

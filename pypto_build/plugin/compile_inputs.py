@@ -21,8 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.cache import FORMAT, PACKAGE, compile_key
-from pypto_build.files import read_regular, sha256_regular
+from pypto_build.chip_build.cache import FORMAT, PACKAGE, PACKAGE_PLACEHOLDER, compile_key
+from pypto_build.files import read_regular
+from pypto_build.plugin.signatures import FileInput, Known
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.compile import CompileReport
@@ -30,12 +31,19 @@ if TYPE_CHECKING:
 
 
 def compile_inputs(
-    cache_root: Path, out_dir: Path, reports: Iterable[CompileReport], toolchain: Toolchain
-) -> list[Path] | None:
+    cache_root: Path,
+    out_dir: Path,
+    reports: Iterable[CompileReport],
+    toolchain: Toolchain,
+    known: Known | None = None,
+) -> list[FileInput] | None:
     """Every file outside the trees that the compiles of ``reports`` (their trees now in
-    ``out_dir/<chip>``) read, sorted; None when an entry cannot be found for every binary."""
+    ``out_dir/<chip>``) read, as it is now, sorted by path; None when an entry cannot be
+    found for every binary. A file is hashed once, and not at all when ``known`` has it with
+    its signature (:meth:`~.signatures.FileInput.read`)."""
     identity = toolchain.identity()
-    found: set[Path] = set()
+    files = _Files(known or {})
+    found: set[str] = set()
     seen: set[tuple[str, str]] = set()
     for report in reports:
         tree = out_dir / report.chip
@@ -51,14 +59,40 @@ def compile_inputs(
             if (key, artifact) in seen:
                 continue
             seen.add((key, artifact))
-            dependencies = _entry_dependencies(cache_root, key, artifact)
+            dependencies = _entry_dependencies(cache_root, key, artifact, files)
             if dependencies is None:
                 return None
             found.update(dependencies)
-    return sorted(found)
+    return [files.read[path] for path in sorted(found)]
 
 
-def _entry_dependencies(cache_root: Path, key: str, artifact: str) -> list[Path] | None:
+def _local(path: str) -> str:
+    """A recorded path as a path of this installation (pypto-build's folder is recorded as
+    its placeholder)."""
+    return PACKAGE.local(path) if path.startswith(PACKAGE_PLACEHOLDER) else path
+
+
+class _Files:
+    """The files read so far, each read once."""
+
+    def __init__(self, known: Known) -> None:
+        self.known = known
+        self.read: dict[str, FileInput] = {}
+
+    def sha256(self, path: str) -> str | None:
+        """``path``'s hash now; None when it cannot be read."""
+        found = self.read.get(path)
+        if found is None:
+            try:
+                found = self.read[path] = FileInput.read(Path(path), self.known)
+            except OSError:
+                return None
+        return found.sha256
+
+
+def _entry_dependencies(
+    cache_root: Path, key: str, artifact: str, files: _Files
+) -> list[str] | None:
     """The out-of-tree files of the entry of ``key`` that holds ``artifact`` and that a lookup
     would accept now; None without one."""
     key_dir = cache_root / FORMAT / "entries" / key[:2] / key
@@ -73,19 +107,12 @@ def _entry_dependencies(cache_root: Path, key: str, artifact: str) -> list[Path]
             if manifest.get("key") != key or manifest.get("artifact_sha256") != artifact:
                 continue
             recorded = [
-                (Path(PACKAGE.local(item["path"])), item["sha256"])
+                (_local(item["path"]), item["sha256"])
                 for item in manifest["dependencies"]
                 if not item["in_tree"]
             ]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
-        if all(_hash(path) == digest for path, digest in recorded):
+        if all(files.sha256(path) == digest for path, digest in recorded):
             return [path for path, _ in recorded]
     return None
-
-
-def _hash(path: Path) -> str | None:
-    try:
-        return sha256_regular(path)
-    except OSError:
-        return None

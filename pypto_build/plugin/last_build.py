@@ -38,6 +38,9 @@ class Unchanged:
     record: BuildRecord | None
     #: What changed since the recorded build, in words, when one was recorded.
     changed: str | None = None
+    #: The record found, changed or not: a new record reuses the hashes of the files that
+    #: kept their signature.
+    previous: BuildRecord | None = None
 
 
 def unchanged_build(
@@ -55,11 +58,10 @@ def unchanged_build(
     store = RecordStore(cache_root, warn=warn)
     key = record_key(project, settings)
     state = toolchain_description(toolchain, settings.chips)
-    record = store.load(key)
-    changed = None if record is None else record.changed(state)
-    if changed is not None:
-        record = None
-    return Unchanged(toolchain, state, cache_root, store, key, record, changed)
+    previous = store.load(key)
+    changed = None if previous is None else previous.changed(state)
+    record = previous if changed is None else None
+    return Unchanged(toolchain, state, cache_root, store, key, record, changed, previous)
 
 
 def remember(unchanged: Unchanged, project: Path, result: BuildResult) -> None:
@@ -69,14 +71,16 @@ def remember(unchanged: Unchanged, project: Path, result: BuildResult) -> None:
     from pypto_build.plugin.compile_inputs import compile_inputs
 
     store = unchanged.store
+    previous = unchanged.previous
+    known = {} if previous is None else {file.path: file for file in previous.files}
     try:
         compiled_from = compile_inputs(
-            unchanged.cache_root, result.out_dir, result.reports, unchanged.toolchain
+            unchanged.cache_root, result.out_dir, result.reports, unchanged.toolchain, known
         )
         if compiled_from is None:
             return
         record = build_record(
-            unchanged.key, project, result, unchanged.toolchain_state, compiled_from
+            unchanged.key, project, result, unchanged.toolchain_state, compiled_from, known
         )
         store.save(record, result.out_dir)
     except (OSError, ValueError, KeyError, Damaged) as exc:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,13 +52,19 @@ class FileInput:
     signature: tuple[int, ...]
 
     @classmethod
-    def read(cls, path: Path) -> FileInput:
-        """``path`` as it is now (an :class:`OSError` when it is not a readable regular file).
+    def read(cls, path: Path, known: Known | None = None) -> FileInput:
+        """``path`` as it is now (an :class:`OSError` when it is not a readable regular file);
+        its hash is taken from ``known`` (an earlier record's inputs by path) when the file has
+        the signature recorded there.
 
         The signature is taken before the hash: a write in between moves the signature, so the
         next check hashes the file again instead of trusting a hash of older bytes."""
         status = os.stat(path)
-        return cls(str(path), sha256_regular(path), signature(status))
+        taken = signature(status)
+        earlier = known.get(str(path)) if known is not None else None
+        if earlier is not None and earlier.signature == taken:
+            return earlier
+        return cls(str(path), sha256_regular(path), taken)
 
     def unchanged(self) -> bool:
         """Whether the file still has the recorded bytes (a missing file has not)."""
@@ -103,6 +109,11 @@ def _listing(path: Path, metadata_only: bool) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
+#: An earlier record's file inputs by path, whose hashes a new record reuses for the files that
+#: kept their signature.
+Known = Mapping[str, FileInput]
+
+
 def package_folder(name: str) -> Path | None:
     """The folder of the installed top-level package ``name``, found without importing it;
     None when it is not installed as a folder."""
@@ -111,21 +122,24 @@ def package_folder(name: str) -> Path | None:
     return Path(locations[0]).resolve() if len(locations) == 1 else None
 
 
-def tree_inputs(root: Path) -> tuple[list[FileInput], list[FolderInput]]:
+def tree_inputs(
+    root: Path, known: Known | None = None
+) -> tuple[list[FileInput], list[FolderInput]]:
     """Every file under ``root`` and the listing of every folder, bytecode caches left out:
-    the code and data of an installed package, to which a file may also be added."""
+    the code and data of an installed package, to which a file may also be added
+    (:meth:`FileInput.read` for ``known``)."""
     files: list[FileInput] = []
     folders: list[FolderInput] = []
     for directory, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(name for name in dirnames if name != _BYTECODE)
         folder = Path(directory)
         folders.append(FolderInput.read(folder))
-        files += [FileInput.read(folder / name) for name in sorted(filenames)]
+        files += [FileInput.read(folder / name, known) for name in sorted(filenames)]
     return files, folders
 
 
 def distribution_inputs(
-    path_entries: Iterable[str],
+    path_entries: Iterable[str], known: Known | None = None
 ) -> tuple[list[FileInput], list[FolderInput]]:
     """What decides which distributions, and which of their plugins, this interpreter sees:
     the distributions' metadata folders in every folder of the import path, and each
@@ -141,7 +155,7 @@ def distribution_inputs(
         for name in listing.names:
             table = folder / name / ENTRY_POINTS
             if os.path.isfile(table):
-                files.append(FileInput.read(table))
+                files.append(FileInput.read(table, known))
     return files, folders
 
 
