@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pypto_build.chip_build.fs import FILE_MODE
-from pypto_build.files import read_regular
-from pypto_build.plugin.build_record import FORMAT, BuildRecord, Damaged
+from pypto_build.files import read_regular, sha256_regular
+from pypto_build.plugin.build_record import FORMAT, BuildRecord, Damaged, OutputFile
 
 STORE = Path("projects") / f"v{FORMAT}"
 #: A record unused this long is removed when another is written.
@@ -105,7 +105,8 @@ class RecordStore:
         try:
             for index, output in enumerate(record.outputs):
                 staged = folder / str(index)
-                _write_new(staged, self._blob(output.sha256), output.mode)
+                if not self._link(output, staged):
+                    _write_new(staged, self._blob(output.sha256), output.mode)
                 shipped[f"{package}/{output.path}"] = str(staged)
         except (Damaged, FileNotFoundError) as exc:
             _remove(folder)
@@ -113,6 +114,26 @@ class RecordStore:
                 self.warn(f"build record: {exc}; building")
             return None
         return {source: target for target, source in sorted(shipped.items())}
+
+    def _link(self, output: OutputFile, staged: Path) -> bool:
+        """Stage ``output`` as a link to its blob, checked through the link (so the bytes
+        checked are the bytes shipped: a blob is replaced by a rename, never rewritten);
+        False where a link cannot serve (another file system, another mode). Removing a link
+        frees no blocks, which on a file system that discards freed blocks at once costs
+        more than the copy."""
+        path = self._blob_path(output.sha256)
+        try:
+            if stat.S_IMODE(os.lstat(path).st_mode) != output.mode:
+                return False
+            os.link(path, staged, follow_symlinks=False)
+        except OSError:
+            return False
+        if not stat.S_ISREG(os.lstat(staged).st_mode) or not self._real_folders(path.parent):
+            raise Damaged(f"{path} is not a regular file in a real folder")
+        if sha256_regular(staged, follow_symlinks=False) != output.sha256:
+            _remove(path)
+            raise Damaged(f"removed {path}, which does not have the hash it is stored under")
+        return True
 
     def _blob(self, digest: str) -> bytes:
         path = self._blob_path(digest)
