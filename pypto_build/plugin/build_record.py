@@ -205,11 +205,17 @@ def _str(value: object) -> str:
 
 
 def _strings(values: object) -> list[str]:
-    return [_str(value) for value in _typed(values, list)]
+    items: list[str] = _typed(values, list)
+    if not all(type(value) is str for value in items):
+        raise TypeError(f"{values!r} holds something else than strings")
+    return items
 
 
 def _ints(values: object) -> tuple[int, ...]:
-    return tuple(_typed(value, int) for value in _typed(values, list))
+    items = _typed(values, list)
+    if not all(type(value) is int for value in items):
+        raise TypeError(f"{values!r} holds something else than integers")
+    return tuple(items)
 
 
 def _digest(value: object) -> str:
