@@ -79,7 +79,8 @@ class RecordStore:
 
     def restore(self, record: BuildRecord, out_dir: Path) -> bool:
         """Write the recorded trees into ``out_dir``, replacing it whole as a build does;
-        False (``out_dir`` untouched) when a blob is missing or damaged."""
+        False (``out_dir`` untouched) when a blob is missing or damaged, or the store or the
+        folder cannot be used (the full build then says why, if it cannot either)."""
         from pypto_build.chip_build.publish import replacing
 
         try:
@@ -89,9 +90,8 @@ class RecordStore:
                     os.chmod(staging / directory, mode)
                 for output in record.outputs:
                     _write_new(staging / output.path, self._blob(output.sha256), output.mode)
-        except (Damaged, FileNotFoundError) as exc:
-            if isinstance(exc, Damaged):
-                self.warn(f"build record: {exc}; building")
+        except (Damaged, OSError) as exc:
+            self._unusable(exc)
             return False
         return True
 
@@ -99,7 +99,7 @@ class RecordStore:
         """Write the files of the recorded trees into the new folder ``folder``, flat (one
         file per entry, no subfolders to create and remove), for a wheel to ship as
         ``<package>/<path>``: the ``force_include`` entries in wheel order, or None when a
-        blob is missing or damaged."""
+        blob is missing or damaged or cannot be read."""
         os.mkdir(folder)
         shipped = {}
         try:
@@ -108,12 +108,17 @@ class RecordStore:
                 if not self._link(output, staged):
                     _write_new(staged, self._blob(output.sha256), output.mode)
                 shipped[f"{package}/{output.path}"] = str(staged)
-        except (Damaged, FileNotFoundError) as exc:
+        except (Damaged, OSError) as exc:
             _remove(folder)
-            if isinstance(exc, Damaged):
-                self.warn(f"build record: {exc}; building")
+            self._unusable(exc)
             return None
         return {source: target for target, source in sorted(shipped.items())}
+
+    def _unusable(self, exc: Exception) -> None:
+        """Say why a record's files could not be used (the build then runs in full): a blob
+        removed since (by another project's record, ``cache prune --all``) is no news."""
+        if not isinstance(exc, FileNotFoundError):
+            self.warn(f"build record: {exc}; building")
 
     def _link(self, output: OutputFile, staged: Path) -> bool:
         """Stage ``output`` as a link to its blob, checked through the link (so the bytes
@@ -258,12 +263,16 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
 
 
 def _write_atomic(folder: Path, name: str, data: bytes, tmp: Path) -> None:
-    """Write ``folder/name`` by renaming a whole file staged in ``tmp`` into place."""
+    """Write ``folder/name`` by renaming a whole file staged in ``tmp`` into place; whatever
+    else has that name (a folder, a link) is removed first."""
     fd, staged = tempfile.mkstemp(dir=tmp, prefix=f"{name}.")
     try:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
             os.fchmod(stream.fileno(), FILE_MODE)
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG(os.lstat(folder / name).st_mode):
+                _remove(folder / name)
         os.replace(staged, folder / name)
     except BaseException:
         with contextlib.suppress(OSError):

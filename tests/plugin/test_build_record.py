@@ -264,6 +264,22 @@ def test_a_damaged_file_of_the_record_is_not_shipped(
     assert "does not have the hash it is stored under" in output.out + output.err
 
 
+def test_a_file_of_the_record_that_is_not_a_regular_file_is_not_read(
+    builds: Builds, capfd: pytest.CaptureFixture[str]
+) -> None:
+    first = _warm(builds)
+    blob = builds.blobs()[0]
+    blob.unlink()
+    blob.mkdir()  # what a read would block or fail on
+    capfd.readouterr()
+    assert _members(builds.wheel()) == _members(first)
+    assert builds.full == 2
+    output = capfd.readouterr()
+    assert f"build record: [Errno 22] not a regular file: '{blob}'; building" in (
+        output.out + output.err
+    )
+
+
 def test_a_missing_file_of_the_record_builds_in_full(builds: Builds) -> None:
     first = _warm(builds)
     for blob in builds.blobs():
