@@ -24,8 +24,8 @@ Each pair is built in two environments:
   scikit-build-core's, which costs the hooked build alone (``hatch_plugins_ms`` records it).
 
 Writes ``bench/results/hook.json``; exits 1 when a target is missed. Run:
-``python bench/bench_hook.py [--repeat N]`` (about 15 s to set up the build environment, from
-the package index pip is configured with).
+``python bench/bench_hook.py [--repeat N]`` (about 90 s with the default 11 rounds, 15 s of which
+set up the build environment from the package index pip is configured with).
 """
 
 from __future__ import annotations
