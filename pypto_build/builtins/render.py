@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-
-import jinja2
-import jinja2.meta
+from typing import TYPE_CHECKING
 
 from pypto_build.builtins.manifest import BuiltinPackage, TemplateSpec
+
+if TYPE_CHECKING:
+    # Jinja2 is loaded by the first render: a process that reads this package for its headers
+    # and registry only (a toolchain, a build that changed nothing) must not pay for it.
+    import jinja2
 
 
 class TemplateRenderError(ValueError):
@@ -72,6 +75,8 @@ class _Renders:
         except LookupError as error:
             raise TemplateRenderError(package, template, str(error)) from error
         _check_variables(package, spec, variables)
+        import jinja2
+
         try:
             text = self._template(spec).render(dict(variables))
         except jinja2.TemplateSyntaxError as error:
@@ -97,6 +102,8 @@ class _Renders:
         variables."""
         compiled = self._compiled.get(spec.name)
         if compiled is None:
+            import jinja2.meta
+
             if self._environment is None:
                 self._environment = _environment(self.package)
             parsed = self._environment.parse(_source(self.package, spec.name), name=spec.name)
@@ -120,6 +127,8 @@ _RENDERS = "_renders"
 
 def _environment(package: BuiltinPackage) -> jinja2.Environment:
     """A strict environment whose loader sees only the package's declared templates."""
+    import jinja2
+
     declared = {spec.name for spec in package.templates}
 
     def load(name: str) -> str | None:

@@ -25,9 +25,9 @@ it take the rename-aside path. Nothing else reads them.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
+import fnmatch
 import os
 import shutil
 import signal
@@ -118,7 +118,18 @@ def replacing(
 
 def clear_debris(target: Path, *, notify: Callable[[str], None] | None = None) -> None:
     """Take ``target``'s lock and :func:`remove_debris` (for a packer about to ship the folder
-    that holds ``target``: a killed build's staging folder must not travel with it)."""
+    that holds ``target``: a killed build's staging folder must not travel with it).
+
+    Nothing is locked when no name of :func:`debris` is there: a build holds its lock file from
+    before it writes anything until it is done, so without one no build is running, and
+    without its staging or set-aside folders none was killed."""
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return
+    patterns = debris(target)
+    if not any(fnmatch.fnmatchcase(name, pattern) for name in names for pattern in patterns):
+        return
     with _locked(target, notify or _tell):
         remove_debris(target)
 
@@ -263,6 +274,8 @@ def _exchange(first: Path, second: Path) -> bool:
     """Swap two paths atomically (Linux ``renameat2``); False where that is not available."""
     if os.environ.get(NO_EXCHANGE_ENV):
         return False
+    import ctypes  # only to publish: a packer that clears debris must not pay for it
+
     renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
     if renameat2 is None:
         return False

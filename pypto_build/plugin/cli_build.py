@@ -188,7 +188,8 @@ def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.errors import RenderError
     from pypto_build.chip_build.toolchains import ToolchainError
     from pypto_build.plugin.depfile import write_build_files
-    from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
+    from pypto_build.plugin.project_build import build_project, project_cache
+    from pypto_build.plugin.project_target import project_toolchain
     from pypto_build.plugin.settings import SettingsError
     from pypto_build.plugin.vcs_ignore import ensure_ignored
 
@@ -226,7 +227,7 @@ def _build(args: argparse.Namespace) -> int:
 def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
     """The project folder and settings (file, environment, options merged); a missing program
     file is a usage error, found before any toolchain is looked for."""
-    from pypto_build.plugin.project_build import program_paths
+    from pypto_build.plugin.project_target import program_paths
     from pypto_build.plugin.settings import load_settings, override
 
     targets = [Path(target) for target in args.targets or ["."]]
@@ -383,6 +384,7 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 def _cache_prune(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.plugin.record_store import RecordStore
 
     cache = CompileCache(default_cache_dir())
     try:
@@ -390,6 +392,9 @@ def _cache_prune(args: argparse.Namespace) -> int:
     except OSError as err:  # a cache folder that cannot be written: nothing to prune there
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR
+    if args.all:
+        # A build record would stand in for the next build, which must compile everything.
+        RecordStore(cache.root, warn=print_error).clear()
     if args.json:
         document = {
             "removed_entries": result.removed_entries,
@@ -410,7 +415,7 @@ def _cache_prune(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from pypto_build.plugin.project_build import target_settings
+    from pypto_build.plugin.project_target import target_settings
     from pypto_build.plugin.settings import SettingsError
 
     try:

@@ -57,6 +57,7 @@ from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 if TYPE_CHECKING:
+    from pypto_build.plugin.last_build import Unchanged
     from pypto_build.plugin.settings import PyptoSettings
 
 PLUGIN_NAME = "pypto"
@@ -138,28 +139,57 @@ def source_folder(root: Path, sources: Mapping[str, str], package: str) -> Path 
     return None
 
 
+#: The engine's failures a user must read, by module and class, in the order they are matched:
+#: a program diagnostic is shown in compiler style, the others by their message.
+_PROGRAM_ERROR = ("pypto_build.lowering.diagnostics", "ProgramError")
+_ENGINE_ERRORS = (
+    ("pypto_build.chip_build.errors", "RenderError"),
+    ("pypto_build.chip_build.errors", "NoPrograms"),
+    ("pypto_build.chip_build.toolchains.base", "ToolchainError"),
+    ("pypto_build.chip_build.compile", "BuildFailed"),
+)
+
+
+def _loaded_class(module: str, name: str) -> type[BaseException] | None:
+    """The exception class ``module.name`` when that module is loaded, else None: an error of
+    a module never imported cannot have been raised, and importing the engine only to name
+    its errors would cost a build that did not run it."""
+    loaded = sys.modules.get(module)
+    found = getattr(loaded, name, None) if loaded is not None else None
+    return found if isinstance(found, type) and issubclass(found, BaseException) else None
+
+
+def _user_message(err: Exception) -> str | None:
+    """What the user must read of ``err``; None when it is not a failure of the build's
+    inputs or environment (a bug, which keeps its traceback)."""
+    from pypto_build.plugin.cli_common import describe_os_error
+    from pypto_build.plugin.settings import SettingsError
+
+    program_error = _loaded_class(*_PROGRAM_ERROR)
+    if program_error is not None and isinstance(err, program_error):
+        return str(err.render())  # type: ignore[attr-defined]
+    engine = tuple(filter(None, (_loaded_class(*where) for where in _ENGINE_ERRORS)))
+    if isinstance(err, (SettingsError, *engine)):
+        return str(err)
+    if isinstance(err, OSError):
+        return describe_os_error(err)
+    return None
+
+
 @contextmanager
 def _user_errors() -> Iterator[None]:
     """Turn the engine's failures into :class:`PyptoBuildError` with the message a user reads.
 
-    The engine is imported here and in the hook's methods, when a wheel is built: hatchling
+    The engine is imported in the hook's methods, and only when a build needs it: hatchling
     imports every plugin of its group for every build that asks for one, and a plugin's import
     must not cost a build that does not use it."""
-    from pypto_build.chip_build.compile import BuildFailed
-    from pypto_build.chip_build.errors import NoPrograms, RenderError
-    from pypto_build.chip_build.toolchains import ToolchainError
-    from pypto_build.lowering.diagnostics import ProgramError
-    from pypto_build.plugin.cli_common import describe_os_error
-    from pypto_build.plugin.settings import SettingsError
-
     try:
         yield
-    except ProgramError as err:
-        raise PyptoBuildError(err.render()) from None
-    except (SettingsError, RenderError, ToolchainError, BuildFailed, NoPrograms) as err:
-        raise PyptoBuildError(str(err)) from None
-    except OSError as err:
-        raise PyptoBuildError(describe_os_error(err)) from None
+    except Exception as err:
+        message = _user_message(err)
+        if message is None:
+            raise
+        raise PyptoBuildError(message) from None
 
 
 class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
@@ -169,12 +199,12 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
 
     #: The temporary build directory of the standard wheel being built.
     _scratch: Path | None = None
+    #: Whether a failure keeps it: a failed compile's message names the log inside it.
+    _keep_scratch = False
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":
             return
-        from pypto_build.chip_build.compile import BuildFailed
-
         with _user_errors():
             settings = self._settings()
             package = self._package(settings)
@@ -183,16 +213,14 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 return
             self._refuse_in_place_leftovers(package)
             self._scratch = Path(tempfile.mkdtemp(prefix="pypto-build-wheel-"))
-            out = self._scratch / "kernels"
             try:
-                toolchain = self._build(settings, out)
+                toolchain, shipped = self._build_wheel_files(settings, package, self._scratch)
                 tag = wheel_tag(toolchain, settings.platform_tag)
-            except BuildFailed:
-                raise  # keep the directory: the error names the log inside it
             except BaseException:
-                self._remove_scratch()
+                if not self._keep_scratch:
+                    self._remove_scratch()
                 raise
-        build_data["force_include"].update(wheel_files(out, settings.chips, package))
+        build_data["force_include"].update(shipped)
         build_data["pure_python"] = False
         build_data["infer_tag"] = False
         build_data["tag"] = tag
@@ -256,22 +284,65 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         assert settings.package is not None
         return PurePosixPath(settings.package).as_posix()
 
-    def _build(self, settings: PyptoSettings, out: Path) -> str:
-        """Build the kernels into ``out/<chip>``; the toolchain's name."""
-        from pypto_build.plugin.project_build import build_project, project_cache, project_toolchain
+    def _build_wheel_files(
+        self, settings: PyptoSettings, package: str, scratch: Path
+    ) -> tuple[str, dict[str, str]]:
+        """Build the kernels of a standard wheel in ``scratch``: the toolchain's name and the
+        ``force_include`` entries shipping them."""
+        unchanged = self._unchanged(settings)
+        if unchanged.record is not None:
+            shipped = unchanged.store.stage(unchanged.record, scratch / "kernels", package)
+            if shipped is not None:
+                self._reused(unchanged)
+                return unchanged.toolchain.name, shipped
+        out = scratch / "kernels"
+        self._full_build(settings, out, unchanged)
+        return unchanged.toolchain.name, wheel_files(out, settings.chips, package)
+
+    def _build(self, settings: PyptoSettings, out: Path) -> None:
+        """Build the kernels into the folder ``out`` (``out/<chip>``)."""
+        unchanged = self._unchanged(settings)
+        record = unchanged.record
+        if record is not None and unchanged.store.restore(record, out):
+            self._reused(unchanged)
+            return
+        self._full_build(settings, out, unchanged)
+
+    def _unchanged(self, settings: PyptoSettings) -> Unchanged:
+        """The toolchain the settings select, and the record of the project's last build when
+        nothing it read has changed (:mod:`.build_record`)."""
+        from pypto_build.plugin.last_build import unchanged_build
+        from pypto_build.plugin.project_target import project_toolchain
 
         project = Path(self.root)
         toolchain = project_toolchain(project, settings)
         chips = ", ".join(settings.chips)
         self.app.display_waiting(f"{PLUGIN_NAME}: building kernels for {chips} ({toolchain.name})")
-        result = build_project(
-            project,
-            settings,
-            out,
-            toolchain=toolchain,
-            cache=project_cache(settings),
-            progress=sys.stderr,
-        )
+        unchanged = unchanged_build(project, settings, toolchain, warn=self._warn)
+        if unchanged.changed is not None:
+            self.app.display_info(f"{PLUGIN_NAME}: {unchanged.changed} since the last build")
+        return unchanged
+
+    def _full_build(self, settings: PyptoSettings, out: Path, unchanged: Unchanged) -> None:
+        """Lower, render and compile into ``out``, and record the build for the next one."""
+        from pypto_build.chip_build.compile import BuildFailed
+        from pypto_build.plugin.last_build import remember
+        from pypto_build.plugin.project_build import build_project, project_cache
+
+        project = Path(self.root)
+        cache = project_cache(settings)
+        try:
+            result = build_project(
+                project,
+                settings,
+                out,
+                toolchain=unchanged.toolchain,
+                cache=cache,
+                progress=sys.stderr,
+            )
+        except BuildFailed:
+            self._keep_scratch = True
+            raise
         for warning in result.warnings:
             self.app.display_warning(warning.render())
         for report in result.reports:
@@ -279,7 +350,27 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 f"{PLUGIN_NAME}: {report.chip}: {report.compiled} compiled, {report.cache_hits} "
                 f"from cache ({report.toolchain} {report.toolchain_version})"
             )
-        return toolchain.name
+        remember(unchanged, project, result)
+
+    def _reused(self, unchanged: Unchanged) -> None:
+        """Say what a build that changed nothing shipped, and count it in the compile cache's
+        statistics as the build it stands for: every binary a hit, none compiled."""
+        from pypto_build.chip_build.cache import BuildCounts, CompileCache
+
+        assert unchanged.record is not None
+        for warning in unchanged.record.warnings:
+            self.app.display_warning(warning)
+        for report in unchanged.record.reports:
+            self.app.display_info(
+                f"{PLUGIN_NAME}: {report.chip}: nothing changed since the last build, "
+                f"{report.binaries} binaries reused ({report.toolchain} "
+                f"{report.toolchain_version})"
+            )
+        hits = sum(report.binaries for report in unchanged.record.reports)
+        CompileCache(unchanged.cache_root, warn=self._warn).record_build(BuildCounts(hits, 0))
+
+    def _warn(self, message: str) -> None:
+        self.app.display_warning(f"{PLUGIN_NAME}: warning: {message}")
 
     def _source_folder(self, package: str) -> Path | None:
         return source_folder(Path(self.root), self.build_config.sources, package)

@@ -20,48 +20,12 @@ from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import (
     CannToolchain,
-    TargetSettings,
     Toolchain,
     launcher_jobs,
     resolve_launcher,
-    select_toolchain,
 )
-from pypto_build.files import file_problem
-from pypto_build.plugin.settings import TABLE, PyptoSettings, SettingsError
-
-
-def program_paths(project: Path, settings: PyptoSettings) -> list[Path]:
-    """The settings' program files inside ``project``; a missing one is a settings error that
-    names its key path."""
-    paths = [project / program for program in settings.programs]
-    for index, path in enumerate(paths):
-        problem = file_problem(path)
-        if problem is not None:
-            raise SettingsError(f"{TABLE}.programs[{index}]: {settings.programs[index]}: {problem}")
-    if not paths:
-        raise SettingsError(f"{TABLE}.programs: at least one program file is needed")
-    return paths
-
-
-def target_settings(project: Path, settings: PyptoSettings) -> TargetSettings:
-    """What the settings say a CANN build is built for, paths resolved against ``project``
-    (an absolute setting stays as it is)."""
-    return TargetSettings(
-        runtime_root=_project_path(project, settings.runtime_root),
-        pto_isa_root=_project_path(project, settings.pto_isa_root),
-        runtime_revision=settings.runtime_revision,
-        pto_isa_revision=settings.pto_isa_revision,
-    )
-
-
-def _project_path(project: Path, setting: str | None) -> Path | None:
-    return None if setting is None else project / setting
-
-
-def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
-    """The toolchain the ``toolchain`` setting selects, for the target the settings name
-    (raises :class:`~pypto_build.chip_build.toolchains.ToolchainError`)."""
-    return select_toolchain(settings.toolchain, target=target_settings(project, settings))
+from pypto_build.plugin.project_target import program_paths
+from pypto_build.plugin.settings import PyptoSettings
 
 
 def remote_specs(settings: PyptoSettings) -> list[RemoteSpec]:
@@ -98,11 +62,12 @@ def build_project(
     progress: TextIO | None = sys.stderr,
 ) -> BuildResult:
     """Lower, render and compile the programs of ``project`` into ``out_dir/<chip>`` as
-    ``settings`` say, with ``toolchain`` (from :func:`project_toolchain`). ``progress`` gets
-    the compile progress and, for a CANN build whose runtime or PTO-ISA revision is unknown,
-    one warning line: PyPTO's runtime will not reuse binaries without them.
+    ``settings`` say, with ``toolchain`` (from :func:`.project_target.project_toolchain`).
+    ``progress`` gets the compile progress and, for a CANN build whose runtime or PTO-ISA
+    revision is unknown, one warning line: PyPTO's runtime will not reuse binaries without
+    them.
 
-    Raises what the engine raises: :class:`SettingsError` for a missing program file,
+    Raises what the engine raises: ``SettingsError`` for a missing program file,
     ``ProgramError`` for a mistake in a program, ``RenderError``, ``ToolchainError`` and
     ``BuildFailed``.
     """

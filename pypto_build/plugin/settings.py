@@ -29,7 +29,6 @@ Regenerate the schema file and the reference with ``python -m pypto_build.plugin
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import re
@@ -44,12 +43,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pypto_build.chip_build.chips import CHIPS
-from pypto_build.chip_build.remote_cache import (
-    PASSWORD_VARIABLE,
-    TOKEN_VARIABLE,
-    USERNAME_VARIABLE,
-    url_problem,
-)
 from pypto_build.chip_build.toolchains.revisions import is_commit
 from pypto_build.files import read_regular
 
@@ -144,6 +137,9 @@ def _command(value: str, where: str) -> None:
 
 
 def _url(value: str, where: str) -> None:
+    # The remote tier is loaded only for a project that names a remote cache.
+    from pypto_build.chip_build.remote_cache import url_problem
+
     problem = url_problem(value)
     if problem is not None:
         raise SettingsError(f"{where}: {problem}")
@@ -160,6 +156,12 @@ def _credential_problem(key: str, where: str) -> str | None:
     """The error for an unknown key that names a credential, or None."""
     if not _CREDENTIAL_WORDS & set(re.split(r"[_-]", key.lower())):
         return None
+    from pypto_build.chip_build.remote_cache import (
+        PASSWORD_VARIABLE,
+        TOKEN_VARIABLE,
+        USERNAME_VARIABLE,
+    )
+
     return (
         f"{where}.{key}: credentials are never read from pyproject.toml; set "
         f"{USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or {TOKEN_VARIABLE}, in the environment, "
@@ -451,6 +453,8 @@ def _did_you_mean(key: str) -> str:
     spelled = key.strip().lower().replace("_", "-")
     if spelled in _KEYS:
         return f"; did you mean '{spelled}'? (keys are spelled in kebab-case)"
+    import difflib  # for a misspelt key only
+
     close = difflib.get_close_matches(spelled, list(_KEYS), n=1, cutoff=0.6)
     if close:
         return f"; did you mean '{close[0]}'?"

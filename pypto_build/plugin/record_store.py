@@ -1,0 +1,289 @@
+"""Where build records (:mod:`.build_record`) are kept: in the compile cache's folder
+(``PYPTO_CACHE_DIR``), beside the compile cache::
+
+    <root>/projects/v1/records/<key>.json      one record per project, settings and import path
+    <root>/projects/v1/blobs/<sha[:2]>/<sha>   the files of the recorded trees, by content
+    <root>/projects/v1/tmp/                    staging of atomic writes
+
+It is trusted as the compile cache is: nothing is followed through a symbolic link, only
+regular files are read, a record must parse into exactly the expected shape and name its own
+key, and a blob must have the hash it is stored under. Anything else is damaged: removed, with
+one warning, and the build runs in full. Every file is written to a temporary name and renamed
+into place, so a killed build leaves a whole record or none; the output folder a record is
+restored into is replaced whole, as a build replaces it (:mod:`pypto_build.chip_build.publish`).
+
+Records unused for a month, or beyond the 32 last used, are removed when another is written,
+and with them the files no remaining record names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pypto_build.chip_build.fs import FILE_MODE
+from pypto_build.files import read_regular, sha256_regular
+from pypto_build.plugin.build_record import FORMAT, BuildRecord, Damaged, OutputFile
+
+STORE = Path("projects") / f"v{FORMAT}"
+#: A record unused this long is removed when another is written.
+RECORD_LIFETIME_S = 30 * 24 * 3600
+#: Records kept at most, the last used: an isolated build (pip's default) installs
+#: pypto-build into a new folder each time, so each records a key no later build looks up.
+MAX_RECORDS = 32
+#: A blob no record names is removed only once it is this old: a build that is writing a
+#: record may have just stored it.
+BLOB_GRACE_S = 3600
+
+
+class RecordStore:
+    """The build records under a compile cache folder ``cache_root`` (see the module)."""
+
+    def __init__(self, cache_root: Path, *, warn: Callable[[str], None]) -> None:
+        self.root = cache_root / STORE
+        self.warn = warn
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def load(self, key: str) -> BuildRecord | None:
+        """The record of ``key``; None when there is none or it is damaged (then removed)."""
+        path = self.root / "records" / f"{key}.json"
+        if not self._real_folders(path.parent):
+            return None
+        try:
+            data = read_regular(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._damaged(path, exc.strerror or str(exc))
+            return None
+        try:
+            record = BuildRecord.from_json(json.loads(data), key)
+        except ValueError:
+            self._damaged(path, "not JSON")
+            return None
+        except Damaged as exc:
+            self._damaged(path, str(exc))
+            return None
+        with contextlib.suppress(OSError):  # the last use, which removing old records goes by
+            os.utime(path, follow_symlinks=False)
+        return record
+
+    def restore(self, record: BuildRecord, out_dir: Path) -> bool:
+        """Write the recorded trees into ``out_dir``, replacing it whole as a build does;
+        False (``out_dir`` untouched) when a blob is missing or damaged, or the store or the
+        folder cannot be used (the full build then says why, if it cannot either)."""
+        from pypto_build.chip_build.publish import replacing
+
+        try:
+            with replacing(out_dir, check=_check_output_folder) as staging:
+                for directory, mode in record.directories:
+                    os.mkdir(staging / directory, mode)
+                    os.chmod(staging / directory, mode)
+                for output in record.outputs:
+                    _write_new(staging / output.path, self._blob(output.sha256), output.mode)
+        except (Damaged, OSError) as exc:
+            self._unusable(exc)
+            return False
+        return True
+
+    def stage(self, record: BuildRecord, folder: Path, package: str) -> dict[str, str] | None:
+        """Write the files of the recorded trees into the new folder ``folder``, flat (one
+        file per entry, no subfolders to create and remove), for a wheel to ship as
+        ``<package>/<path>``: the ``force_include`` entries in wheel order, or None when a
+        blob is missing or damaged or cannot be read."""
+        os.mkdir(folder)
+        shipped = {}
+        try:
+            for index, output in enumerate(record.outputs):
+                staged = folder / str(index)
+                if not self._link(output, staged):
+                    _write_new(staged, self._blob(output.sha256), output.mode)
+                shipped[f"{package}/{output.path}"] = str(staged)
+        except (Damaged, OSError) as exc:
+            _remove(folder)
+            self._unusable(exc)
+            return None
+        return {source: target for target, source in sorted(shipped.items())}
+
+    def _unusable(self, exc: Exception) -> None:
+        """Say why a record's files could not be used (the build then runs in full): a blob
+        removed since (by another project's record, ``cache prune --all``) is no news."""
+        if not isinstance(exc, FileNotFoundError):
+            self.warn(f"build record: {exc}; building")
+
+    def _link(self, output: OutputFile, staged: Path) -> bool:
+        """Stage ``output`` as a link to its blob, checked through the link (so the bytes
+        checked are the bytes shipped: a blob is replaced by a rename, never rewritten);
+        False where a link cannot serve (another file system, another mode). Removing a link
+        frees no blocks, which on a file system that discards freed blocks at once costs
+        more than the copy."""
+        path = self._blob_path(output.sha256)
+        try:
+            if stat.S_IMODE(os.lstat(path).st_mode) != output.mode:
+                return False
+            os.link(path, staged, follow_symlinks=False)
+        except OSError:
+            return False
+        if not stat.S_ISREG(os.lstat(staged).st_mode) or not self._real_folders(path.parent):
+            raise Damaged(f"{path} is not a regular file in a real folder")
+        if sha256_regular(staged, follow_symlinks=False) != output.sha256:
+            _remove(path)
+            raise Damaged(f"removed {path}, which does not have the hash it is stored under")
+        return True
+
+    def _blob(self, digest: str) -> bytes:
+        path = self._blob_path(digest)
+        if not self._real_folders(path.parent):
+            raise FileNotFoundError(path)
+        data = read_regular(path, follow_symlinks=False)
+        if hashlib.sha256(data).hexdigest() != digest:
+            _remove(path)
+            raise Damaged(f"removed {path}, which does not have the hash it is stored under")
+        return data
+
+    def _blob_path(self, digest: str) -> Path:
+        return self.root / "blobs" / digest[:2] / digest
+
+    def _real_folders(self, folder: Path) -> bool:
+        """Whether every folder from the cache root down to ``folder`` is a real folder."""
+        current = self.root.parent.parent
+        for part in folder.relative_to(current).parts:
+            current = current / part
+            try:
+                if not stat.S_ISDIR(os.lstat(current).st_mode):
+                    return False
+            except OSError:
+                return False
+        return True
+
+    def _damaged(self, path: Path, reason: str) -> None:
+        self.warn(f"build record: removed damaged {path} ({reason}); building")
+        _remove(path)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def save(self, record: BuildRecord, out_dir: Path) -> None:
+        """Store ``record`` with the files of its trees, read from ``out_dir``; then remove
+        records unused for :data:`RECORD_LIFETIME_S` and the blobs no record names."""
+        tmp = self._folder("tmp")
+        for output in record.outputs:
+            path = self._blob_path(output.sha256)
+            with contextlib.suppress(Damaged, OSError):
+                self._blob(output.sha256)
+                continue
+            data = read_regular(out_dir / output.path, follow_symlinks=False)
+            if hashlib.sha256(data).hexdigest() != output.sha256:
+                raise Damaged(f"{out_dir / output.path} changed while it was recorded")
+            _write_atomic(self._folder("blobs", output.sha256[:2]), path.name, data, tmp)
+        text = json.dumps(record.to_json(), sort_keys=True, separators=(",", ":"))
+        _write_atomic(self._folder("records"), f"{record.key}.json", text.encode(), tmp)
+        self._collect(keep=record.key)
+
+    def clear(self) -> None:
+        """Remove every record and stored file (``pypto-build cache prune --all``: the next
+        build of every project runs in full, compiling what the emptied cache lacks)."""
+        _remove(self.root)
+
+    def _folder(self, *parts: str) -> Path:
+        """``<store>/<parts>``, every folder of the way created and checked to be a real
+        folder (a link or file in the way is removed; the cache folder itself is the user's
+        to choose)."""
+        path = self.root.parent.parent
+        path.mkdir(parents=True, exist_ok=True)
+        for part in (*STORE.parts, *parts):
+            path = path / part
+            try:
+                os.mkdir(path)
+            except FileExistsError:
+                if not stat.S_ISDIR(os.lstat(path).st_mode):
+                    self.warn(f"build record: removed {path}, which is not a folder")
+                    _remove(path)
+                    os.mkdir(path)
+        return path
+
+    def _collect(self, keep: str) -> None:
+        """Remove the records unused for :data:`RECORD_LIFETIME_S` and all but the
+        :data:`MAX_RECORDS` last used, then the blobs no remaining record names, and what
+        killed writes left in ``tmp/``."""
+        now = time.time()
+        for staged in os.scandir(self.root / "tmp"):
+            with contextlib.suppress(OSError):
+                if now - staged.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S:
+                    _remove(Path(staged.path))
+        used: list[tuple[float, str]] = []
+        for entry in os.scandir(self.root / "records"):
+            with contextlib.suppress(OSError):
+                used.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
+        used.sort(reverse=True)
+        named: set[str] = set()
+        for rank, (last_use, path) in enumerate(used):
+            mine = Path(path).name == f"{keep}.json"
+            if not mine and (rank >= MAX_RECORDS or now - last_use > RECORD_LIFETIME_S):
+                _remove(Path(path))
+                continue
+            try:
+                document = json.loads(read_regular(path, follow_symlinks=False))
+                named.update(output["sha256"] for output in document["outputs"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a damaged record is removed when it is next read
+        for folder in os.scandir(self.root / "blobs"):
+            if not folder.is_dir(follow_symlinks=False):
+                continue
+            for blob in os.scandir(folder.path):
+                with contextlib.suppress(OSError):
+                    old = now - blob.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S
+                    if blob.name not in named and old:
+                        _remove(Path(blob.path))
+
+
+def _check_output_folder(out_dir: Path) -> None:
+    """Refuse to replace a folder that is not an earlier output, as a build does (the engine's
+    check is loaded only when there is a folder to check)."""
+    if os.path.lexists(out_dir):
+        from pypto_build.chip_build.subbuild import check_output_folder
+
+        check_output_folder(out_dir)
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Create ``path`` (never through a link) holding ``data`` with ``mode``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "wb") as stream:
+        stream.write(data)
+        os.fchmod(stream.fileno(), mode)
+
+
+def _write_atomic(folder: Path, name: str, data: bytes, tmp: Path) -> None:
+    """Write ``folder/name`` by renaming a whole file staged in ``tmp`` into place; whatever
+    else has that name (a folder, a link) is removed first."""
+    fd, staged = tempfile.mkstemp(dir=tmp, prefix=f"{name}.")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+            os.fchmod(stream.fileno(), FILE_MODE)
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG(os.lstat(folder / name).st_mode):
+                _remove(folder / name)
+        os.replace(staged, folder / name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
+        raise
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path`` itself, following no link."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
