@@ -84,10 +84,13 @@ class CompileJob:
     def artifact(self, suffix: str, binary_dir: str = "") -> PurePosixPath:
         """Where the artifact goes, relative to the tree: beside the source, or under the
         sub-build's ``binary_dir`` at the source's place (``sim/kernels/aiv/<name>.so``)."""
+        beside = self.source.with_suffix(suffix)
         if not binary_dir:
-            return self.source.with_suffix(suffix)
-        inside = self.source.relative_to(self.subbuild)
-        return self.subbuild / binary_dir / inside.with_suffix(suffix)
+            return beside
+        # One path built from parts: a build asks for six of these per source.
+        parts = beside.parts
+        depth = 3 if self.kind is UnitKind.KERNEL else 2
+        return PurePosixPath(*parts[:-depth], binary_dir, *parts[-depth:])
 
     def include_flags(self) -> tuple[str, ...]:
         """``-I`` flags for :attr:`include_dirs`, relative to the source's directory, where the
