@@ -76,8 +76,8 @@ from pypto_build.chip_build.fs import FILE_MODE, atomic_write_text
 from pypto_build.files import (
     NotRegularFile,
     is_regular,
-    open_regular,
     read_regular,
+    read_regular_status,
     sha256_regular,
 )
 
@@ -238,13 +238,6 @@ class _Dependency:
     in_tree: bool
     sha256: str
 
-    def resolve(self, tree: str) -> str:
-        """The file's path here, for a tree at ``tree`` (a string: a hit resolves a hundred
-        paths or more, and a :class:`Path` costs more to build than the check it serves)."""
-        if self.in_tree:
-            return f"{tree}/{self.path}"
-        return PACKAGE.local(self.path)
-
     def as_json(self) -> dict[str, object]:
         return {"in_tree": self.in_tree, "path": self.path, "sha256": self.sha256}
 
@@ -286,6 +279,22 @@ class FileDigests:
         except KeyError:
             found = self._found[path] = find(path)
             return found
+
+    def match(
+        self, dependencies: Sequence[_Dependency], tree: str, find: Callable[[str], str | None]
+    ) -> bool:
+        """Whether every recorded file has its recorded hash, for a tree at ``tree``, each file
+        asked of ``find`` the first time; :class:`_Damaged` when one is a FIFO, a device or a
+        folder, which no compile reads as a header."""
+        found = self._found
+        for dep in dependencies:
+            path = f"{tree}/{dep.path}" if dep.in_tree else PACKAGE.local(dep.path)
+            digest = found[path] if path in found else self.get(path, find)
+            if digest != dep.sha256:
+                if digest == _NOT_REGULAR:
+                    raise _Damaged(f"names {path}, which is not a regular file")
+                return False
+        return True
 
     def read(self, path: Path) -> bytes:
         """The bytes of the regular file ``path`` (:func:`~pypto_build.files.read_regular`),
@@ -555,35 +564,19 @@ class CompileCache:
             raise _Damaged(str(exc)) from None
         if entry.name != _entry_name(key, dependencies):
             raise _Damaged("the manifest's dependencies do not match the entry's name")
-        if not self._dependencies_match(dependencies, tree, files):
+        if not files.match(dependencies, str(tree), self._file_hash):
             return None
+        path = entry / _ARTIFACT
         try:
-            path = entry / _ARTIFACT
-            with open_regular(path, follow_symlinks=False) as stream:
-                data = stream.read()
-                if hashlib.sha256(data).hexdigest() != artifact:
-                    raise _Damaged("artifact does not have the manifest's SHA-256")
-                placed = output is not None and _link_opened(path, stream.fileno(), output)
+            data, status = read_regular_status(path, follow_symlinks=False)
         except OSError as exc:
             raise _Damaged(f"artifact: {exc.strerror or exc}") from None
+        if hashlib.sha256(data).hexdigest() != artifact:
+            raise _Damaged("artifact does not have the manifest's SHA-256")
+        placed = output is not None and _link_read(path, status, output)
         with contextlib.suppress(OSError):  # pruned meanwhile: the bytes are still good
             os.utime(entry / _MANIFEST, follow_symlinks=False)
         return _Found(data, placed)
-
-    def _dependencies_match(
-        self, dependencies: Sequence[_Dependency], tree: Path, files: FileDigests
-    ) -> bool:
-        """Whether every recorded file has its recorded hash; :class:`_Damaged` when one is a
-        FIFO, a device or a folder, which no compile reads as a header."""
-        where = str(tree)
-        for dep in dependencies:
-            path = dep.resolve(where)
-            found = files.get(path, self._file_hash)
-            if found == _NOT_REGULAR:
-                raise _Damaged(f"names {path}, which is not a regular file")
-            if found != dep.sha256:
-                return False
-        return True
 
     def _file_hash(self, path: str) -> str | None:
         """The SHA-256 of the regular file ``path``; None when it is missing (a changed header
@@ -619,7 +612,7 @@ class CompileCache:
         for entry in self.remote.entries(key):
             try:
                 artifact, dependencies = _parse_manifest(entry.manifest, key)
-                if not self._dependencies_match(dependencies, tree, files):
+                if not files.match(dependencies, str(tree), self._file_hash):
                     continue
             except (ValueError, _Damaged) as exc:
                 entry.damaged(str(exc))
@@ -830,15 +823,15 @@ class CompileCache:
                 os.close(fd)
 
 
-def _link_opened(path: Path, fd: int, output: Path) -> bool:
-    """Give the artifact ``path``, open and verified as ``fd``, the name ``output`` too
-    (replacing what is there), as a hard link: a warm build then creates no file and copies no
-    byte, where writing a new file costs many times reading it. The new name is checked to
-    be the very file ``fd`` read (same device and inode), not whatever ``path`` names by now.
-    False, leaving nothing behind, where that cannot be done (another file system, a mode other
-    than a build output's, a replaced entry): the caller then writes the bytes.
+def _link_read(path: Path, opened: os.stat_result, output: Path) -> bool:
+    """Give the artifact ``path``, whose bytes were read and verified from the file of status
+    ``opened``, the name ``output`` too (replacing what is there), as a hard link: a warm build
+    then creates no file and copies no byte, where writing a new file costs many times reading
+    it. The new name is checked to be that very file (same device and inode), not whatever
+    ``path`` names by now. False, leaving nothing behind, where that cannot be done (another
+    file system, a mode other than a build output's, a replaced entry): the caller then writes
+    the bytes.
     """
-    opened = os.fstat(fd)
     if stat.S_IMODE(opened.st_mode) != FILE_MODE:
         return False
     temporary = output.with_name(f".{output.name}.{os.getpid()}.{threading.get_ident()}.link")

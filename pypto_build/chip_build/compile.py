@@ -20,6 +20,7 @@ tree must stay a pure function of the inputs, and a log is not.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -84,7 +85,9 @@ class CompileResult:
     #: What the compiler printed (warnings); empty for a cache hit.
     output: str
     #: Whether the cache hit came from the cache's remote tier.
-    remote: bool = False
+    remote: bool
+    #: The binary's SHA-256 and size, as placed in the tree (the manifest lists them).
+    binary: tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -277,7 +280,8 @@ class _Compiler:
         _remove_binaries(job, keep=artifact, folders=self.folders)
         if not placed:
             atomic_write_bytes(output, data)
-        return CompileResult(job, artifact, cached, key_plan, "".join(outputs), remote)
+        binary = (hashlib.sha256(data).hexdigest(), len(data))
+        return CompileResult(job, artifact, cached, key_plan, "".join(outputs), remote, binary)
 
 
 def _run_all(
@@ -394,6 +398,7 @@ def compile_tree(
         toolchain_version=toolchain.version,
         inputs=_recorded_inputs(tree),
         binary_context=context,
+        written={result.artifact.as_posix(): result.binary for result in results},
     )
     return CompileReport(chip, toolchain.name, toolchain.version, results, log)
 
