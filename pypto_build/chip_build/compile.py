@@ -287,28 +287,30 @@ class _Compiler:
 def _run_all(
     run: Callable[[CompileJob], CompileResult | str], jobs: Sequence[CompileJob], workers: int
 ) -> list[CompileResult | str]:
-    """``run`` of every job, in the order of ``jobs``, ``workers`` at a time.
-
-    Jobs start longest first: an orchestration (the largest source, with the most headers)
-    started last would leave the other workers idle while it compiles alone at the end. One
-    worker runs them in this thread: a pool would only hand each job over and back.
-    """
+    """``run`` of every job, in the order of ``jobs``, ``workers`` at a time, started in
+    :func:`start_order`. One worker runs them in this thread: a pool would only hand each job
+    over and back."""
     if workers <= 1:
         return [run(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        order = sorted(range(len(jobs)), key=lambda index: _expected_length(jobs[index]))
-        started = {index: pool.submit(run, jobs[index]) for index in order}
-        return [started[index].result() for index in range(len(jobs))]
+        started = {id(job): pool.submit(run, job) for job in start_order(jobs)}
+        return [started[id(job)].result() for job in jobs]
 
 
-def _expected_length(job: CompileJob) -> tuple[bool, int]:
-    """A sort key putting the jobs expected to compile longest first: orchestrations, then
-    larger sources (a source that cannot be read is expected to fail quickly)."""
-    try:
-        size = job.source_path.stat().st_size
-    except OSError:
-        size = 0
-    return (job.kind is not UnitKind.ORCHESTRATION, -size)
+def start_order(jobs: Sequence[CompileJob]) -> list[CompileJob]:
+    """``jobs`` in the order parallel compiles start them: the longest expected first, so that
+    no long compile starts last and runs alone while the other workers idle. Orchestrations
+    (the largest sources, with the most headers) come first, then larger sources (one that
+    cannot be read is expected to fail quickly); the sort is stable."""
+
+    def expected_length(job: CompileJob) -> tuple[bool, int]:
+        try:
+            size = job.source_path.stat().st_size
+        except OSError:
+            size = 0
+        return (job.kind is not UnitKind.ORCHESTRATION, -size)
+
+    return sorted(jobs, key=expected_length)
 
 
 def _remove_binaries(

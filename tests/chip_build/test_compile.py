@@ -18,6 +18,7 @@ from pypto_build.chip_build.compile import (
     compile_tree,
     default_log_path,
     find_jobs,
+    start_order,
 )
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.kernel_config import read_kernel_config
@@ -58,8 +59,7 @@ def test_longer_jobs_start_first_and_outcomes_keep_the_job_order(tmp_path: Path)
     tree = make_tree(tmp_path / "out")
     (tree / PIPE / "kernels/aiv/beta.cpp").write_text(kernel_source(2) + "// longer\n" * 9)
     jobs = find_jobs(tree, "a3")
-    longest_first = sorted(jobs, key=compile_module._expected_length)
-    assert [job.source.name for job in longest_first][:2] == ["pipe.cpp", "beta.cpp"]
+    assert [job.source.name for job in start_order(jobs)][:2] == ["pipe.cpp", "beta.cpp"]
     for workers in (1, 2):
         outcomes = compile_module._run_all(lambda job: job.source.name, jobs, workers)
         assert outcomes == [job.source.name for job in jobs]
