@@ -20,6 +20,7 @@ tree must stay a pure function of the inputs, and a log is not.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -209,15 +210,16 @@ class _Folders:
     costs more than the link that puts a cached binary there."""
 
     def __init__(self) -> None:
-        self._made: set[Path] = set()
-        self._listed: dict[Path, frozenset[str]] = {}
+        self._made: set[str] = set()
+        self._listed: dict[str, frozenset[str]] = {}
 
     def make(self, folder: Path) -> None:
-        if folder not in self._made:
+        name = str(folder)
+        if name not in self._made:
             folder.mkdir(parents=True, exist_ok=True)
-            self._made.add(folder)
+            self._made.add(name)
 
-    def names(self, folder: Path) -> frozenset[str]:
+    def names(self, folder: str) -> frozenset[str]:
         """The names in ``folder`` when this build first asked (none when it is missing);
         what the build itself adds later is not listed."""
         listed = self._listed.get(folder)
@@ -319,14 +321,15 @@ def _remove_binaries(
     """Delete every binary any toolchain would build for ``job`` except ``keep``: those
     ``folders`` listed, when given (a binary of another toolchain is in the tree before the
     build starts), else whatever is there."""
+    kept = None if keep is None else keep.as_posix()
     for binary_dir in _BINARY_DIRS:
-        stem = job.artifact("", binary_dir)
-        folder = job.tree / stem.parent
+        stem = job.artifact("", binary_dir).as_posix()
+        folder, _, name = f"{job.tree}/{stem}".rpartition("/")
         present = None if folders is None else folders.names(folder)
         for suffix in _BINARY_SUFFIXES:
-            name = stem.name + suffix
-            if (present is None or name in present) and stem.with_name(name) != keep:
-                (folder / name).unlink(missing_ok=True)
+            if (present is None or name + suffix in present) and stem + suffix != kept:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{folder}/{name}{suffix}")
 
 
 def compile_tree(
