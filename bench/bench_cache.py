@@ -87,7 +87,7 @@ def _copy_binaries(artifacts: Sequence[Path], folder: Path) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=int, default=100, help="kernels (default: 100)")
-    parser.add_argument("--repeat", type=int, default=7, help="runs of each (default: 7)")
+    parser.add_argument("--repeat", type=int, default=15, help="runs of each (default: 15)")
     args = parser.parse_args(argv)
     load_before = load_average()
     toolchain = SimToolchain.discover()

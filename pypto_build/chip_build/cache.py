@@ -18,6 +18,8 @@ by :data:`PACKAGE_PLACEHOLDER` (:func:`compile_key`), as a plan names the tree b
 Every other file (PTO-ISA, the runtime, the system's headers) is recorded by absolute path, and
 its include directory is part of the command line, hence of the key. A lookup checks each
 recorded file's hash where it is now, so a moved pypto-build with other headers still misses.
+A build looks at each recorded file once (:class:`FileDigests`): the kernels of a sub-build
+share a hundred-odd headers, and a warm build is a hundred-odd hits.
 
 Layout (``v1`` is the format; a new format gets a new directory)::
 
@@ -32,7 +34,9 @@ directory is locked while in use, so ``prune`` can tell a killed build's leftove
 running build's work. The per-key file lock only keeps two builders from compiling the same key
 at once; a lock that cannot be had in time means compiling without the cache, never failing or
 hanging the build. A hit refreshes the manifest's modification time, the "last use" that
-pruning evicts by.
+pruning evicts by, and hard-links the artifact it has verified to where the caller wants it (the
+tree's binary), where the file systems allow: creating and writing a file costs many times
+reading one.
 
 The cache trusts nothing it reads, because anything can be left in a folder: a killed build's
 half, a flipped bit, a link planted by another program. So no path inside the cache is followed
