@@ -89,6 +89,9 @@ class CompileResult:
     remote: bool
     #: The binary's SHA-256 and size, as placed in the tree (the manifest lists them).
     binary: tuple[str, int]
+    #: The source's SHA-256 and size when it was read for the cache key (None without a
+    #: cache): the manifest lists it without reading it again.
+    source: tuple[str, int] | None
 
 
 @dataclass(frozen=True)
@@ -269,9 +272,12 @@ class _Compiler:
             with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
                 data = build(Path(stage)).artifact.read_bytes()
             cached = remote = placed = False
+            source = None
         else:
+            code = self.files.read(job.source_path)
+            source = (hashlib.sha256(code).hexdigest(), len(code))
             key = compile_key(
-                source=self.files.read(job.source_path),
+                source=code,
                 commands=key_plan.key_argv(),
                 identity=self.identity,
                 version=self.toolchain.version,
@@ -283,7 +289,8 @@ class _Compiler:
         if not placed:
             atomic_write_bytes(output, data)
         binary = (hashlib.sha256(data).hexdigest(), len(data))
-        return CompileResult(job, artifact, cached, key_plan, "".join(outputs), remote, binary)
+        output_text = "".join(outputs)
+        return CompileResult(job, artifact, cached, key_plan, output_text, remote, binary, source)
 
 
 def _run_all(
@@ -403,7 +410,7 @@ def compile_tree(
         toolchain_version=toolchain.version,
         inputs=_recorded_inputs(tree),
         binary_context=context,
-        written={result.artifact.as_posix(): result.binary for result in results},
+        written=_known_files(results),
     )
     return CompileReport(chip, toolchain.name, toolchain.version, results, log)
 
@@ -443,6 +450,16 @@ def _write_binary_contexts(tree: Path, context: Mapping[str, object] | None) -> 
                 path.parent.rmdir()
         elif not path.is_file() or path.read_text(encoding="utf-8") != text:
             atomic_write_text(path, text)
+
+
+def _known_files(results: Sequence[CompileResult]) -> dict[str, tuple[str, int]]:
+    """The SHA-256 and size of the files of the tree this build placed or read: every binary,
+    and the sources read for their cache keys."""
+    known = {result.artifact.as_posix(): result.binary for result in results}
+    for result in results:
+        if result.source is not None:
+            known[result.job.source.as_posix()] = result.source
+    return known
 
 
 def _recorded_inputs(tree: Path) -> dict[str, str]:

@@ -59,8 +59,8 @@ def write_manifest(
     ``contents``, when given, are those files by relative path as the caller has just written
     them into a folder of its own (a render's staging folder): they are described from memory
     rather than read back. ``written`` gives the SHA-256 and size of some of the files, by
-    relative path, as the caller has just placed them (the binaries of a compile); the others
-    are read.
+    relative path, as the caller has just placed or read them (a compile's binaries and
+    sources); the others are read.
 
     ``inputs`` maps each input's name (a path relative to the project, or a builtin handle;
     never an absolute path) to the lowercase hex SHA-256 of its content; ``binary_context`` is

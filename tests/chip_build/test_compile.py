@@ -112,6 +112,8 @@ def test_second_build_compiles_nothing(
     assert (first.compiled, first.cache_hits) == (4, 0)
     assert (second.compiled, second.cache_hits) == (0, 4)
     assert _snapshot(tree) == before
+    # The binaries and sources the build knew are listed as they are.
+    assert verify_manifest(tree) == []
 
 
 def test_changed_kernel_recompiles_only_that_kernel(
