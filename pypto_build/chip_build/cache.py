@@ -246,6 +246,12 @@ class _Dependency:
         return {"in_tree": self.in_tree, "path": self.path, "sha256": self.sha256}
 
     @functools.cached_property
+    def packaged(self) -> bool:
+        """Whether the path is inside pypto-build's package (:data:`PACKAGE_PLACEHOLDER`);
+        kept, as dependencies are shared by entries."""
+        return not self.in_tree and self.path.startswith(f"{PACKAGE_PLACEHOLDER}/")
+
+    @functools.cached_property
     def canonical(self) -> str:
         """:meth:`as_json` as :func:`_digest_json` spells it (sorted keys, no spaces, ASCII),
         written out: naming an entry joins a hundred of these on every hit."""
@@ -292,8 +298,15 @@ class FileDigests:
         folder, which no compile reads as a header."""
         found = self._found
         for dep in dependencies:
-            path = f"{tree}/{dep.path}" if dep.in_tree else PACKAGE.local(dep.path)
-            digest = found[path] if path in found else self.get(path, find)
+            if dep.in_tree:
+                path = f"{tree}/{dep.path}"
+            elif dep.packaged:
+                path = PACKAGE.local(dep.path)
+            else:  # the system's headers, most of them
+                path = dep.path
+            digest = found.get(path, _UNKNOWN)
+            if digest is _UNKNOWN:
+                digest = self.get(path, find)
             if digest != dep.sha256:
                 if digest == _NOT_REGULAR:
                     raise _Damaged(f"names {path}, which is not a regular file")
@@ -311,6 +324,8 @@ class FileDigests:
 
 #: A :class:`FileDigests` finding: the path is not a regular file (never a SHA-256 in hex).
 _NOT_REGULAR = "not a regular file"
+#: Not yet found (a finding may be None: missing).
+_UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
