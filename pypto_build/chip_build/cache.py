@@ -569,8 +569,9 @@ class CompileCache:
         """The artifact of the folder ``entry`` when its recorded files all have their recorded
         hashes (linked to ``output`` when possible), None when one differs; :class:`_Damaged`
         when the entry is not one this cache could have published."""
+        manifest_path = entry / _MANIFEST
         try:
-            manifest = json.loads(read_regular(entry / _MANIFEST, follow_symlinks=False))
+            manifest = json.loads(read_regular(manifest_path, follow_symlinks=False))
         except FileNotFoundError:
             raise _Damaged("no manifest") from None
         except OSError as exc:
@@ -594,7 +595,7 @@ class CompileCache:
             raise _Damaged("artifact does not have the manifest's SHA-256")
         placed = output is not None and _link_read(path, status, output)
         with contextlib.suppress(OSError):  # pruned meanwhile: the bytes are still good
-            os.utime(entry / _MANIFEST, follow_symlinks=False)
+            os.utime(manifest_path, follow_symlinks=False)
         return _Found(data, placed)
 
     def _file_hash(self, path: str) -> str | None:
