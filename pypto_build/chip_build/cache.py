@@ -881,7 +881,7 @@ def _entry_name(key: str, dependencies: Sequence[_Dependency]) -> str:
     set of header contents, and a manifest altered after publishing no longer matches. It is
     ``_digest_json([key, [dep.as_json() for dep in dependencies]])``, spelled out from
     :attr:`_Dependency.canonical`."""
-    listed = ",".join(dep.canonical for dep in dependencies)
+    listed = ",".join([dep.canonical for dep in dependencies])
     canonical = f"[{encode_basestring_ascii(key)},[{listed}]]"
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
