@@ -11,23 +11,31 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from pypto_build.chip_build.compile import find_jobs
+from pypto_build.chip_build.compile import find_jobs, start_order
 from pypto_build.chip_build.toolchains import Toolchain
+
+
+def by_hand_units(
+    tree: Path, chips: Sequence[str], scratch: Path, toolchain: Toolchain
+) -> list[str]:
+    """One shell snippet per source of the rendered ``tree`` (change to its folder, compile,
+    link), with the toolchain's own command lines, writing under ``scratch``; in the order the
+    engine starts parallel compiles (:func:`~pypto_build.chip_build.compile.start_order`)."""
+    units: list[str] = []
+    for chip in chips:
+        for index, job in enumerate(start_order(find_jobs(tree / chip, chip))):
+            stage = scratch / chip / str(index)
+            stage.mkdir(parents=True)
+            lines = [f"cd {shlex.quote(str(job.source_path.parent))}"]
+            lines += [shlex.join(step.argv) for step in toolchain.plan(job, stage).steps]
+            units.append("\n".join(lines) + "\n")
+    return units
 
 
 def by_hand_script(
     tree: Path, chips: Sequence[str], scratch: Path, toolchain: Toolchain
 ) -> tuple[str, int]:
     """A shell script compiling every source of the rendered ``tree`` serially, as a person
-    would without pypto-build, and how many sources it compiles. It runs the toolchain's own
-    command lines (so both sides compile exactly the same) and writes under ``scratch``."""
-    lines = ["set -e"]
-    units = 0
-    for chip in chips:
-        for index, job in enumerate(find_jobs(tree / chip, chip)):
-            stage = scratch / chip / str(index)
-            stage.mkdir(parents=True)
-            lines.append(f"cd {shlex.quote(str(job.source_path.parent))}")
-            lines += [shlex.join(step.argv) for step in toolchain.plan(job, stage).steps]
-            units += 1
-    return "\n".join(lines) + "\n", units
+    would without pypto-build, and how many sources it compiles (:func:`by_hand_units`)."""
+    units = by_hand_units(tree, chips, scratch, toolchain)
+    return "set -e\n" + "".join(units), len(units)

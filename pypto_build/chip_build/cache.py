@@ -18,6 +18,8 @@ by :data:`PACKAGE_PLACEHOLDER` (:func:`compile_key`), as a plan names the tree b
 Every other file (PTO-ISA, the runtime, the system's headers) is recorded by absolute path, and
 its include directory is part of the command line, hence of the key. A lookup checks each
 recorded file's hash where it is now, so a moved pypto-build with other headers still misses.
+A build looks at each recorded file once (:class:`FileDigests`): the kernels of a sub-build
+share a hundred-odd headers, and a warm build is a hundred-odd hits.
 
 Layout (``v1`` is the format; a new format gets a new directory)::
 
@@ -32,7 +34,9 @@ directory is locked while in use, so ``prune`` can tell a killed build's leftove
 running build's work. The per-key file lock only keeps two builders from compiling the same key
 at once; a lock that cannot be had in time means compiling without the cache, never failing or
 hanging the build. A hit refreshes the manifest's modification time, the "last use" that
-pruning evicts by.
+pruning evicts by, and hard-links the artifact it has verified to where the caller wants it (the
+tree's binary), where the file systems allow: creating and writing a file costs many times
+reading one.
 
 The cache trusts nothing it reads, because anything can be left in a folder: a killed build's
 half, a flipped bit, a link planted by another program. So no path inside the cache is followed
@@ -55,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -66,12 +71,19 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pypto_build.chip_build.cache_location import default_cache_dir
-from pypto_build.chip_build.fs import atomic_write_text
-from pypto_build.files import NotRegularFile, is_regular, read_regular, sha256_regular
+from pypto_build.chip_build.fs import FILE_MODE, atomic_write_text
+from pypto_build.files import (
+    NotRegularFile,
+    is_regular,
+    read_regular,
+    read_regular_status,
+    sha256_regular,
+)
 
 if TYPE_CHECKING:
     import filelock
@@ -105,10 +117,14 @@ class PackageFolder:
 
     def portable(self, text: str) -> str:
         """``text`` (a path, or an argument holding one) with the folder as the placeholder."""
+        if str(self.root) not in text:  # most arguments: no regular expression
+            return text
         return re.sub(re.escape(str(self.root)) + r"(?=/|$)", PACKAGE_PLACEHOLDER, text)
 
     def local(self, text: str) -> str:
         """The inverse of :meth:`portable`, for this installation."""
+        if PACKAGE_PLACEHOLDER not in text:  # most recorded files: no regular expression
+            return text
         return re.sub(re.escape(PACKAGE_PLACEHOLDER) + r"(?=/|$)", str(self.root), text)
 
 
@@ -139,45 +155,32 @@ def _digest_json(document: object) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+#: One word of a dependency file: escaped spaces and ``#`` (``\ ``, ``\#``) and ``$$`` belong
+#: to the word; any other whitespace ends it.
+_DEPFILE_WORD = re.compile(r"(?:\\[ #]|\$\$|\S)+")
+_DEPFILE_ESCAPE = re.compile(r"\\([ #])|\$(\$)")
+
+
 def read_depfile(depfile: Path, cwd: Path) -> tuple[Path, ...]:
-    """The prerequisites of a make-style dependency file (``-MD -MF``), as absolute paths.
+    """The prerequisites of a make-style dependency file (``-MD -MF``), as absolute paths,
+    each once, in the order the file first names them.
 
     Relative paths are relative to ``cwd``, where the compiler ran. Handles line continuations,
-    backslash-escaped spaces and ``$$``; the rule's target is dropped.
+    backslash-escaped spaces and ``#`` and ``$$``; the rule's target is dropped. One pass of a
+    regular expression over the text: a compile of a kernel lists a hundred headers or more.
     """
     text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
     text = text.replace("\\\r\n", " ").replace("\\\n", " ")
-    words: list[str] = []
-    current: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text) and text[index + 1] in " #":
-            current.append(text[index + 1])
-            index += 2
-            continue
-        if char == "$" and text.startswith("$$", index):
-            current.append("$")
-            index += 2
-            continue
-        if char.isspace():
-            if current:
-                words.append("".join(current))
-                current = []
-        else:
-            current.append(char)
-        index += 1
-    if current:
-        words.append("".join(current))
-    prerequisites: list[Path] = []
-    for word in words:
+    base = str(cwd)
+    prerequisites: dict[str, None] = {}
+    for match in _DEPFILE_WORD.finditer(text):
+        word = match.group()
         if word.endswith(":"):  # a target ("out.so:"); everything else is a prerequisite
             continue
-        path = Path(word)
-        normalized = Path(os.path.normpath(path if path.is_absolute() else cwd / path))
-        if normalized not in prerequisites:
-            prerequisites.append(normalized)
-    return tuple(prerequisites)
+        if "\\" in word or "$" in word:
+            word = _DEPFILE_ESCAPE.sub(lambda escape: escape.group(1) or escape.group(2), word)
+        prerequisites[os.path.normpath(os.path.join(base, word))] = None
+    return tuple(Path(path) for path in prerequisites)
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,9 @@ class Fetched:
     data: bytes
     hit: bool
     remote: bool = False
+    #: Whether the artifact is already at the ``output`` the caller asked for
+    #: (:meth:`CompileCache.fetch_or_build`); when not, writing it there is the caller's work.
+    placed: bool = False
 
 
 @dataclass(frozen=True)
@@ -236,13 +242,22 @@ class _Dependency:
     in_tree: bool
     sha256: str
 
-    def resolve(self, tree: Path) -> Path:
-        if self.in_tree:
-            return tree / self.path
-        return Path(PACKAGE.local(self.path))
-
     def as_json(self) -> dict[str, object]:
         return {"in_tree": self.in_tree, "path": self.path, "sha256": self.sha256}
+
+    @functools.cached_property
+    def packaged(self) -> bool:
+        """Whether the path is inside pypto-build's package (:data:`PACKAGE_PLACEHOLDER`);
+        kept, as dependencies are shared by entries."""
+        return not self.in_tree and self.path.startswith(f"{PACKAGE_PLACEHOLDER}/")
+
+    @functools.cached_property
+    def canonical(self) -> str:
+        """:meth:`as_json` as :func:`_digest_json` spells it (sorted keys, no spaces, ASCII),
+        written out: naming an entry joins a hundred of these on every hit."""
+        in_tree = "true" if self.in_tree else "false"
+        path = encode_basestring_ascii(self.path)
+        return f'{{"in_tree":{in_tree},"path":{path},"sha256":"{self.sha256}"}}'
 
 
 @dataclass(frozen=True)
@@ -250,6 +265,75 @@ class _Entry:
     path: Path
     last_use: float
     size: int
+
+
+class FileDigests:
+    """What one build found the files it checked to be, each file looked at once.
+
+    Every kernel of a sub-build includes the same hundred-odd system and PTO headers, so a warm
+    build that checked each recorded file on every hit spent most of a hit's time on ``stat``.
+    A build's inputs are not expected to change while it runs (as every build tool assumes), so
+    the first finding about a path (its SHA-256, missing, not a regular file) stands for the
+    rest of the build; a new build starts a new one, so a header edited between builds is seen.
+    :func:`pypto_build.chip_build.compile.compile_tree` keeps one per call.
+    """
+
+    def __init__(self) -> None:
+        #: SHA-256 by path; None when missing, :data:`_NOT_REGULAR` for a FIFO, device, folder.
+        self._found: dict[str, str | None] = {}
+
+    def get(self, path: str, find: Callable[[str], str | None]) -> str | None:
+        """The finding for ``path``, from ``find`` the first time it is asked for."""
+        try:
+            return self._found[path]
+        except KeyError:
+            found = self._found[path] = find(path)
+            return found
+
+    def match(
+        self, dependencies: Sequence[_Dependency], tree: str, find: Callable[[str], str | None]
+    ) -> bool:
+        """Whether every recorded file has its recorded hash, for a tree at ``tree``, each file
+        asked of ``find`` the first time; :class:`_Damaged` when one is a FIFO, a device or a
+        folder, which no compile reads as a header."""
+        found = self._found
+        for dep in dependencies:
+            if dep.in_tree:
+                path = f"{tree}/{dep.path}"
+            elif dep.packaged:
+                path = PACKAGE.local(dep.path)
+            else:  # the system's headers, most of them
+                path = dep.path
+            digest = found.get(path, _UNKNOWN)
+            if digest is _UNKNOWN:
+                digest = self.get(path, find)
+            if digest != dep.sha256:
+                if digest == _NOT_REGULAR:
+                    raise _Damaged(f"names {path}, which is not a regular file")
+                return False
+        return True
+
+    def read(self, path: Path) -> bytes:
+        """The bytes of the regular file ``path`` (:func:`~pypto_build.files.read_regular`),
+        its SHA-256 noted: a compile reads its source for the key, and the entry then checks
+        the same file."""
+        data = read_regular(path)
+        self._found.setdefault(str(path), hashlib.sha256(data).hexdigest())
+        return data
+
+
+#: A :class:`FileDigests` finding: the path is not a regular file (never a SHA-256 in hex).
+_NOT_REGULAR = "not a regular file"
+#: Not yet found (a finding may be None: missing).
+_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A local entry's verified artifact, and whether it was linked to the requested output."""
+
+    data: bytes
+    placed: bool
 
 
 class _Damaged(Exception):
@@ -283,18 +367,30 @@ class CompileCache:
         self._warn = warn
         self._warned: set[str] = set()
         self._warn_lock = threading.Lock()
-        # File hashes by (path, size, mtime, inode): dependency checks of many kernels share
-        # the same headers. Files are not expected to change during one build.
+        # File hashes by (path, size, mtime, inode), for every build this object serves: a
+        # build's FileDigests asks each file once, a new build then hashes only what changed.
         self._hashes: dict[tuple[str, int, int, int], str] = {}
 
     # --- compile ---------------------------------------------------------------------------
 
-    def fetch_or_build(self, key: str, tree: Path, build: Callable[[Path], Built]) -> Fetched:
+    def fetch_or_build(
+        self,
+        key: str,
+        tree: Path,
+        build: Callable[[Path], Built],
+        files: FileDigests | None = None,
+        output: Path | None = None,
+    ) -> Fetched:
         """The artifact for compile ``key`` of a source in ``tree``: a valid entry whose
-        dependencies are unchanged, else ``build(staging_dir)`` run and published. A cache
+        dependencies are unchanged, else ``build(staging_dir)`` run and published. ``files``
+        holds what this build already found the files it checked to be (a fresh one when not
+        given: every file is looked at). On a local hit the artifact is also linked to
+        ``output``, when given and the file systems allow it (:attr:`Fetched.placed`). A cache
         that cannot be used means ``build`` runs in a private folder, with one warning."""
+        if files is None:
+            files = FileDigests()
         try:
-            return self._fetch_or_build(key, tree, build)
+            return self._fetch_or_build(key, tree, build, files, output)
         except _Unusable as trouble:
             self._warn_once(
                 "unusable",
@@ -302,10 +398,17 @@ class CompileCache:
             )
             return Fetched(_build_uncached(build), hit=False)
 
-    def _fetch_or_build(self, key: str, tree: Path, build: Callable[[Path], Built]) -> Fetched:
-        data = self._lookup(key, tree)
-        if data is not None:
-            return Fetched(data, hit=True)
+    def _fetch_or_build(
+        self,
+        key: str,
+        tree: Path,
+        build: Callable[[Path], Built],
+        files: FileDigests,
+        output: Path | None,
+    ) -> Fetched:
+        found = self._lookup(key, tree, files, output)
+        if found is not None:
+            return Fetched(found.data, hit=True, placed=found.placed)
         import filelock  # a miss only: a warm build takes no lock
 
         lock = self._key_lock(key)
@@ -321,13 +424,14 @@ class CompileCache:
         except OSError as exc:
             raise _Unusable(f"lock {lock.lock_file}: {exc.strerror or exc}") from None
         try:
-            data = self._lookup(key, tree)  # another builder may have just published it
-            if data is not None:
-                return Fetched(data, hit=True)
-            data = self._remote_lookup(key, tree)
+            # Another builder may have just published it.
+            found = self._lookup(key, tree, files, output)
+            if found is not None:
+                return Fetched(found.data, hit=True, placed=found.placed)
+            data = self._remote_lookup(key, tree, files)
             if data is not None:
                 return Fetched(data, hit=True, remote=True)
-            return Fetched(self._build_and_publish(key, tree, build), hit=False)
+            return Fetched(self._build_and_publish(key, tree, build, files), hit=False)
         finally:
             with contextlib.suppress(OSError):
                 lock.release()
@@ -433,34 +537,41 @@ class CompileCache:
     def _key_dir(self, key: str) -> Path:
         return self._base / "entries" / key[:2] / key
 
-    def _lookup(self, key: str, tree: Path) -> bytes | None:
+    def _lookup(
+        self, key: str, tree: Path, files: FileDigests, output: Path | None
+    ) -> _Found | None:
         key_dir = self._key_dir(key)
         if not all(
             self._existing_dir(path) for path in (self._base / "entries", key_dir.parent, key_dir)
         ):
             return None
         try:
-            candidates = sorted(key_dir.iterdir())
+            with os.scandir(key_dir) as listing:  # with each item's type: no stat per entry
+                candidates = sorted(listing, key=lambda item: item.name)
         except OSError:
             return None
-        for entry in candidates:
+        for item in candidates:
+            entry = Path(item.path)
             try:
-                data = self._read_entry(entry, key, tree)
+                if not item.is_dir(follow_symlinks=False):
+                    raise _Damaged("not a folder")
+                found = self._read_entry(entry, key, tree, files, output)
             except _Damaged as damage:
                 self._evict(entry, str(damage))
                 continue
-            if data is not None:
-                return data
+            if found is not None:
+                return found
         return None
 
-    def _read_entry(self, entry: Path, key: str, tree: Path) -> bytes | None:
-        """The artifact of ``entry`` when its recorded files all have their recorded hashes,
-        None when one differs; :class:`_Damaged` when the entry is not one this cache could
-        have published."""
-        if not self._existing_dir(entry):
-            raise _Damaged("not a folder")
+    def _read_entry(
+        self, entry: Path, key: str, tree: Path, files: FileDigests, output: Path | None
+    ) -> _Found | None:
+        """The artifact of the folder ``entry`` when its recorded files all have their recorded
+        hashes (linked to ``output`` when possible), None when one differs; :class:`_Damaged`
+        when the entry is not one this cache could have published."""
+        manifest_path = entry / _MANIFEST
         try:
-            manifest = json.loads(read_regular(entry / _MANIFEST, follow_symlinks=False))
+            manifest = json.loads(read_regular(manifest_path, follow_symlinks=False))
         except FileNotFoundError:
             raise _Damaged("no manifest") from None
         except OSError as exc:
@@ -473,38 +584,36 @@ class CompileCache:
             raise _Damaged(str(exc)) from None
         if entry.name != _entry_name(key, dependencies):
             raise _Damaged("the manifest's dependencies do not match the entry's name")
-        if not self._dependencies_match(dependencies, tree):
+        if not files.match(dependencies, str(tree), self._file_hash):
             return None
+        path = entry / _ARTIFACT
         try:
-            data = read_regular(entry / _ARTIFACT, follow_symlinks=False)
+            data, status = read_regular_status(path, follow_symlinks=False)
         except OSError as exc:
             raise _Damaged(f"artifact: {exc.strerror or exc}") from None
         if hashlib.sha256(data).hexdigest() != artifact:
             raise _Damaged("artifact does not have the manifest's SHA-256")
+        placed = output is not None and _link_read(path, status, output)
         with contextlib.suppress(OSError):  # pruned meanwhile: the bytes are still good
-            os.utime(entry / _MANIFEST, follow_symlinks=False)
-        return data
+            os.utime(manifest_path, follow_symlinks=False)
+        return _Found(data, placed)
 
-    def _dependencies_match(self, dependencies: Sequence[_Dependency], tree: Path) -> bool:
-        return all(self._file_hash(dep.resolve(tree)) == dep.sha256 for dep in dependencies)
-
-    def _file_hash(self, path: Path) -> str | None:
-        """The SHA-256 of the regular file ``path``; None when it is missing (a changed
-        header is a miss); :class:`_Damaged` when it is a FIFO, a device or a folder, which no
-        compile reads as a header."""
+    def _file_hash(self, path: str) -> str | None:
+        """The SHA-256 of the regular file ``path``; None when it is missing (a changed header
+        is a miss), :data:`_NOT_REGULAR` when it is not a regular file."""
         try:
-            status = path.stat()
+            status = os.stat(path)
         except OSError:
             return None
         if not stat.S_ISREG(status.st_mode):
-            raise _Damaged(f"names {path}, which is not a regular file")
-        memo_key = (str(path), status.st_size, status.st_mtime_ns, status.st_ino)
+            return _NOT_REGULAR
+        memo_key = (path, status.st_size, status.st_mtime_ns, status.st_ino)
         digest = self._hashes.get(memo_key)
         if digest is None:
             try:
                 digest = sha256_regular(path)
             except NotRegularFile:
-                raise _Damaged(f"names {path}, which is not a regular file") from None
+                return _NOT_REGULAR
             except OSError:
                 return None
             self._hashes[memo_key] = digest
@@ -514,7 +623,7 @@ class CompileCache:
         self._warn(f"compile cache: evicted damaged entry {entry} ({reason}); rebuilding")
         self._remove(entry)
 
-    def _remote_lookup(self, key: str, tree: Path) -> bytes | None:
+    def _remote_lookup(self, key: str, tree: Path, files: FileDigests) -> bytes | None:
         """The artifact of the first remote entry whose manifest is sound and whose recorded
         files all have their recorded hashes here, published locally; None on a miss. A
         remote entry is checked exactly as a local one is."""
@@ -523,7 +632,7 @@ class CompileCache:
         for entry in self.remote.entries(key):
             try:
                 artifact, dependencies = _parse_manifest(entry.manifest, key)
-                if not self._dependencies_match(dependencies, tree):
+                if not files.match(dependencies, str(tree), self._file_hash):
                     continue
             except (ValueError, _Damaged) as exc:
                 entry.damaged(str(exc))
@@ -541,13 +650,15 @@ class CompileCache:
 
     # --- publishing ------------------------------------------------------------------------
 
-    def _build_and_publish(self, key: str, tree: Path, build: Callable[[Path], Built]) -> bytes:
+    def _build_and_publish(
+        self, key: str, tree: Path, build: Callable[[Path], Built], files: FileDigests
+    ) -> bytes:
         with self._staging() as work:
             staging = work / "build"
             staging.mkdir()
             built = build(staging)
             data = built.artifact.read_bytes()
-            recorded = [self._record(path, tree) for path in built.dependencies]
+            recorded = [self._record(path, tree, files) for path in built.dependencies]
         dependencies = [dep for dep in recorded if dep is not None]
         if len(dependencies) != len(recorded):
             # A file the compiler read is gone: nothing could verify this entry later.
@@ -579,6 +690,7 @@ class CompileCache:
         entry = work / "entry"
         entry.mkdir()
         (entry / _ARTIFACT).write_bytes(data)
+        os.chmod(entry / _ARTIFACT, FILE_MODE)  # the mode of a build's output: linkable there
         manifest: dict[str, object] = {
             "artifact_sha256": hashlib.sha256(data).hexdigest(),
             "dependencies": [dep.as_json() for dep in dependencies],
@@ -593,12 +705,9 @@ class CompileCache:
             os.rename(entry, final)
         return manifest
 
-    def _record(self, path: Path, tree: Path) -> _Dependency | None:
-        try:
-            digest = self._file_hash(path)
-        except _Damaged:
-            return None
-        if digest is None:
+    def _record(self, path: Path, tree: Path, files: FileDigests) -> _Dependency | None:
+        digest = files.get(str(path), self._file_hash)
+        if digest is None or digest == _NOT_REGULAR:
             return None
         if path.is_relative_to(tree):
             return _Dependency(path.relative_to(tree).as_posix(), True, digest)
@@ -734,6 +843,34 @@ class CompileCache:
                 os.close(fd)
 
 
+def _link_read(path: Path, opened: os.stat_result, output: Path) -> bool:
+    """Give the artifact ``path``, whose bytes were read and verified from the file of status
+    ``opened``, the name ``output`` too (replacing what is there), as a hard link: a warm build
+    then creates no file and copies no byte, where writing a new file costs many times reading
+    it. The new name is checked to be that very file (same device and inode), not whatever
+    ``path`` names by now. False, leaving nothing behind, where that cannot be done (another
+    file system, a mode other than a build output's, a replaced entry): the caller then writes
+    the bytes.
+    """
+    if stat.S_IMODE(opened.st_mode) != FILE_MODE:
+        return False
+    temporary = output.with_name(f".{output.name}.{os.getpid()}.{threading.get_ident()}.link")
+    try:
+        os.link(path, temporary, follow_symlinks=False)
+    except OSError:
+        return False
+    try:
+        linked = os.lstat(temporary)
+        if (linked.st_dev, linked.st_ino) != (opened.st_dev, opened.st_ino):
+            raise OSError(f"{path} was replaced")
+        os.replace(temporary, output)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        return False
+    return True
+
+
 def _build_uncached(build: Callable[[Path], Built]) -> bytes:
     with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
         return build(Path(stage)).artifact.read_bytes()
@@ -741,8 +878,12 @@ def _build_uncached(build: Callable[[Path], Built]) -> bytes:
 
 def _entry_name(key: str, dependencies: Sequence[_Dependency]) -> str:
     """An entry's folder name: the key and its dependencies, so one key holds one entry per
-    set of header contents, and a manifest altered after publishing no longer matches."""
-    return _digest_json([key, [dep.as_json() for dep in dependencies]])
+    set of header contents, and a manifest altered after publishing no longer matches. It is
+    ``_digest_json([key, [dep.as_json() for dep in dependencies]])``, spelled out from
+    :attr:`_Dependency.canonical`."""
+    listed = ",".join([dep.canonical for dep in dependencies])
+    canonical = f"[{encode_basestring_ascii(key)},[{listed}]]"
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def _remove_path(path: Path) -> None:
@@ -783,18 +924,31 @@ def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]
         raise ValueError("malformed manifest")
     if _SHA256.fullmatch(artifact) is None:
         raise ValueError("artifact hash is not a SHA-256")
+    # Exact types, as JSON gives them (``type(...) is`` costs less than ``isinstance``, and a
+    # manifest lists a hundred dependencies or more).
     dependencies: list[_Dependency] = []
     for item in raw:
-        if not isinstance(item, dict):
+        # Three fields, no more, no fewer: those :meth:`_Dependency.as_json` writes.
+        if type(item) is not dict or len(item) != 3:
             raise ValueError("malformed dependency")
-        path, in_tree, digest = item.get("path"), item.get("in_tree"), item.get("sha256")
-        if not (isinstance(path, str) and isinstance(in_tree, bool) and isinstance(digest, str)):
+        try:
+            path, in_tree, digest = item["path"], item["in_tree"], item["sha256"]
+        except KeyError:
+            raise ValueError("malformed dependency") from None
+        if type(path) is not str or type(in_tree) is not bool or type(digest) is not str:
             raise ValueError("malformed dependency")
-        if _SHA256.fullmatch(digest) is None:
-            raise ValueError("dependency hash is not a SHA-256")
-        _check_dependency_path(path, in_tree)
-        dependencies.append(_Dependency(path, in_tree, digest))
+        dependencies.append(_dependency(path, in_tree, digest))
     return artifact, dependencies
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _dependency(path: str, in_tree: bool, digest: str) -> _Dependency:
+    """A recorded dependency, checked (ValueError when malformed). Remembered, as a pure
+    function of its fields: every entry of a sub-build records the same hundred-odd headers."""
+    if _SHA256.fullmatch(digest) is None:
+        raise ValueError("dependency hash is not a SHA-256")
+    _check_dependency_path(path, in_tree)
+    return _Dependency(path, in_tree, digest)
 
 
 def _check_dependency_path(path: str, in_tree: bool) -> None:

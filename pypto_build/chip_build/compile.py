@@ -20,12 +20,15 @@ tree must stay a pure function of the inputs, and a log is not.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import shlex
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -34,13 +37,14 @@ from typing import TextIO
 from pypto_build.chip_build.cache import (
     Built,
     CompileCache,
+    FileDigests,
     compile_key,
     read_depfile,
 )
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.distributed_meta import META_NAME, with_platform
 from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
-from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.kernel_config import KernelConfig, read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.source_origins import source_origins, with_origin
 from pypto_build.chip_build.subbuild import LOG_DIR, NEXT_LEVELS
@@ -82,7 +86,12 @@ class CompileResult:
     #: What the compiler printed (warnings); empty for a cache hit.
     output: str
     #: Whether the cache hit came from the cache's remote tier.
-    remote: bool = False
+    remote: bool
+    #: The binary's SHA-256 and size, as placed in the tree (the manifest lists them).
+    binary: tuple[str, int]
+    #: The source's SHA-256 and size when it was read for the cache key (None without a
+    #: cache): the manifest lists it without reading it again.
+    source: tuple[str, int] | None
 
 
 @dataclass(frozen=True)
@@ -135,14 +144,28 @@ def default_log_path(tree: Path, chip: str) -> Path:
     return tree.parent / LOG_DIR / f"{chip}.log"
 
 
+def _read_configs(tree: Path) -> dict[PurePosixPath, KernelConfig]:
+    """Every ``kernel_config.py`` under ``tree`` by its sub-build folder (relative to the
+    tree), sorted by path. Read once per build: the file of a sub-build of a hundred kernels
+    takes milliseconds to parse."""
+    paths = sorted(tree.rglob(KERNEL_CONFIG), key=lambda path: path.as_posix())
+    return {
+        PurePosixPath(path.parent.relative_to(tree).as_posix()): read_kernel_config(path)
+        for path in paths
+    }
+
+
 def find_jobs(tree: Path, chip: str) -> list[CompileJob]:
     """Every source the ``kernel_config.py`` files under ``tree`` list, sorted by path."""
+    return _jobs_of(tree, chip, _read_configs(tree))
+
+
+def _jobs_of(
+    tree: Path, chip: str, configs: Mapping[PurePosixPath, KernelConfig]
+) -> list[CompileJob]:
     catalog_chip = get_chip(chip)
-    configs = sorted(tree.rglob(KERNEL_CONFIG), key=lambda path: path.as_posix())
     jobs: list[CompileJob] = []
-    for path in configs:
-        config = read_kernel_config(path)
-        root = PurePosixPath(path.parent.relative_to(tree).as_posix())
+    for root, config in configs.items():
         if config.orchestration is not None:
             source = root / config.orchestration.source
             jobs.append(CompileJob(tree, source, UnitKind.ORCHESTRATION, catalog_chip))
@@ -184,6 +207,34 @@ class _Progress:
             self._stream.flush()
 
 
+class _Folders:
+    """The folders of one build's binaries, each made and listed once: the binaries of a
+    sub-build's kernels share a few folders, and asking the file system again for each binary
+    costs more than the link that puts a cached binary there."""
+
+    def __init__(self) -> None:
+        self._made: set[str] = set()
+        self._listed: dict[str, frozenset[str]] = {}
+
+    def make(self, folder: Path) -> None:
+        name = str(folder)
+        if name not in self._made:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._made.add(name)
+
+    def names(self, folder: str) -> frozenset[str]:
+        """The names in ``folder`` when this build first asked (none when it is missing);
+        what the build itself adds later is not listed."""
+        listed = self._listed.get(folder)
+        if listed is None:
+            try:
+                listed = frozenset(os.listdir(folder))
+            except OSError:
+                listed = frozenset()
+            self._listed[folder] = listed
+        return listed
+
+
 @dataclass(frozen=True)
 class _Compiler:
     """Compiles one job: the toolchain, cache and launcher of one :func:`compile_tree` call."""
@@ -192,9 +243,14 @@ class _Compiler:
     identity: str
     cache: CompileCache | None
     launcher: Launcher | None
+    #: What this build found the files the cache checks to be: each header once per build.
+    files: FileDigests
+    folders: _Folders
 
     def __call__(self, job: CompileJob) -> CompileResult:
         suffix = self.toolchain.artifact_suffix(job.kind)
+        artifact = job.artifact(suffix, self.toolchain.binary_dir)
+        output = job.tree / artifact
         # A tree that a plan names is mapped out of the binary (debug prefix map): the same
         # sources hit the cache wherever their tree lives.
         key_plan = self.toolchain.plan(replace(job, tree=TREE_PLACEHOLDER), STAGE_PLACEHOLDER)
@@ -204,6 +260,8 @@ class _Compiler:
             plan = self.toolchain.plan(job, stage)
             launcher = () if self.launcher is None else self.launcher.argv
             outputs.append(run_plan(plan, job, launcher))
+            if self.cache is None:  # the headers only matter to a cache entry
+                return Built(plan.output, ())
             # A plan that compiles several sources in one command (a CANN orchestration with the
             # runtime's sources) names them, and what they include, itself: the depfile lists
             # the headers of the last source only.
@@ -213,29 +271,72 @@ class _Compiler:
         if self.cache is None:
             with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
                 data = build(Path(stage)).artifact.read_bytes()
-            cached = remote = False
+            cached = remote = placed = False
+            source = None
         else:
+            code = self.files.read(job.source_path)
+            source = (hashlib.sha256(code).hexdigest(), len(code))
             key = compile_key(
-                source=job.source_path.read_bytes(),
+                source=code,
                 commands=key_plan.key_argv(),
                 identity=self.identity,
                 version=self.toolchain.version,
             )
-            fetched = self.cache.fetch_or_build(key, job.tree, build)
-            data, cached, remote = fetched.data, fetched.hit, fetched.remote
-        artifact = job.artifact(suffix, self.toolchain.binary_dir)
-        _remove_binaries(job, keep=artifact)
-        atomic_write_bytes(job.tree / artifact, data)
-        return CompileResult(job, artifact, cached, key_plan, "".join(outputs), remote)
+            self.folders.make(output.parent)
+            fetched = self.cache.fetch_or_build(key, job.tree, build, self.files, output)
+            data, cached, remote, placed = fetched.data, fetched.hit, fetched.remote, fetched.placed
+        _remove_binaries(job, keep=artifact, folders=self.folders)
+        if not placed:
+            atomic_write_bytes(output, data)
+        binary = (hashlib.sha256(data).hexdigest(), len(data))
+        output_text = "".join(outputs)
+        return CompileResult(job, artifact, cached, key_plan, output_text, remote, binary, source)
 
 
-def _remove_binaries(job: CompileJob, keep: PurePosixPath | None) -> None:
-    """Delete every binary any toolchain would build for ``job`` except ``keep``."""
+def _run_all(
+    run: Callable[[CompileJob], CompileResult | str], jobs: Sequence[CompileJob], workers: int
+) -> list[CompileResult | str]:
+    """``run`` of every job, in the order of ``jobs``, ``workers`` at a time, started in
+    :func:`start_order`. One worker runs them in this thread: a pool would only hand each job
+    over and back."""
+    if workers <= 1:
+        return [run(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        started = {id(job): pool.submit(run, job) for job in start_order(jobs)}
+        return [started[id(job)].result() for job in jobs]
+
+
+def start_order(jobs: Sequence[CompileJob]) -> list[CompileJob]:
+    """``jobs`` in the order parallel compiles start them: the longest expected first, so that
+    no long compile starts last and runs alone while the other workers idle. Orchestrations
+    (the largest sources, with the most headers) come first, then larger sources (one that
+    cannot be read is expected to fail quickly); the sort is stable."""
+
+    def expected_length(job: CompileJob) -> tuple[bool, int]:
+        try:
+            size = job.source_path.stat().st_size
+        except OSError:
+            size = 0
+        return (job.kind is not UnitKind.ORCHESTRATION, -size)
+
+    return sorted(jobs, key=expected_length)
+
+
+def _remove_binaries(
+    job: CompileJob, keep: PurePosixPath | None, folders: _Folders | None = None
+) -> None:
+    """Delete every binary any toolchain would build for ``job`` except ``keep``: those
+    ``folders`` listed, when given (a binary of another toolchain is in the tree before the
+    build starts), else whatever is there."""
+    kept = None if keep is None else keep.as_posix()
     for binary_dir in _BINARY_DIRS:
+        stem = job.artifact("", binary_dir).as_posix()
+        folder, _, name = f"{job.tree}/{stem}".rpartition("/")
+        present = None if folders is None else folders.names(folder)
         for suffix in _BINARY_SUFFIXES:
-            artifact = job.artifact(suffix, binary_dir)
-            if artifact != keep:
-                (job.tree / artifact).unlink(missing_ok=True)
+            if (present is None or name + suffix in present) and stem + suffix != kept:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{folder}/{name}{suffix}")
 
 
 def compile_tree(
@@ -265,9 +366,10 @@ def compile_tree(
     """
     log = default_log_path(tree, chip) if log is None else log
     catalog_chip = get_chip(chip)
-    all_jobs = find_jobs(tree, chip)
+    configs = _read_configs(tree)
+    all_jobs = _jobs_of(tree, chip, configs)
     identity = toolchain.identity()
-    compiler = _Compiler(toolchain, identity, cache, launcher)
+    compiler = _Compiler(toolchain, identity, cache, launcher, FileDigests(), _Folders())
     status = _Progress(len(all_jobs), progress)
     origins = source_origins(tree, source_root)
 
@@ -281,8 +383,7 @@ def compile_tree(
             return f"error: compiling {job.source.as_posix()}: {exc}"
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            outcomes = list(pool.map(run, all_jobs))
+        outcomes = _run_all(run, all_jobs, jobs)
     finally:
         status.close()
     results = tuple(outcome for outcome in outcomes if isinstance(outcome, CompileResult))
@@ -297,7 +398,7 @@ def compile_tree(
         for job, _ in failures:
             _remove_binaries(job, keep=None)
         raise BuildFailed(chip, [message for _, message in failures], len(all_jobs), log)
-    _record_binaries(tree, results)
+    _record_binaries(tree, configs, results)
     context = toolchain.binary_context(catalog_chip)
     _write_binary_contexts(tree, context)
     if (tree / META_NAME).is_file():
@@ -309,13 +410,16 @@ def compile_tree(
         toolchain_version=toolchain.version,
         inputs=_recorded_inputs(tree),
         binary_context=context,
+        written=_known_files(results),
     )
     return CompileReport(chip, toolchain.name, toolchain.version, results, log)
 
 
-def _record_binaries(tree: Path, results: Sequence[CompileResult]) -> None:
+def _record_binaries(
+    tree: Path, configs: Mapping[PurePosixPath, KernelConfig], results: Sequence[CompileResult]
+) -> None:
     """Write each kernel's and orchestration's binary into the ``kernel_config.py`` that lists
-    it."""
+    it (``configs``: those files as read before compiling)."""
     kernels: dict[PurePosixPath, dict[str, str]] = {}
     orchestrations: dict[PurePosixPath, str] = {}
     for result in results:
@@ -328,8 +432,7 @@ def _record_binaries(tree: Path, results: Sequence[CompileResult]) -> None:
             orchestrations[root] = binary
     for root in sorted(kernels.keys() | orchestrations.keys()):
         path = tree / root / KERNEL_CONFIG
-        config = read_kernel_config(path)
-        text = config.with_binaries(kernels.get(root, {}), orchestrations.get(root)).render()
+        text = configs[root].with_binaries(kernels.get(root, {}), orchestrations.get(root)).render()
         if path.read_text(encoding="utf-8") != text:
             atomic_write_text(path, text)
 
@@ -347,6 +450,16 @@ def _write_binary_contexts(tree: Path, context: Mapping[str, object] | None) -> 
                 path.parent.rmdir()
         elif not path.is_file() or path.read_text(encoding="utf-8") != text:
             atomic_write_text(path, text)
+
+
+def _known_files(results: Sequence[CompileResult]) -> dict[str, tuple[str, int]]:
+    """The SHA-256 and size of the files of the tree this build placed or read: every binary,
+    and the sources read for their cache keys."""
+    known = {result.artifact.as_posix(): result.binary for result in results}
+    for result in results:
+        if result.source is not None:
+            known[result.job.source.as_posix()] = result.source
+    return known
 
 
 def _recorded_inputs(tree: Path) -> dict[str, str]:

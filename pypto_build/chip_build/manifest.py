@@ -52,12 +52,15 @@ def write_manifest(
     inputs: Mapping[str, str],
     binary_context: Mapping[str, object] | None = None,
     contents: Mapping[str, bytes] | None = None,
+    written: Mapping[str, tuple[str, int]] | None = None,
 ) -> Path:
     """Write ``<root>/manifest.json`` describing every other file under ``root``.
 
     ``contents``, when given, are those files by relative path as the caller has just written
     them into a folder of its own (a render's staging folder): they are described from memory
-    rather than read back.
+    rather than read back. ``written`` gives the SHA-256 and size of some of the files, by
+    relative path, as the caller has just placed or read them (a compile's binaries and
+    sources); the others are read.
 
     ``inputs`` maps each input's name (a path relative to the project, or a builtin handle;
     never an absolute path) to the lowercase hex SHA-256 of its content; ``binary_context`` is
@@ -72,8 +75,11 @@ def write_manifest(
         if not _SHA256.fullmatch(digest):
             raise ValueError(f"manifest input '{name}' has no SHA-256 hex digest: '{digest}'")
     if contents is None:
+        written = written or {}
         files = [
-            {
+            {"path": path, "sha256": written[path][0], "size": written[path][1]}
+            if path in written
+            else {
                 "path": path,
                 "sha256": sha256_file(root / path),
                 "size": (root / path).stat().st_size,

@@ -4,8 +4,10 @@ dependency checks, concurrency, statistics and pruning."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from pypto_build.chip_build.cache import (
     PACKAGE_PLACEHOLDER,
     BuildCounts,
     CompileCache,
+    FileDigests,
     PackageFolder,
     compile_key,
     default_cache_dir,
@@ -58,6 +61,20 @@ def test_key_covers_source_commands_identity_and_version() -> None:
     ]
     others = {compile_key(**{**base, **change}) for change in changes}
     assert len(others) == len(changes) and key not in others
+
+
+def test_depfile_names_each_prerequisite_once_in_first_order(tmp_path: Path) -> None:
+    headers = [f"/usr/include/h{index}.h" for index in range(3000)]
+    depfile = tmp_path / "big.d"
+    depfile.write_text(
+        "k.so: k.cpp " + " \\\n ".join([*headers, *reversed(headers)]) + " a\\#b.h\n",
+        encoding="utf-8",
+    )
+    assert read_depfile(depfile, tmp_path) == (
+        tmp_path / "k.cpp",
+        *map(Path, headers),
+        tmp_path / "a#b.h",
+    )
 
 
 def test_depfile_parsing(tmp_path: Path) -> None:
@@ -132,6 +149,77 @@ def test_changed_dependency_is_a_miss_and_each_variant_is_kept(
     header.write_text("// v1\n", encoding="utf-8")
     fresh = CompileCache(cache.root)  # no file hashes remembered from before
     assert fresh.fetch_or_build(KEY, tree, Builder(b"unused", [])).data == b"v1"
+
+
+def test_one_build_looks_at_each_recorded_file_once(
+    cache: CompileCache, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = [compile_key(source=bytes([n]), commands=[], identity="", version="") for n in range(4)]
+    for key in keys:
+        cache.fetch_or_build(key, tree, Builder(b"binary", deps(tree)))
+    looked: list[str] = []
+    look = CompileCache._file_hash
+
+    def counted(self: CompileCache, path: str) -> str | None:
+        looked.append(path)
+        return look(self, path)
+
+    monkeypatch.setattr(CompileCache, "_file_hash", counted)
+    files = FileDigests()
+    assert all(cache.fetch_or_build(key, tree, Builder(b"", []), files).hit for key in keys)
+    assert sorted(looked) == sorted(str(path) for path in deps(tree))
+
+
+def test_a_change_is_seen_by_the_next_build_not_by_the_one_that_checked_the_file(
+    cache: CompileCache, tree: Path
+) -> None:
+    cache.fetch_or_build(KEY, tree, Builder(b"v1", deps(tree)))
+    files = FileDigests()
+    assert cache.fetch_or_build(KEY, tree, Builder(b"", []), files).hit
+    (tree / "kernels" / "k.h").write_text("// v2, longer\n", encoding="utf-8")
+    assert cache.fetch_or_build(KEY, tree, Builder(b"", []), files).hit
+    fetched = cache.fetch_or_build(KEY, tree, Builder(b"v2", deps(tree)), FileDigests())
+    assert (fetched.data, fetched.hit) == (b"v2", False)
+
+
+def test_a_hit_links_the_verified_artifact_to_the_output(
+    cache: CompileCache, tree: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "out" / "k.so"
+    output.parent.mkdir()
+    output.write_bytes(b"stale")
+    missed = cache.fetch_or_build(KEY, tree, Builder(b"binary", deps(tree)), output=output)
+    assert (missed.hit, missed.placed, output.read_bytes()) == (False, False, b"stale")
+    fetched = cache.fetch_or_build(KEY, tree, Builder(b"", []), output=output)
+    assert (fetched.hit, fetched.placed, output.read_bytes()) == (True, True, b"binary")
+    [entry] = entries(cache)
+    assert os.path.samefile(output, entry / "artifact")
+    assert stat.S_IMODE(output.stat().st_mode) == 0o644
+    assert [path.name for path in output.parent.iterdir()] == ["k.so"]
+
+
+def test_an_artifact_without_the_mode_of_an_output_is_not_linked(
+    cache: CompileCache, tree: Path, tmp_path: Path
+) -> None:
+    cache.fetch_or_build(KEY, tree, Builder(b"binary", deps(tree)))
+    [entry] = entries(cache)
+    (entry / "artifact").chmod(0o600)
+    output = tmp_path / "k.so"
+    fetched = cache.fetch_or_build(KEY, tree, Builder(b"", []), output=output)
+    assert (fetched.hit, fetched.placed, fetched.data) == (True, False, b"binary")
+    assert not output.exists()
+
+
+def test_entry_names_are_the_canonical_json_of_key_and_dependencies() -> None:
+    """Entries published before the name was spelled out by hand keep their names."""
+    dependencies = [
+        cache_module._Dependency('k\u00e9 "a\\b".h', True, "0" * 64),
+        cache_module._Dependency(f"{PACKAGE_PLACEHOLDER}/x y.h", False, "f" * 64),
+    ]
+    document = [KEY, [dep.as_json() for dep in dependencies]]
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    expected = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    assert cache_module._entry_name(KEY, dependencies) == expected
 
 
 def test_deleted_dependency_is_a_miss(cache: CompileCache, tree: Path) -> None:

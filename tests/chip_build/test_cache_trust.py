@@ -106,6 +106,10 @@ DAMAGE: dict[str, Callable[[Path, Path], object]] = {
     "artifact-hash-flipped": lambda entry, _: _rewrite_manifest(
         entry, lambda d: d.update(artifact_sha256=hashlib.sha256(b"other").hexdigest())
     ),
+    "dependency-with-another-field": lambda entry, _: _rewrite_manifest(
+        entry,
+        lambda d: d["dependencies"][0].update(note="x"),  # type: ignore[index]
+    ),
 }
 
 
@@ -253,3 +257,19 @@ def test_a_remote_entry_goes_through_the_same_checks(
     fetched = cache.fetch_or_build(KEY, tree, Builder(b"binary", deps(tree)))
     assert (fetched.data, fetched.remote) == (b"binary", False)
     assert len(remote.reasons) == 1
+
+
+def test_an_output_is_linked_only_to_the_file_whose_bytes_were_verified(tmp_path: Path) -> None:
+    """Between reading an entry's artifact and linking it, the entry's path may come to name
+    another file: the link is checked to be the file read, and undone otherwise."""
+    verified, replaced = tmp_path / "verified", tmp_path / "replaced"
+    for path in (verified, replaced):
+        path.write_bytes(path.name.encode())
+        path.chmod(0o644)
+    output = tmp_path / "out" / "k.so"
+    output.parent.mkdir()
+    assert not cache_module._link_read(replaced, os.stat(verified), output)
+    assert list(output.parent.iterdir()) == []
+    assert cache_module._link_read(verified, os.stat(verified), output)
+    assert output.read_bytes() == b"verified" and os.path.samefile(output, verified)
+    assert [path.name for path in output.parent.iterdir()] == ["k.so"]

@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 from _support.trees import INPUTS, kernel_source, make_tree, write_subbuild
 
+from pypto_build.chip_build import compile as compile_module
 from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import (
@@ -17,6 +18,7 @@ from pypto_build.chip_build.compile import (
     compile_tree,
     default_log_path,
     find_jobs,
+    start_order,
 )
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.kernel_config import read_kernel_config
@@ -51,6 +53,27 @@ def test_jobs_come_from_every_kernel_config_sorted(tmp_path: Path) -> None:
         ("next_levels/pipe/orchestration/pipe.cpp", UnitKind.ORCHESTRATION, None),
     ]
     assert {job.chip.name for job in jobs} == {"a3"}
+
+
+def test_longer_jobs_start_first_and_outcomes_keep_the_job_order(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "out")
+    (tree / PIPE / "kernels/aiv/beta.cpp").write_text(kernel_source(2) + "// longer\n" * 9)
+    jobs = find_jobs(tree, "a3")
+    assert [job.source.name for job in start_order(jobs)][:2] == ["pipe.cpp", "beta.cpp"]
+    for workers in (1, 2):
+        outcomes = compile_module._run_all(lambda job: job.source.name, jobs, workers)
+        assert outcomes == [job.source.name for job in jobs]
+
+
+def test_without_a_cache_no_dependency_file_is_read(
+    sim: SimToolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*_: object) -> None:
+        raise AssertionError("a dependency file was read")
+
+    monkeypatch.setattr(compile_module, "read_depfile", refuse)
+    report = compile_tree(make_tree(tmp_path / "out"), "a3", sim, progress=None)
+    assert report.compiled == 4
 
 
 def test_tree_records_its_binaries_and_toolchain(sim: SimToolchain, tmp_path: Path) -> None:
@@ -89,6 +112,8 @@ def test_second_build_compiles_nothing(
     assert (first.compiled, first.cache_hits) == (4, 0)
     assert (second.compiled, second.cache_hits) == (0, 4)
     assert _snapshot(tree) == before
+    # The binaries and sources the build knew are listed as they are.
+    assert verify_manifest(tree) == []
 
 
 def test_changed_kernel_recompiles_only_that_kernel(

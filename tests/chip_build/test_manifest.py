@@ -61,6 +61,24 @@ def test_manifest_content(tmp_path: Path) -> None:
     assert text == json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
+def test_files_the_caller_placed_are_described_as_it_says(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "a3")
+    expected = write(root).read_bytes()
+    binary = "next_levels/chip_pipeline/kernels/aiv/stage_step.o"
+    data = FILES[binary]
+    placed = {binary: (hashlib.sha256(data).hexdigest(), len(data))}
+    (root / binary).write_bytes(b"")  # not read back: described as the caller says
+    write_manifest(
+        root,
+        chip="a3",
+        toolchain="sim",
+        toolchain_version="g++ 13.2.0",
+        inputs=INPUTS,
+        written=placed,
+    )
+    assert (root / MANIFEST_NAME).read_bytes() == expected
+
+
 def test_manifest_is_identical_for_identical_trees_at_different_paths(tmp_path: Path) -> None:
     first = write(make_tree(tmp_path / "one" / "a3")).read_bytes()
     second_root = tmp_path / "elsewhere" / "deeper" / "a3"

@@ -84,16 +84,24 @@ class CompileJob:
     def artifact(self, suffix: str, binary_dir: str = "") -> PurePosixPath:
         """Where the artifact goes, relative to the tree: beside the source, or under the
         sub-build's ``binary_dir`` at the source's place (``sim/kernels/aiv/<name>.so``)."""
-        if not binary_dir:
-            return self.source.with_suffix(suffix)
-        inside = self.source.relative_to(self.subbuild)
-        return self.subbuild / binary_dir / inside.with_suffix(suffix)
+        # Spelled out as text, one path built: a build asks for several of these per source.
+        source = self.source.as_posix()
+        artifact = source[: len(source) - len(self.source.suffix)] + suffix
+        if binary_dir:
+            parts = artifact.split("/")
+            depth = 3 if self.kind is UnitKind.KERNEL else 2
+            artifact = "/".join([*parts[:-depth], binary_dir, *parts[-depth:]])
+        return PurePosixPath(artifact)
 
     def include_flags(self) -> tuple[str, ...]:
         """``-I`` flags for :attr:`include_dirs`, relative to the source's directory, where the
         compiler runs: no location of the tree enters a command line."""
-        parent = self.source.parent.as_posix()
-        return tuple(f"-I{posixpath.relpath(d.as_posix(), parent)}" for d in self.include_dirs)
+        # Both anchored at "/" (paths in the tree never climb out of it): relpath then never
+        # asks for the working directory.
+        parent = f"/{self.source.parent.as_posix()}"
+        return tuple(
+            f"-I{posixpath.relpath(f'/{d.as_posix()}', parent)}" for d in self.include_dirs
+        )
 
 
 @dataclass(frozen=True)

@@ -107,10 +107,11 @@ class SimToolchain:
         return None
 
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
-        artifact = job.artifact(self.artifact_suffix(job.kind)).name
+        stem = job.source.stem
+        artifact = f"{stem}{self.artifact_suffix(job.kind)}"
         output = stage / artifact
-        depfile = stage / f"{job.source.stem}.d"
-        obj = stage / f"{job.source.stem}.o"
+        depfile = stage / f"{stem}.d"
+        obj = f"{stage}/{stem}.o"
         if job.core_type is not None:
             # A kernel sees the headers of its tree only, as PyPTO's runtime compiles it.
             flags = (
@@ -127,13 +128,13 @@ class SimToolchain:
             *flags,
             *dependency_flags(depfile, artifact),
             "-o",
-            str(obj),
+            obj,
             job.source.name,
         )
         # A kernel without its entry point would load and then fail at run time: the link
         # refuses it at build time instead.
         entry = (KERNEL_ENTRY_FLAG,) if job.core_type is not None else ()
-        link_argv = (str(self.compiler), "-shared", *entry, "-o", str(output), str(obj))
+        link_argv = (str(self.compiler), "-shared", *entry, "-o", str(output), obj)
         return CompilePlan(
             steps=(Step(compile_argv, compiles=True), Step(link_argv, compiles=False)),
             output=output,

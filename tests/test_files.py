@@ -1,0 +1,38 @@
+"""The readers of files named by users, manifests and cache entries: regular files only, read
+whole."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pypto_build.files import NotRegularFile, read_regular, read_regular_status
+
+
+def test_the_bytes_come_with_the_status_of_the_file_read(tmp_path: Path) -> None:
+    path = tmp_path / "k.so"
+    path.write_bytes(b"\x7fELF" * 1000)
+    data, status = read_regular_status(path, follow_symlinks=False)
+    assert data == read_regular(path) == b"\x7fELF" * 1000
+    assert (status.st_ino, status.st_size) == (path.stat().st_ino, 4000)
+
+
+def test_a_file_larger_than_its_recorded_size_is_read_whole() -> None:
+    """``/proc`` files are regular files that report a size of 0."""
+    data, status = read_regular_status(Path("/proc/self/status"))
+    assert status.st_size == 0 and b"Name:" in data
+
+
+def test_anything_but_a_regular_file_is_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile):
+        read_regular_status(fifo)  # refused, not waited on
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "missing-or-not")
+    (tmp_path / "missing-or-not").write_bytes(b"x")
+    with pytest.raises(OSError):
+        read_regular_status(link, follow_symlinks=False)
+    assert read_regular_status(link)[0] == b"x"
