@@ -8,8 +8,11 @@ relative paths in one total order (their POSIX spelling), independent of the fil
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -83,3 +86,14 @@ def sha256_file(path: Path) -> str:
     """The SHA-256 of the file's bytes, as lowercase hex."""
     with path.open("rb") as stream:
         return hashlib.file_digest(stream, "sha256").hexdigest()
+
+
+def remove_entry(path: Path) -> None:
+    """Remove ``path`` itself, whatever it is, following no link: a folder with its contents, a
+    file, or a link (never what it points to); nothing if it is gone. Debris of a killed build
+    is whatever that build left, so it is removed without trusting its kind."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)

@@ -29,13 +29,14 @@ import errno
 import fcntl
 import fnmatch
 import os
-import shutil
 import signal
 import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from pypto_build.chip_build.fs import remove_entry
 
 #: The steps of a publish, in order (``rendered`` and ``compiled`` are the engine's, between
 #: ``staged`` and ``swapping``; ``moved-aside`` happens only without an exchange).
@@ -112,7 +113,7 @@ def replacing(
             step("swapping")
             _swap(staging, folder)
         except BaseException:
-            _remove(staging)
+            remove_entry(staging)
             raise
 
 
@@ -153,7 +154,7 @@ def remove_debris(target: Path) -> None:
                 break
     for name in names:
         if name.startswith(prefix) and name.endswith((_STAGING_SUFFIX, _ASIDE_SUFFIX)):
-            _remove(parent / name)
+            remove_entry(parent / name)
 
 
 def _tell(message: str) -> None:
@@ -252,7 +253,7 @@ def _swap(staging: Path, target: Path) -> None:
         return
     if _exchange(staging, target):
         step("swapped")  # staging now holds the old tree
-        _remove(staging)
+        remove_entry(staging)
         step("old-removed")
         return
     aside = Path(
@@ -266,7 +267,7 @@ def _swap(staging: Path, target: Path) -> None:
         os.rename(aside / target.name, target)
         raise
     step("swapped")
-    _remove(aside)
+    remove_entry(aside)
     step("old-removed")
 
 
@@ -288,12 +289,3 @@ def _exchange(first: Path, second: Path) -> bool:
     if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
     raise OSError(code, os.strerror(code), str(second))
-
-
-def _remove(path: Path) -> None:
-    """Remove ``path`` itself, following no link."""
-    with contextlib.suppress(OSError):
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)

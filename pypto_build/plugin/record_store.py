@@ -22,14 +22,13 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import stat
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pypto_build.chip_build.fs import FILE_MODE
+from pypto_build.chip_build.fs import FILE_MODE, remove_entry
 from pypto_build.files import read_regular, sha256_regular
 from pypto_build.plugin.build_record import FORMAT, BuildRecord, Damaged, OutputFile
 
@@ -109,7 +108,7 @@ class RecordStore:
                     _write_new(staged, self._blob(output.sha256), output.mode)
                 shipped[f"{package}/{output.path}"] = str(staged)
         except (Damaged, OSError) as exc:
-            _remove(folder)
+            remove_entry(folder)
             self._unusable(exc)
             return None
         return {source: target for target, source in sorted(shipped.items())}
@@ -136,7 +135,7 @@ class RecordStore:
         if not stat.S_ISREG(os.lstat(staged).st_mode) or not self._real_folders(path.parent):
             raise Damaged(f"{path} is not a regular file in a real folder")
         if sha256_regular(staged, follow_symlinks=False) != output.sha256:
-            _remove(path)
+            remove_entry(path)
             raise Damaged(f"removed {path}, which does not have the hash it is stored under")
         return True
 
@@ -146,7 +145,7 @@ class RecordStore:
             raise FileNotFoundError(path)
         data = read_regular(path, follow_symlinks=False)
         if hashlib.sha256(data).hexdigest() != digest:
-            _remove(path)
+            remove_entry(path)
             raise Damaged(f"removed {path}, which does not have the hash it is stored under")
         return data
 
@@ -167,7 +166,7 @@ class RecordStore:
 
     def _damaged(self, path: Path, reason: str) -> None:
         self.warn(f"build record: removed damaged {path} ({reason}); building")
-        _remove(path)
+        remove_entry(path)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -191,7 +190,7 @@ class RecordStore:
     def clear(self) -> None:
         """Remove every record and stored file (``pypto-build cache prune --all``: the next
         build of every project runs in full, compiling what the emptied cache lacks)."""
-        _remove(self.root)
+        remove_entry(self.root)
 
     def _folder(self, *parts: str) -> Path:
         """``<store>/<parts>``, every folder of the way created and checked to be a real
@@ -206,7 +205,7 @@ class RecordStore:
             except FileExistsError:
                 if not stat.S_ISDIR(os.lstat(path).st_mode):
                     self.warn(f"build record: removed {path}, which is not a folder")
-                    _remove(path)
+                    remove_entry(path)
                     os.mkdir(path)
         return path
 
@@ -218,7 +217,7 @@ class RecordStore:
         for staged in os.scandir(self.root / "tmp"):
             with contextlib.suppress(OSError):
                 if now - staged.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S:
-                    _remove(Path(staged.path))
+                    remove_entry(Path(staged.path))
         used: list[tuple[float, str]] = []
         for entry in os.scandir(self.root / "records"):
             with contextlib.suppress(OSError):
@@ -228,7 +227,7 @@ class RecordStore:
         for rank, (last_use, path) in enumerate(used):
             mine = Path(path).name == f"{keep}.json"
             if not mine and (rank >= MAX_RECORDS or now - last_use > RECORD_LIFETIME_S):
-                _remove(Path(path))
+                remove_entry(Path(path))
                 continue
             try:
                 document = json.loads(read_regular(path, follow_symlinks=False))
@@ -242,7 +241,7 @@ class RecordStore:
                 with contextlib.suppress(OSError):
                     old = now - blob.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S
                     if blob.name not in named and old:
-                        _remove(Path(blob.path))
+                        remove_entry(Path(blob.path))
 
 
 def _check_output_folder(out_dir: Path) -> None:
@@ -272,18 +271,9 @@ def _write_atomic(folder: Path, name: str, data: bytes, tmp: Path) -> None:
             os.fchmod(stream.fileno(), FILE_MODE)
         with contextlib.suppress(FileNotFoundError):
             if not stat.S_ISREG(os.lstat(folder / name).st_mode):
-                _remove(folder / name)
+                remove_entry(folder / name)
         os.replace(staged, folder / name)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(staged)
         raise
-
-
-def _remove(path: Path) -> None:
-    """Remove ``path`` itself, following no link."""
-    with contextlib.suppress(OSError):
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
