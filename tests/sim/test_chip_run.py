@@ -70,6 +70,8 @@ def test_a_chip_pipeline_runs_on_every_rank_and_shows_every_window(chip_only: Pa
         (rank, 0, "chip_pipeline", 0, 3) for rank in range(NR)
     ]
     assert all(d.seconds > 0 for d in result.dispatches)
+    # Setting up the windows is timed apart from the dispatches.
+    assert result.window_setup_seconds > 0
 
 
 def test_the_same_pipeline_under_its_host_orchestrator_gives_the_same_tensors_and_windows(
@@ -87,6 +89,8 @@ def test_the_same_pipeline_under_its_host_orchestrator_gives_the_same_tensors_an
     assert (data.shape, data.dtype) == ((NR, TOTAL * SIZE * 4), np.uint8)
     np.testing.assert_array_equal(data.view(np.float32).reshape(NR, TOTAL, SIZE), alone["data"])
     np.testing.assert_array_equal(hosted.windows["counts"].view(np.int32), alone["counts"])
+    # A HOST orchestrator's domains allocate their windows as it runs: no set-up before it.
+    assert hosted.window_setup_seconds == 0.0
 
 
 def test_one_value_for_every_rank_and_windows_that_start_as_given(chip_only: Path) -> None:

@@ -107,3 +107,15 @@ def test_a_view_must_lie_inside_its_segment() -> None:
     segment = shared.Segment.allocate(4096)
     with pytest.raises(ValueError, match="does not fit in a 4096-byte segment"):
         segment.array((1025,), np.float32)
+
+
+def test_zero_writes_zeros_over_exactly_the_bytes_asked_for() -> None:
+    segment = shared.Segment.allocate(4096, zeroed=False)
+    data = segment.array((4096,), np.uint8)
+    data[...] = 9
+    segment.zero(100, 1000)
+    assert not data[100:1100].any()
+    assert (data[:100] == 9).all() and (data[1100:] == 9).all()
+    segment.zero(4096, 0)  # nothing, at the very end
+    with pytest.raises(ValueError, match="do not fit in a 4096-byte segment"):
+        segment.zero(4000, 97)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -78,6 +79,8 @@ class Launch:
     #: A chip orchestration's windows, every rank's one after another, holding their given
     #: contents (so a launch runs once); None for a program without windows.
     windows: Segment | None = None
+    #: Seconds spent setting up :attr:`windows` (allocating and filling every rank's).
+    window_setup_seconds: float = 0.0
 
 
 def prepare(
@@ -105,9 +108,10 @@ def prepare(
         )
         windows = _chip_windows(program)
         if windows:
-            return Launch(
-                build, program, ranks, timeouts, arguments, _fill(windows, arguments, ranks)
-            )
+            started = time.perf_counter()
+            memory = _fill(windows, arguments, ranks)
+            setup = time.perf_counter() - started
+            return Launch(build, program, ranks, timeouts, arguments, memory, setup)
     return Launch(build, program, ranks, timeouts, arguments)
 
 
@@ -250,14 +254,15 @@ def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: in
     memory = Segment.allocate(ranks * stride, zeroed=False)
     for rank, arguments in enumerate(bound):
         for window, layout in zip(windows, layouts, strict=True):
-            slot = memory.array((layout.nbytes,), np.uint8, rank * stride + layout.offset)
+            start = rank * stride + layout.offset
             given = arguments.tensors.pop(window.param.name, None)
             filled = 0
             if given is not None:
+                slot = memory.array((window.nbytes,), np.uint8, start)
                 window_tensor(slot, window.param.shape, window.dtype).view[...] = given
                 filled = window.nbytes
-            slot[filled:] = 0
-        memory.array((stride - window_size,), np.uint8, rank * stride + window_size)[...] = 0
+            memory.zero(start + filled, layout.nbytes - filled)
+        memory.zero(rank * stride + window_size, stride - window_size)
     return memory
 
 
@@ -298,7 +303,13 @@ def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | 
                     views = [snapshot.view(name, r, param.shape, dtype) for r in range(ranks)]
                     tensors[name] = stack(views)
             by_window = {w.param.name: tensors[w.param.name] for w in windows if snapshot}
-            return SimResult(tensors, orch.world.records(), tuple(orch.snapshots), by_window)
+            return SimResult(
+                tensors,
+                orch.world.records(),
+                tuple(orch.snapshots),
+                by_window,
+                window_setup_seconds=launch.window_setup_seconds,
+            )
 
         return _finish(orch, body, result)
 

@@ -30,6 +30,8 @@ class SimResult(Mapping[str, npt.NDArray[np.generic]]):
         dispatches: tuple[DispatchRecord, ...],
         domains: tuple[DomainSnapshot, ...],
         windows: Mapping[str, npt.NDArray[np.generic]] | None = None,
+        *,
+        window_setup_seconds: float = 0.0,
     ) -> None:
         self._tensors = dict(tensors)
         #: Every chip dispatch, by rank and order: its error code, tasks, timing lines and wall
@@ -45,6 +47,10 @@ class SimResult(Mapping[str, npt.NDArray[np.generic]]):
         self.windows: dict[str, npt.NDArray[np.generic]] = (
             windows_of(domains) if windows is None else dict(windows)
         )
+        #: Wall time spent setting up a chip orchestration's windows before any rank ran:
+        #: allocating every rank's and writing each once, with its given contents or zeros (0
+        #: for a HOST orchestrator, whose domains allocate their windows as they run).
+        self.window_setup_seconds = window_setup_seconds
 
     def __getitem__(self, name: str) -> npt.NDArray[np.generic]:
         return self._tensors[name]
