@@ -22,7 +22,17 @@ from dataclasses import dataclass
 from pypto_build.chip_build.chips import Chip, CoreType
 from pypto_build.chip_build.orchestration_codegen import kernel_core_types
 from pypto_build.lowering.diagnostics import Span
-from pypto_build.lowering.ir import Attrs, ConstBool, ConstInt, GlobalVar, Program, get_attr
+from pypto_build.lowering.ir import (
+    Attrs,
+    Call,
+    ConstBool,
+    ConstInt,
+    GlobalVar,
+    Program,
+    SeqStmts,
+    get_attr,
+)
+from pypto_build.lowering.ir.memo import per_node
 from pypto_build.lowering.ir.names import CallAttr
 from pypto_build.lowering.ir.walk import walk_calls
 
@@ -48,17 +58,17 @@ def launch_warnings(program: Program, chip: Chip) -> Iterator[BuildWarning]:
     for orch in program.functions:
         if not orch.is_chip_orchestration:
             continue
-        for call in walk_calls(orch.body):
-            kernel = program.function(call.op.name) if isinstance(call.op, GlobalVar) else None
-            blocks = _constant(get_attr(call.attrs, CallAttr.CORE_NUM))
-            if kernel is None or blocks is None or not _sync_start(call.attrs):
+        for call, blocks in _sync_start_launches(orch.body):
+            assert isinstance(call.op, GlobalVar)
+            kernel = program.function(call.op.name)
+            if kernel is None:
                 continue
             # AIV-only tasks are bounded by the AIV count, every other shape (AIC, a MIX
             # cluster) by the cluster count, which is the AIC count.
             aiv_only = kernel_core_types(kernel) == (CoreType.AIV,)
             core_type = CoreType.AIV if aiv_only else CoreType.AIC
             limit = chip.sync_start_limit(core_type)
-            if blocks > 1 and blocks > limit:
+            if blocks > limit:
                 yield BuildWarning(
                     call.span,
                     f"kernel '{kernel.name}' is launched with {blocks} blocks and sync_start, "
@@ -67,6 +77,21 @@ def launch_warnings(program: Program, chip: Chip) -> Iterator[BuildWarning]:
                     "the task with "
                     f"{SYNC_START_REFUSAL}",
                 )
+
+
+@per_node
+def _sync_start_launches(body: SeqStmts) -> tuple[tuple[Call, int], ...]:
+    """The function calls of ``body`` launched with sync_start on a constant block count
+    above one, with that count: what each chip's tree compares with its capacity, so a
+    program's calls are scanned once, not once per chip (:mod:`~pypto_build.lowering.ir.memo`)."""
+    found: list[tuple[Call, int]] = []
+    for call in walk_calls(body):
+        if not isinstance(call.op, GlobalVar):
+            continue
+        blocks = _constant(get_attr(call.attrs, CallAttr.CORE_NUM))
+        if blocks is not None and blocks > 1 and _sync_start(call.attrs):
+            found.append((call, blocks))
+    return tuple(found)
 
 
 def _constant(value: object) -> int | None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pypto_build.files import read_regular
+from pypto_build.lowering.frozen import fast_init
 
 
+@fast_init
 @dataclass(frozen=True)
 class Span:
     """A source position: 1-based line, 0-based column (as :mod:`ast` reports them). Line 0

@@ -56,3 +56,15 @@ def test_render_prints_the_warning_and_succeeds(
     assert code == ExitCode.OK
     assert "warning: kernel '__builtin_all_to_all_v__int8' is launched with 64 blocks" in err
     assert "chip a3 (Ascend910_93) admits: its AIV capacity is 48" in err
+
+
+def test_one_lowered_program_is_judged_against_each_chips_capacity(
+    tmp_path: Path, repo_root: Path
+) -> None:
+    # The program's sync-start launches are found once and then compared with each chip's
+    # capacity: the same lowered program warns for a5 only, whichever chip is planned first.
+    path = _wide_program(tmp_path, repo_root, 40)
+    sources = lower_file(path, ("a5", "a3"))
+    warned = {chip: len(plan_chip(sources, chip, tmp_path).warnings) for chip in ("a5", "a3")}
+    assert warned == {"a5": 1, "a3": 0}
+    assert len(plan_chip(sources, "a5", tmp_path).warnings) == 1

@@ -6,10 +6,12 @@ import dataclasses
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import pypto_build.lowering.builtin_ops as builtin_ops_module
+import pypto_build.lowering.contracts.collective as collective_contract
 from pypto_build.builtins import BuiltinRegistryError
 from pypto_build.builtins.manifest import COLLECTIVE, load_package
 from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_ops, package_op
@@ -1176,3 +1178,63 @@ def test_parse_only_collective_rejects_unknown_keyword() -> None:
     args = [Var(n, window(8, 16), at(10)) for n in ("a", "b", "s")]
     err = error_of("pld.tensor.allgather", *args, root=0)
     assert err.message == "pld.tensor.allgather() got an unexpected keyword argument 'root'"
+
+
+# ---- the collective contract remembers the operand types it accepted
+
+
+def _counting_type_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the runs of the collective contract's type checks from now on."""
+    runs: list[int] = []
+    checks = collective_contract._check_types
+
+    def counted(*args: Any) -> None:
+        runs.append(1)
+        checks(*args)
+
+    monkeypatch.setattr(collective_contract, "_check_types", counted)
+    return runs
+
+
+def _unseen_a2av_types() -> dict[str, Type]:
+    """all_to_all_v operand types no other test uses (so none is remembered yet)."""
+    return {"input": window(4 * 97, 16), "target": window(4 * 97, 16)}
+
+
+def test_collective_type_checks_run_once_per_accepted_types(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runs = _counting_type_checks(monkeypatch)
+    types = _unseen_a2av_types()
+    first, second = _a2av(**types), _a2av(**types)
+    assert len(runs) == 1
+    assert first == second
+    _a2av(**{**types, "input": tensor(4 * 97, 16)})
+    assert len(runs) == 2
+
+
+def test_collective_rejection_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = _counting_type_checks(monkeypatch)
+    rejected = {**_unseen_a2av_types(), "input": tensor(6, 16)}
+    for _ in range(2):
+        err = _rejection(_a2av, **rejected)
+        assert err.message.startswith("pld.tensor.all_to_all_v input must have shape")
+    assert len(runs) == 2
+
+
+def test_collective_expression_checks_run_on_remembered_types() -> None:
+    _a2av()  # the default types are accepted, and remembered
+    same = Var("target", A2AV_TYPES["target"], at(40))
+    err = _rejection(_a2av, input=same, target=_operand("target", A2AV_TYPES["target"]))
+    assert "must not be the same expression as target" in err.message
+    err = _rejection(_a2av, core_num=Var("cores", ScalarType(DataType.FP32)))
+    assert err.message.startswith("pld.tensor.all_to_all_v core_num must be a compile-time")
+
+
+def test_collective_type_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(collective_contract, "ACCEPTED_TYPES_LIMIT", 0)
+    runs = _counting_type_checks(monkeypatch)
+    types = _unseen_a2av_types() | {"signal": window(4, 3, dtype=INT32)}
+    _a2av(**types)
+    _a2av(**types)
+    assert len(runs) == 2

@@ -26,6 +26,7 @@ from pypto_build.lowering.ir import (
     Call,
     DataType,
     EvalStmt,
+    Expr,
     Function,
     FunctionType,
     GlobalVar,
@@ -247,3 +248,29 @@ def test_scalars_have_no_storage() -> None:
     orch = Function("orch", (Param(n),), (), SeqStmts(()), FunctionType.Orchestration)
     walker = ProvenanceWalker[ProvenanceState](Program("P", (orch,)), orch)
     assert walker.eval(BinaryOp("+", n, n, INDEX), ProvenanceState({"n": NOTHING})) == NOTHING
+
+
+class _NameObserver(_Recorder):
+    """Records every name it evaluates, as an analysis observing uses (eval overridden) does."""
+
+    def __init__(self, program: Program, func: Function) -> None:
+        super().__init__(program, func)
+        self.names: list[str] = []
+
+    def eval(self, expr: Expr, state: ProvenanceState) -> Origin:
+        if isinstance(expr, Var):
+            self.names.append(expr.name)
+        return super().eval(expr, state)
+
+
+def test_an_analysis_overriding_eval_sees_every_call_operand() -> None:
+    program = parse_one(SOURCE)
+    observer = _NameObserver(program, function(program, "orch"))
+    state = observer.run(ProvenanceState({}))
+    plain = _Recorder(program, function(program, "orch"))
+    walked = plain.run(ProvenanceState({})).env, plain.calls
+    # Names among call operands are looked up without eval() only where eval is not overridden:
+    # the observer sees them all, and both walks find the same values.
+    assert {"a", "b", "t", "c"} <= set(observer.names)
+    assert observer.names.count("a") >= 5
+    assert (state.env, observer.calls) == walked

@@ -11,6 +11,7 @@ from _support.passes import function, parse_one
 from pypto_build.lowering.ir import (
     INDEX,
     AssignStmt,
+    BinaryOp,
     Call,
     ConstInt,
     EvalStmt,
@@ -277,3 +278,21 @@ def test_stmt_exprs_and_child_bodies_per_statement_kind() -> None:
 
 def test_defined_names_cover_nested_assignments_and_loop_variables(program: Program) -> None:
     assert defined_names(function(program, "orch").body) == {"a", "y", "i", "b"}
+
+
+def test_walk_calls_is_walk_exprs_keeping_calls(program: Program) -> None:
+    # Calls nested in operands, in keyword operands and attrs, and in arithmetic, through
+    # every statement kind: the calls-only walk finds what the full walk finds, in its order.
+    inner = Call("inner", (Var("n", INDEX),), INDEX)
+    nested = Call(
+        "outer",
+        (BinaryOp("+", inner, ConstInt(1), INDEX), Var("m", INDEX)),
+        INDEX,
+        kwargs=(("core_num", Call("width", (), INDEX)),),
+        attrs=(("device", (Call("rank", (), INDEX), "text")),),
+    )
+    body = function(program, "orch").body
+    stmt = EvalStmt(nested)
+    for node in (body, *body.stmts, stmt, nested, SeqStmts((stmt, *body.stmts))):
+        assert list(walk_calls(node)) == [e for e in walk_exprs(node) if isinstance(e, Call)]
+    assert [c.callee_name for c in walk_calls(stmt)] == ["inner", "width", "rank", "outer"]

@@ -94,6 +94,9 @@ class ForwardAnalysis(ABC, Generic[L, S]):
     def __init__(self, program: Program | None, func: Function) -> None:
         self.program = program
         self.func = func
+        # An analysis that observes each evaluated name overrides eval(); for the others, the
+        # names among a call's operands (most operands) are looked up without a call each.
+        self._inline_names = type(self).eval is ForwardAnalysis.eval
 
     # -- the lattice ------------------------------------------------------------------------
 
@@ -258,7 +261,18 @@ class ForwardAnalysis(ABC, Generic[L, S]):
         return self.scalar(expr, state)
 
     def _eval_call(self, call: Call, state: S) -> Value[L]:
-        args = tuple([self.eval(arg, state) for arg in call.args])
+        if self._inline_names:
+            env = state.env
+            args = tuple(
+                [
+                    (env[arg.name] if arg.name in env else self.unbound(arg))
+                    if type(arg) is Var
+                    else self.eval(arg, state)
+                    for arg in call.args
+                ]
+            )
+        else:
+            args = tuple([self.eval(arg, state) for arg in call.args])
         for extra in call_extras(call):
             self.eval(extra, state)
         if not isinstance(call.op, GlobalVar):

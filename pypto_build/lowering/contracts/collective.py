@@ -44,6 +44,7 @@ from pypto_build.lowering.ir import (
     ConstInt,
     DataType,
     DistributedTensorType,
+    Expr,
     Function,
     ParamDirection,
     Shape,
@@ -377,21 +378,52 @@ def _checking_order(builtin: BuiltinOp) -> list[ManifestOperand]:
     return [*first, *(op for op in operands if op not in first)]
 
 
+#: How many distinct operand-type combinations each collective remembers as accepted: a program
+#: calls a collective on a handful of window geometries, and the memo must stay bounded in a
+#: process that lowers program after program.
+ACCEPTED_TYPES_LIMIT = 64
+
+
+def _operand_types(ops: Operands, order: list[ManifestOperand]) -> tuple[Type, ...] | None:
+    """The types of the tensor operands in checking order, or None when one is not an
+    expression (the checks then run, and report it)."""
+    types: list[Type] = []
+    for operand in order:
+        value = ops.values.get(operand.name)
+        if not isinstance(value, Expr):
+            return None
+        types.append(value.type)
+    return tuple(types)
+
+
+def _check_types(ops: Operands, order: list[ManifestOperand], result: str) -> None:
+    """The checks that read the operand types alone: kinds, dtypes, layouts, shapes."""
+    symbols: dict[str, _Binding] = {}
+    checked: set[tuple[str, str]] = set()
+    payload: DataType | None = None
+    for operand in order:
+        ty = _check_operand(ops, operand, payload, result)
+        if operand.name == result:
+            payload = ty.dtype
+        _check_shape(ops, operand, ty.shape, symbols)
+        _check_products(ops, symbols, checked)
+
+
 def _deducer(builtin: BuiltinOp) -> Deducer:
     result = builtin.package.operands[builtin.result_index].name
     order = _checking_order(builtin)
     source = builtin.role_index(SOURCE)
+    # Operand types the type checks accepted: they read nothing else, so a program making
+    # thousands of calls on the same windows checks their types once. A rejection is not
+    # remembered (each call reports it at its own operand).
+    accepted: set[tuple[Type, ...]] = set()
 
     def deduce(ops: Operands) -> Type:
-        symbols: dict[str, _Binding] = {}
-        checked: set[tuple[str, str]] = set()
-        payload: DataType | None = None
-        for operand in order:
-            ty = _check_operand(ops, operand, payload, result)
-            if operand.name == result:
-                payload = ty.dtype
-            _check_shape(ops, operand, ty.shape, symbols)
-            _check_products(ops, symbols, checked)
+        types = _operand_types(ops, order)
+        if types is None or types not in accepted:
+            _check_types(ops, order, result)
+            if types is not None and len(accepted) < ACCEPTED_TYPES_LIMIT:
+                accepted.add(types)
         if source is not None:
             source_name = builtin.names[source]
             if ops.expr(source_name) == ops.expr(result):

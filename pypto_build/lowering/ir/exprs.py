@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
+from pypto_build.lowering.frozen import fast_init
 from pypto_build.lowering.ir.types import (
     BOOL,
     FP32,
@@ -40,6 +41,7 @@ class Expr:
         def type(self) -> Type: ...
 
 
+@fast_init
 @dataclass(frozen=True)
 class Var(Expr):
     name: str
@@ -47,6 +49,7 @@ class Var(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ConstInt(Expr):
     value: int
@@ -54,6 +57,7 @@ class ConstInt(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ConstFloat(Expr):
     value: float
@@ -61,6 +65,7 @@ class ConstFloat(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ConstBool(Expr):
     value: bool
@@ -68,6 +73,7 @@ class ConstBool(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class BinaryOp(Expr):
     """Scalar arithmetic or comparison; ``op`` is the operator text (``+``, ``//``, ``<``)."""
@@ -79,6 +85,7 @@ class BinaryOp(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class UnaryOp(Expr):
     """``-x`` or ``not x`` on scalars."""
@@ -89,6 +96,7 @@ class UnaryOp(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class MakeTuple(Expr):
     """A literal list/tuple of expressions (shapes, offsets, device lists)."""
@@ -101,6 +109,7 @@ class MakeTuple(Expr):
         return TupleType(tuple(item.type for item in self.items))
 
 
+@fast_init
 @dataclass(frozen=True)
 class TupleGetItem(Expr):
     tuple: Expr
@@ -109,6 +118,7 @@ class TupleGetItem(Expr):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class GlobalVar:
     """Reference to a function of the same program (``self.f`` in the DSL)."""
@@ -135,6 +145,7 @@ def set_attr(attrs: Attrs, key: str, value: AttrValue) -> Attrs:
     return (*attrs, (key, value))
 
 
+@fast_init
 @dataclass(frozen=True)
 class Call(Expr):
     """A call of an op (``op`` is its registered name, e.g. ``"pld.tensor.all_to_all_v"``) or

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
+from pypto_build.lowering.frozen import fast_init
 from pypto_build.lowering.ir.exprs import Attrs, AttrValue, Var, get_attr
 from pypto_build.lowering.ir.stmts import SeqStmts
 from pypto_build.lowering.ir.types import ParamDirection, Type
@@ -48,12 +49,14 @@ class Role(enum.Enum):
     SubWorker = "SubWorker"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Param:
     var: Var
     direction: ParamDirection = ParamDirection.In
 
 
+@fast_init
 @dataclass(frozen=True)
 class Function:
     name: str
@@ -77,6 +80,7 @@ class Function:
         return self.level is Level.CHIP and self.func_type.is_orchestration_like
 
 
+@fast_init
 @dataclass(frozen=True)
 class Program:
     """A ``@pl.program`` class: its functions in source order (synthesized ones appended)."""

@@ -5,14 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
+from pypto_build.lowering.frozen import fast_init
 from pypto_build.lowering.ir.exprs import Expr, Var
 
 
+@fast_init
 @dataclass(frozen=True)
 class Stmt:
     """Base of all statements."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class AssignStmt(Stmt):
     """``a = e`` (one target) or ``a, b = e`` (tuple assignment of a tuple-typed ``e``)."""
@@ -22,6 +25,7 @@ class AssignStmt(Stmt):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class EvalStmt(Stmt):
     """An expression evaluated for its effect (a kernel call whose result is unused)."""
@@ -30,18 +34,21 @@ class EvalStmt(Stmt):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ReturnStmt(Stmt):
     values: tuple[Expr, ...]
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class SeqStmts(Stmt):
     stmts: tuple[Stmt, ...]
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class IfStmt(Stmt):
     cond: Expr
@@ -50,6 +57,7 @@ class IfStmt(Stmt):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class ForStmt(Stmt):
     """``for var in pl.range(start, stop, step):`` — names assigned in ``body`` are loop-carried."""
@@ -62,6 +70,7 @@ class ForStmt(Stmt):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class WhileStmt(Stmt):
     cond: Expr
@@ -69,6 +78,7 @@ class WhileStmt(Stmt):
     span: Span = field(default=SYNTHETIC, compare=False, repr=False)
 
 
+@fast_init
 @dataclass(frozen=True)
 class CommDomainScopeStmt(Stmt):
     """A communication domain made explicit by MaterializeCommDomainScopes: the window buffers

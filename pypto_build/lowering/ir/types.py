@@ -11,6 +11,8 @@ import enum
 import math
 from dataclasses import dataclass
 
+from pypto_build.lowering.frozen import fast_init
+
 
 class ParamDirection(enum.Enum):
     """Direction of a function parameter (``pl.Out[...]``, ``pl.InOut[...]``, plain = In); a
@@ -134,16 +136,19 @@ def compact_strides(shape: Shape) -> Shape:
     return tuple(reversed(strides))
 
 
+@fast_init
 @dataclass(frozen=True)
 class Type:
     """Base of all IR types."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class ScalarType(Type):
     dtype: DataType
 
 
+@fast_init
 @dataclass(frozen=True)
 class TensorType(Type):
     """A tensor in global memory. ``stride`` and ``valid_shape`` are ``None`` when implied
@@ -167,6 +172,7 @@ class TensorType(Type):
         return TensorType(self.shape, self.dtype, self.layout, self.stride, self.valid_shape)
 
 
+@fast_init
 @dataclass(frozen=True)
 class DistributedTensorType(TensorType):
     """A tensor living in a communication window. ``window`` names the
@@ -180,6 +186,7 @@ class DistributedTensorType(TensorType):
         )
 
 
+@fast_init
 @dataclass(frozen=True)
 class WindowBufferType(Type):
     """Handle returned by ``pld.alloc_window_buffer``: one per-rank window slot."""
@@ -187,11 +194,13 @@ class WindowBufferType(Type):
     nbytes: int
 
 
+@fast_init
 @dataclass(frozen=True)
 class CommCtxType(Type):
     """A ``CommContext*`` argument, appended by MaterializeDistTensorCtx."""
 
 
+@fast_init
 @dataclass(frozen=True)
 class TupleType(Type):
     items: tuple[Type, ...]

@@ -9,7 +9,6 @@ depending on the passes that transform it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from pypto_build.lowering.ir.exprs import (
     AttrValue,
@@ -130,7 +129,7 @@ def walk_exprs(node: Stmt | Expr) -> Iterator[Expr]:
     """Every expression under ``node``, each after its sub-expressions (evaluation order),
     statements in program order."""
     found: list[Expr] = []
-    _exprs_into(node, found, calls_only=False)
+    _exprs_into(node, found)
     return iter(found)
 
 
@@ -139,7 +138,7 @@ def walk_calls(node: Stmt | Expr) -> Iterator[Call]:
     if type(node) is SeqStmts:
         return iter(_body_calls(node))
     found: list[Call] = []
-    _exprs_into(node, found, calls_only=True)
+    _calls_into(node, found)
     return iter(found)
 
 
@@ -148,38 +147,69 @@ def _body_calls(body: SeqStmts) -> tuple[Call, ...]:
     """The calls of a function body, which the passes, the checks and each chip's render all
     ask for: found once per body (:mod:`.memo`)."""
     found: list[Call] = []
-    _exprs_into(body, found, calls_only=True)
+    _calls_into(body, found)
     return tuple(found)
 
 
-def _exprs_into(node: Stmt | Expr, found: list[Any], *, calls_only: bool) -> None:
-    """Append the expressions (or only the calls) under ``node`` to ``found``, in the order
-    :func:`walk_exprs` gives them. Every pass, analysis and backend walks whole bodies, many
-    times over for a large program, so this is a plain recursion filling one list rather than
-    nested generators, which cost a frame switch per node and level."""
+def _exprs_into(node: Stmt | Expr, found: list[Expr]) -> None:
+    """Append the expressions under ``node`` to ``found``, in the order :func:`walk_exprs`
+    gives them. Every pass, analysis and backend walks whole bodies, many times over for a
+    large program, so this is a plain recursion filling one list rather than nested
+    generators, which cost a frame switch per node and level."""
     if isinstance(node, Expr):
-        kind = type(node)
-        if kind not in _LEAVES:
+        if type(node) not in _LEAVES:
             for child in child_exprs(node):
                 if type(child) in _LEAVES:  # most operands: taken here, without a call
-                    if not calls_only:
-                        found.append(child)
+                    found.append(child)
                 else:
-                    _exprs_into(child, found, calls_only=calls_only)
-            if kind is Call or (calls_only and isinstance(node, Call)):
-                found.append(node)
-                return
-        if not calls_only:
-            found.append(node)
+                    _exprs_into(child, found)
+        found.append(node)
         return
     if type(node) is SeqStmts:
         for stmt in node.stmts:
-            _exprs_into(stmt, found, calls_only=calls_only)
+            _exprs_into(stmt, found)
         return
     for expr in stmt_exprs(node):
-        _exprs_into(expr, found, calls_only=calls_only)
+        _exprs_into(expr, found)
     for body in child_bodies(node):
-        _exprs_into(body, found, calls_only=calls_only)
+        _exprs_into(body, found)
+
+
+def _calls_into(node: Stmt | Expr, found: list[Call]) -> None:
+    """Append the calls under ``node`` to ``found``, in the order :func:`walk_calls` gives
+    them: :func:`_exprs_into` keeping calls only, with the common nodes (calls, names and
+    constants, statement lists, assignments) told apart by their exact type first, and a
+    call's operands read directly rather than gathered into a tuple."""
+    kind = type(node)
+    if kind is Call:
+        assert isinstance(node, Call)
+        for arg in node.args:
+            if type(arg) not in _LEAVES:
+                _calls_into(arg, found)
+        if node.kwargs or node.attrs:
+            for extra in _attr_exprs(node):
+                if type(extra) not in _LEAVES:
+                    _calls_into(extra, found)
+        found.append(node)
+    elif kind in _LEAVES:
+        return
+    elif kind is SeqStmts:
+        assert isinstance(node, SeqStmts)
+        for stmt in node.stmts:
+            _calls_into(stmt, found)
+    elif kind is AssignStmt:
+        assert isinstance(node, AssignStmt)
+        _calls_into(node.value, found)
+    elif isinstance(node, Expr):
+        for child in child_exprs(node):
+            _calls_into(child, found)
+        if isinstance(node, Call):
+            found.append(node)
+    else:
+        for expr in stmt_exprs(node):
+            _calls_into(expr, found)
+        for body in child_bodies(node):
+            _calls_into(body, found)
 
 
 def walk_stmts(node: Stmt) -> Iterator[Stmt]:

@@ -46,6 +46,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
     get_attr,
 )
+from pypto_build.lowering.ir.memo import per_function
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, device, is_submit, kwarg
 from pypto_build.lowering.ir.walk import walk_calls, walk_stmts
 from pypto_build.lowering.legality.runtime import (
@@ -98,9 +99,12 @@ def check_chip_orchestration(program: Program, orch: Function) -> None:
     _Checker(program, orch).block(orch.body)
 
 
+@per_function
 def called_kernels(program: Program, orch: Function) -> tuple[Function, ...]:
     """The kernels ``orch`` calls, in order of first call (their position is their func_id);
-    a call of anything but a kernel is a diagnostic: a CHIP orchestration submits tasks."""
+    a call of anything but a kernel is a diagnostic: a CHIP orchestration submits tasks.
+    The legality pass, its checks and each chip's render ask it of the same orchestration, so
+    it is found once (:mod:`~pypto_build.lowering.ir.memo`; a diagnostic is not remembered)."""
     found: dict[str, Function] = {}
     for call in walk_calls(orch.body):
         if not isinstance(call.op, GlobalVar) or call.op.name in found:
