@@ -215,6 +215,8 @@ class Fetched:
     #: Whether the artifact is already at the ``output`` the caller asked for
     #: (:meth:`CompileCache.fetch_or_build`); when not, writing it there is the caller's work.
     placed: bool = False
+    #: The SHA-256 of ``data`` where the cache has verified it (a local hit), else None.
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -369,9 +371,11 @@ _UNKNOWN = "unknown"
 
 @dataclass(frozen=True)
 class _Found:
-    """A local entry's verified artifact, and whether it was linked to the requested output."""
+    """A local entry's verified artifact, its SHA-256, and whether it was linked to the
+    requested output."""
 
     data: bytes
+    sha256: str
     placed: bool
 
 
@@ -447,7 +451,7 @@ class CompileCache:
     ) -> Fetched:
         found = self._lookup(key, tree, files, output)
         if found is not None:
-            return Fetched(found.data, hit=True, placed=found.placed)
+            return Fetched(found.data, hit=True, placed=found.placed, sha256=found.sha256)
         import filelock  # a miss only: a warm build takes no lock
 
         lock = self._key_lock(key)
@@ -466,7 +470,7 @@ class CompileCache:
             # Another builder may have just published it.
             found = self._lookup(key, tree, files, output)
             if found is not None:
-                return Fetched(found.data, hit=True, placed=found.placed)
+                return Fetched(found.data, hit=True, placed=found.placed, sha256=found.sha256)
             data = self._remote_lookup(key, tree, files)
             if data is not None:
                 return Fetched(data, hit=True, remote=True)
@@ -533,7 +537,7 @@ class CompileCache:
         _remove_path(path)
         os.mkdir(path)
 
-    def _existing_dir(self, path: Path) -> bool:
+    def _existing_dir(self, path: str | Path) -> bool:
         """Whether ``path`` (inside the cache) is a real folder; a link or file there is
         removed."""
         try:
@@ -573,16 +577,15 @@ class CompileCache:
 
     # --- lookups ---------------------------------------------------------------------------
 
-    def _key_dir(self, key: str) -> Path:
-        return self._base / "entries" / key[:2] / key
-
     def _lookup(
         self, key: str, tree: Path, files: FileDigests, output: Path | None
     ) -> _Found | None:
-        key_dir = self._key_dir(key)
-        if not all(
-            self._existing_dir(path) for path in (self._base / "entries", key_dir.parent, key_dir)
-        ):
+        # Paths as strings: a warm build looks up a hundred-odd keys, and each path object
+        # costs more than the system call it is for.
+        entries = f"{self._base}/entries"
+        bucket = f"{entries}/{key[:2]}"
+        key_dir = f"{bucket}/{key}"
+        if not all(self._existing_dir(path) for path in (entries, bucket, key_dir)):
             return None
         try:
             with os.scandir(key_dir) as listing:  # with each item's type: no stat per entry
@@ -590,25 +593,30 @@ class CompileCache:
         except OSError:
             return None
         for item in candidates:
-            entry = Path(item.path)
             try:
                 if not item.is_dir(follow_symlinks=False):
                     raise _Damaged("not a folder")
-                found = self._read_entry(entry, key, tree, files, output)
+                found = self._read_entry(item.path, item.name, key, tree, files, output)
             except _Damaged as damage:
-                self._evict(entry, str(damage))
+                self._evict(Path(item.path), str(damage))
                 continue
             if found is not None:
                 return found
         return None
 
     def _read_entry(
-        self, entry: Path, key: str, tree: Path, files: FileDigests, output: Path | None
+        self,
+        entry: str,
+        name: str,
+        key: str,
+        tree: Path,
+        files: FileDigests,
+        output: Path | None,
     ) -> _Found | None:
-        """The artifact of the folder ``entry`` when its recorded files all have their recorded
-        hashes (linked to ``output`` when possible), None when one differs; :class:`_Damaged`
-        when the entry is not one this cache could have published."""
-        manifest_path = entry / _MANIFEST
+        """The artifact of the folder ``entry`` (named ``name``) when its recorded files all
+        have their recorded hashes (linked to ``output`` when possible), None when one
+        differs; :class:`_Damaged` when the entry is not one this cache could have published."""
+        manifest_path = f"{entry}/{_MANIFEST}"
         try:
             manifest = json.loads(read_regular(manifest_path, follow_symlinks=False))
         except FileNotFoundError:
@@ -621,13 +629,13 @@ class CompileCache:
             artifact, own, shared, shared_sha256 = _parse_entry_manifest(manifest, key)
         except ValueError as exc:
             raise _Damaged(str(exc)) from None
-        if entry.name != _entry_name(key, own, shared_sha256):
+        if name != _entry_name(key, own, shared_sha256):
             raise _Damaged("the manifest's dependencies do not match the entry's name")
         if not files.match(own, str(tree), self._file_hash):
             return None
         if not files.match_shared(shared, shared_sha256, str(tree), self._file_hash):
             return None
-        path = entry / _ARTIFACT
+        path = f"{entry}/{_ARTIFACT}"
         try:
             data, status = read_regular_status(path, follow_symlinks=False)
         except OSError as exc:
@@ -637,7 +645,7 @@ class CompileCache:
         placed = output is not None and _link_read(path, status, output)
         with contextlib.suppress(OSError):  # pruned meanwhile: the bytes are still good
             os.utime(manifest_path, follow_symlinks=False)
-        return _Found(data, placed)
+        return _Found(data, artifact, placed)
 
     def _file_hash(self, path: str) -> str | None:
         """The SHA-256 of the regular file ``path``; None when it is missing (a changed header
@@ -896,7 +904,7 @@ class CompileCache:
                 os.close(fd)
 
 
-def _link_read(path: Path, opened: os.stat_result, output: Path) -> bool:
+def _link_read(path: str, opened: os.stat_result, output: Path) -> bool:
     """Give the artifact ``path``, whose bytes were read and verified from the file of status
     ``opened``, the name ``output`` too (replacing what is there), as a hard link: a warm build
     then creates no file and copies no byte, where writing a new file costs many times reading
@@ -907,7 +915,8 @@ def _link_read(path: Path, opened: os.stat_result, output: Path) -> bool:
     """
     if stat.S_IMODE(opened.st_mode) != FILE_MODE:
         return False
-    temporary = output.with_name(f".{output.name}.{os.getpid()}.{threading.get_ident()}.link")
+    folder, _, name = os.fspath(output).rpartition("/")
+    temporary = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.link"
     try:
         os.link(path, temporary, follow_symlinks=False)
     except OSError:
@@ -944,7 +953,7 @@ def _listing(dependencies: Sequence[_Dependency]) -> str:
     return "[" + ",".join([dep.canonical for dep in dependencies]) + "]"
 
 
-def _remove_path(path: Path) -> None:
+def _remove_path(path: str | Path) -> None:
     """Remove ``path`` itself: a link is unlinked, never followed; a folder is removed with
     everything in it (rmtree follows no link either)."""
     if stat.S_ISDIR(os.lstat(path).st_mode):

@@ -400,3 +400,12 @@ def test_parse_size(text: str, size: int) -> None:
 def test_parse_size_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="invalid size"):
         parse_size(text)
+
+
+def test_a_local_hit_hands_back_the_hash_it_verified(cache: CompileCache, tree: Path) -> None:
+    """The caller records the binary's hash: a hit gives the one it checked the bytes against,
+    so the bytes are not hashed twice; a compile gives none."""
+    builder = Builder(b"binary", deps(tree))
+    assert cache.fetch_or_build(KEY, tree, builder).sha256 is None
+    hit = cache.fetch_or_build(KEY, tree, builder)
+    assert hit.hit and hit.sha256 == hashlib.sha256(b"binary").hexdigest()
