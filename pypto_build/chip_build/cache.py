@@ -24,17 +24,18 @@ share a hundred-odd headers, and a warm build is a hundred-odd hits.
 Layout (``v2``, :data:`LAYOUT`; a new layout gets a new directory, so the entries of an older
 one are misses, never errors)::
 
-    <root>/v2/entries/<key[:2]>/<key>/<entry>/{artifact, manifest.json}
+    <root>/v2/entries/<key[:2]>/<key>/<entry>/{artifact, shared.json, manifest.json}
     <root>/v2/tmp/              staging, on the same file system as entries/
     <root>/v2/locks/<key[:2]>/<key>.lock
     <root>/v2/last-build.json   hits and misses of the last recorded build
 
 A manifest lists the entry's own dependencies (the files in the tree: the source and its
-headers there) and, as one JSON text under ``shared`` with its SHA-256 beside it, those outside
-the tree: the hundred-odd system, PTO-ISA and pypto-build headers that every kernel of a
-sub-build shares. A build hashes, parses and matches each such text once
-(:meth:`FileDigests.match_shared`) and only compares later entries' texts with it, where layout
-``v1`` parsed and matched the whole list on every hit. The remote tier keeps the self-contained
+headers there) and the SHA-256 of ``shared.json``, which lists those outside the tree: the
+hundred-odd system, PTO-ISA and pypto-build headers that every kernel of a sub-build shares. A
+build hashes, parses and matches each such file's bytes once (:meth:`FileDigests.match_shared`)
+and only compares later entries' bytes with them, where layout ``v1`` parsed and matched the
+whole list on every hit (and a list kept as a string inside the manifest would cost decoding
+its escapes on every hit). The remote tier keeps the self-contained
 manifests of format :data:`FORMAT` (every dependency listed), which is also the keys' format.
 
 An entry is built in a staging directory, its manifest (with the artifact's SHA-256) written
@@ -51,10 +52,10 @@ The cache trusts nothing it reads, because anything can be left in a folder: a k
 half, a flipped bit, a link planted by another program. So no path inside the cache is followed
 through a symbolic link for writing (its folders are checked to be real folders, its lock files
 to be regular files, and filelock opens them without following a link), and an entry is used
-only when its folder, manifest and artifact are real files, the manifest is well formed and
-names its own entry (the folder's name is the hash of the key, the entry's own dependencies and
-the hash of the shared ones, so a flipped dependency hash shows; the shared text must have its
-hash), every dependency is a path inside the tree (relative, no
+only when its folder, manifest, ``shared.json`` and artifact are real files, the manifest is
+well formed and names its own entry (the folder's name is the hash of the key, the entry's own
+dependencies and the hash of ``shared.json``, so a flipped dependency hash shows; that file must
+have its hash), every dependency is a path inside the tree (relative, no
 ``..``) or an absolute path without ``..``, and every one is a regular file: reading a FIFO or
 ``/dev/zero`` would hang the build. Anything else is a damaged entry: evicted, with one warning
 line, and rebuilt. A cache that cannot be used at all (its folder is a file or read-only, a
@@ -145,6 +146,7 @@ class PackageFolder:
 PACKAGE = PackageFolder(Path(__file__).resolve().parents[1])
 _MANIFEST = "manifest.json"
 _ARTIFACT = "artifact"
+_SHARED = "shared.json"
 _LAST_BUILD = "last-build.json"
 
 
@@ -296,9 +298,9 @@ class FileDigests:
     def __init__(self) -> None:
         #: SHA-256 by path; None when missing, :data:`_NOT_REGULAR` for a FIFO, device, folder.
         self._found: dict[str, str | None] = {}
-        #: By (SHA-256, tree): a verified ``shared`` text of entry manifests and whether its
+        #: By (SHA-256, tree): the verified bytes of entries' ``shared.json`` and whether its
         #: files matched.
-        self._shared: dict[tuple[str, str], tuple[str, bool]] = {}
+        self._shared: dict[tuple[str, str], tuple[bytes, bool]] = {}
 
     def get(self, path: str, find: Callable[[str], str | None]) -> str | None:
         """The finding for ``path``, from ``find`` the first time it is asked for."""
@@ -332,19 +334,20 @@ class FileDigests:
         return True
 
     def match_shared(
-        self, shared: str, sha256: str, tree: str, find: Callable[[str], str | None]
+        self, shared: bytes, sha256: str, tree: str, find: Callable[[str], str | None]
     ) -> bool:
-        """:meth:`match` for an entry's ``shared`` dependencies (the JSON text of their list,
-        whose SHA-256 the manifest claims to be ``sha256``): the entries of a sub-build share
-        one such list of a hundred-odd headers, so it is hashed, parsed and matched once per
-        build; a later entry's text is only compared with the verified one. :class:`_Damaged`
-        when the text is not what its hash says or not a list of dependencies."""
+        """:meth:`match` for an entry's shared dependencies (``shared``: the bytes of its
+        ``shared.json``, whose SHA-256 the manifest claims to be ``sha256``): the entries of a
+        sub-build share one such list of a hundred-odd headers, so it is hashed, parsed and
+        matched once per build; a later entry's bytes are only compared with the verified ones.
+        :class:`_Damaged` when the bytes are not what their hash says or not a list of
+        dependencies."""
         known = self._shared.get((sha256, tree))
         if known is not None:
-            if known[0] != shared:  # the verified text has this hash, so this one does not
+            if known[0] != shared:  # the verified bytes have this hash, so these do not
                 raise _Damaged("shared dependencies do not have their recorded SHA-256")
             return known[1]
-        if hashlib.sha256(shared.encode("utf-8", "surrogatepass")).hexdigest() != sha256:
+        if hashlib.sha256(shared).hexdigest() != sha256:
             raise _Damaged("shared dependencies do not have their recorded SHA-256")
         try:
             dependencies = _parse_dependencies(json.loads(shared))
@@ -626,13 +629,17 @@ class CompileCache:
         except ValueError:
             raise _Damaged("manifest is not JSON") from None
         try:
-            artifact, own, shared, shared_sha256 = _parse_entry_manifest(manifest, key)
+            artifact, own, shared_sha256 = _parse_entry_manifest(manifest, key)
         except ValueError as exc:
             raise _Damaged(str(exc)) from None
         if name != _entry_name(key, own, shared_sha256):
             raise _Damaged("the manifest's dependencies do not match the entry's name")
         if not files.match(own, str(tree), self._file_hash):
             return None
+        try:
+            shared = read_regular(f"{entry}/{_SHARED}", follow_symlinks=False)
+        except OSError as exc:
+            raise _Damaged(f"{_SHARED}: {exc.strerror or exc}") from None
         if not files.match_shared(shared, shared_sha256, str(tree), self._file_hash):
             return None
         path = f"{entry}/{_ARTIFACT}"
@@ -743,14 +750,14 @@ class CompileCache:
         os.chmod(entry / _ARTIFACT, FILE_MODE)  # the mode of a build's output: linkable there
         artifact = hashlib.sha256(data).hexdigest()
         own = [dep for dep in dependencies if dep.in_tree]
-        shared = _listing([dep for dep in dependencies if not dep.in_tree])
-        shared_sha256 = hashlib.sha256(shared.encode("ascii")).hexdigest()
+        shared = _listing([dep for dep in dependencies if not dep.in_tree]).encode("ascii")
+        (entry / _SHARED).write_bytes(shared)
+        shared_sha256 = hashlib.sha256(shared).hexdigest()
         local: dict[str, object] = {
             "artifact_sha256": artifact,
             "dependencies": [dep.as_json() for dep in own],
             "format": LAYOUT,
             "key": key,
-            "shared": shared,
             "shared_sha256": shared_sha256,
         }
         atomic_write_text(
@@ -949,7 +956,7 @@ def _entry_name(key: str, own: Sequence[_Dependency], shared_sha256: str) -> str
 
 def _listing(dependencies: Sequence[_Dependency]) -> str:
     """``dependencies`` as :func:`_digest_json` spells their :meth:`~_Dependency.as_json`: the
-    ``shared`` text of an entry manifest, which is also valid JSON."""
+    text of an entry's ``shared.json``, which is also valid JSON."""
     return "[" + ",".join([dep.canonical for dep in dependencies]) + "]"
 
 
@@ -985,17 +992,17 @@ def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]
     return artifact, _parse_dependencies(raw)
 
 
-def _parse_entry_manifest(document: object, key: str) -> tuple[str, list[_Dependency], str, str]:
-    """The artifact hash, own dependencies, ``shared`` text and its claimed SHA-256 of a local
-    entry's manifest (format :data:`LAYOUT`); ValueError if malformed. The shared text is
-    checked by :meth:`FileDigests.match_shared`, once per build."""
+def _parse_entry_manifest(document: object, key: str) -> tuple[str, list[_Dependency], str]:
+    """The artifact hash, own dependencies and the claimed SHA-256 of ``shared.json`` of a
+    local entry's manifest (format :data:`LAYOUT`); ValueError if malformed. The shared
+    dependencies are checked by :meth:`FileDigests.match_shared`, once per build."""
     fields, artifact, raw = _manifest_fields(document, key, LAYOUT)
-    shared, shared_sha256 = fields.get("shared"), fields.get("shared_sha256")
-    if type(shared) is not str or type(shared_sha256) is not str or len(fields) != 6:
+    shared_sha256 = fields.get("shared_sha256")
+    if type(shared_sha256) is not str or len(fields) != 5:
         raise ValueError("malformed manifest")
     if _SHA256.fullmatch(shared_sha256) is None:
         raise ValueError("shared dependencies' hash is not a SHA-256")
-    return artifact, _parse_dependencies(raw), shared, shared_sha256
+    return artifact, _parse_dependencies(raw), shared_sha256
 
 
 def _manifest_fields(

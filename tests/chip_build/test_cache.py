@@ -274,7 +274,7 @@ def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
     assert folder.portable(f"-I{installs[0]}/include") == f"-I{PACKAGE_PLACEHOLDER}/include"
     assert folder.portable(f"-I{installs[0]}x/include") == f"-I{installs[0]}x/include"
     (manifest,) = (cache.root / LAYOUT / "entries").glob("*/*/*/manifest.json")
-    recorded = json.loads(json.loads(manifest.read_text(encoding="utf-8"))["shared"])
+    recorded = json.loads((manifest.parent / "shared.json").read_text(encoding="utf-8"))
     assert {"in_tree": False, "path": f"{PACKAGE_PLACEHOLDER}/include/api.h"} in [
         {k: v for k, v in dep.items() if k != "sha256"} for dep in recorded
     ]
@@ -341,8 +341,8 @@ def test_stats_and_last_build(cache: CompileCache, tree: Path) -> None:
     cache.fetch_or_build(other, tree, Builder(b"123", []))
     cache.record_build(BuildCounts(hits=3, misses=1))
     stats = cache.stats()
-    manifests = sum((entry / "manifest.json").stat().st_size for entry in entries(cache))
-    assert (stats.entries, stats.size) == (2, 8 + manifests)
+    listed = [entry / name for entry in entries(cache) for name in ("manifest.json", "shared.json")]
+    assert (stats.entries, stats.size) == (2, 8 + sum(path.stat().st_size for path in listed))
     assert stats.last_build == BuildCounts(hits=3, misses=1)
 
 

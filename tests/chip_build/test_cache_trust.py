@@ -106,11 +106,15 @@ DAMAGE: dict[str, Callable[[Path, Path], object]] = {
     "artifact-hash-flipped": lambda entry, _: _rewrite_manifest(
         entry, lambda d: d.update(artifact_sha256=hashlib.sha256(b"other").hexdigest())
     ),
-    "shared-dependencies-altered": lambda entry, _: _rewrite_manifest(
-        entry, lambda d: d.update(shared=str(d["shared"]).replace("[", "[ ", 1))
-    ),
-    "shared-dependencies-not-a-list": lambda entry, _: _rewrite_manifest(
-        entry, lambda d: d.update(shared="{}", shared_sha256=hashlib.sha256(b"{}").hexdigest())
+    "shared-flipped-byte": lambda entry, _: _flip_first_byte(entry / "shared.json"),
+    "shared-emptied": lambda entry, _: (entry / "shared.json").write_bytes(b""),
+    "shared-symlinked": lambda entry, elsewhere: _symlink_to(entry / "shared.json", elsewhere),
+    "shared-missing": lambda entry, _: (entry / "shared.json").unlink(),
+    "shared-not-a-list": lambda entry, _: (
+        (entry / "shared.json").write_bytes(b"{}"),
+        _rewrite_manifest(
+            entry, lambda d: d.update(shared_sha256=hashlib.sha256(b"{}").hexdigest())
+        ),
     ),
     "shared-hash-flipped": lambda entry, _: _rewrite_manifest(
         entry, lambda d: d.update(shared_sha256="0" * 64)
@@ -168,10 +172,10 @@ def test_a_manifest_naming_anything_but_a_file_in_place_is_a_miss_evicted_once(
     def plant(document: dict[str, object]) -> None:
         if listed_in == "dependencies":
             document["dependencies"] = [dependency]
-        else:  # with the text's true hash: only the path check is left to refuse it
-            shared = json.dumps([dependency], sort_keys=True, separators=(",", ":"))
-            document["shared"] = shared
-            document["shared_sha256"] = hashlib.sha256(shared.encode()).hexdigest()
+        else:  # with the file's true hash: only the path check is left to refuse it
+            shared = json.dumps([dependency], sort_keys=True, separators=(",", ":")).encode()
+            (entry / "shared.json").write_bytes(shared)
+            document["shared_sha256"] = hashlib.sha256(shared).hexdigest()
 
     _rewrite_manifest(entry, plant)
     # The entry's name no longer matches either; rename it as a forger would, so that only
@@ -194,15 +198,12 @@ def test_shared_dependencies_are_checked_once_per_build_and_compared_after(
     for key in keys:
         warned.cache.fetch_or_build(key, tree, Builder(key.encode(), [*deps(tree), header]))
     first, second = entries(warned.cache)
-    texts = {
-        json.loads((entry / "manifest.json").read_bytes())["shared"] for entry in (first, second)
-    }
+    texts = {(entry / "shared.json").read_text(encoding="utf-8") for entry in (first, second)}
     assert len(texts) == 1 and str(header) in texts.pop()
     files = cache_module.FileDigests()
     assert all(warned.cache.fetch_or_build(key, tree, Builder(b"", []), files).hit for key in keys)
-    _rewrite_manifest(
-        second, lambda d: d.update(shared=str(d["shared"]).replace(str(header), "/etc/passwd"))
-    )
+    shared = second / "shared.json"
+    shared.write_text(shared.read_text(encoding="utf-8").replace(str(header), "/etc/passwd"))
     files = cache_module.FileDigests()
     altered = keys[entries(warned.cache).index(second)]
     fetched = [warned.cache.fetch_or_build(key, tree, Builder(b"new", []), files) for key in keys]
