@@ -35,8 +35,8 @@ hundred-odd system, PTO-ISA and pypto-build headers that every kernel of a sub-b
 build hashes, parses and matches each such file's bytes once (:meth:`FileDigests.match_shared`)
 and only compares later entries' bytes with them, where layout ``v1`` parsed and matched the
 whole list on every hit (and a list kept as a string inside the manifest would cost decoding
-its escapes on every hit). The remote tier keeps the self-contained
-manifests of format :data:`FORMAT` (every dependency listed), which is also the keys' format.
+its escapes on every hit). The remote tier keeps the self-contained manifests of format
+:data:`FORMAT` (every dependency listed), which is also the keys' format.
 
 An entry is built in a staging directory, its manifest (with the artifact's SHA-256) written
 last, and published with one atomic rename, so a reader sees a whole entry or none. A staging
@@ -351,7 +351,7 @@ class FileDigests:
             raise _Damaged("shared dependencies do not have their recorded SHA-256")
         try:
             dependencies = _parse_dependencies(json.loads(shared))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested past the parser's depth
             raise _Damaged(f"shared dependencies: {exc}") from None
         matched = self.match(dependencies, tree, find)
         self._shared[(sha256, tree)] = (shared, matched)
@@ -626,7 +626,7 @@ class CompileCache:
             raise _Damaged("no manifest") from None
         except OSError as exc:
             raise _Damaged(f"manifest: {exc.strerror or exc}") from None
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth
             raise _Damaged("manifest is not JSON") from None
         try:
             artifact, own, shared_sha256 = _parse_entry_manifest(manifest, key)

@@ -110,6 +110,9 @@ DAMAGE: dict[str, Callable[[Path, Path], object]] = {
     "shared-emptied": lambda entry, _: (entry / "shared.json").write_bytes(b""),
     "shared-symlinked": lambda entry, elsewhere: _symlink_to(entry / "shared.json", elsewhere),
     "shared-missing": lambda entry, _: (entry / "shared.json").unlink(),
+    "manifest-nested-too-deep": lambda entry, _: (entry / "manifest.json").write_text(
+        "[" * 100_000
+    ),
     "shared-not-a-list": lambda entry, _: (
         (entry / "shared.json").write_bytes(b"{}"),
         _rewrite_manifest(
