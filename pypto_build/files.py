@@ -86,9 +86,23 @@ def read_regular_status(
 
 
 def sha256_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> str:
-    """The SHA-256 of the regular file ``path``, as lowercase hex (:func:`open_regular`)."""
-    with open_regular(path, follow_symlinks=follow_symlinks) as stream:
-        return hashlib.file_digest(stream, "sha256").hexdigest()
+    """The SHA-256 of the regular file ``path``, as lowercase hex (:func:`open_regular`'s
+    checks). Read in large chunks without a buffered stream: a build hashes a hundred-odd
+    headers of a few kilobytes, most in one read."""
+    fd = os.open(path, _flags(follow_symlinks))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(path)
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, _CHUNK):
+            digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
+#: How much of a file :func:`sha256_regular` reads at once.
+_CHUNK = 1 << 20
 
 
 def is_regular(path: Path) -> bool:

@@ -3,12 +3,14 @@ whole."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
-from pypto_build.files import NotRegularFile, read_regular, read_regular_status
+from pypto_build import files
+from pypto_build.files import NotRegularFile, read_regular, read_regular_status, sha256_regular
 
 
 def test_the_bytes_come_with_the_status_of_the_file_read(tmp_path: Path) -> None:
@@ -36,3 +38,18 @@ def test_anything_but_a_regular_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         read_regular_status(link, follow_symlinks=False)
     assert read_regular_status(link)[0] == b"x"
+
+
+def test_the_hash_of_a_regular_file_is_of_all_its_bytes_and_nothing_else_is_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "_CHUNK", 7)  # several reads: the chunks add up
+    data = bytes(range(256)) * 3
+    (tmp_path / "file").write_bytes(data)
+    assert sha256_regular(tmp_path / "file") == hashlib.sha256(data).hexdigest()
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(NotRegularFile):
+        sha256_regular(tmp_path / "fifo")  # refused, not waited on
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    with pytest.raises(OSError):
+        sha256_regular(tmp_path / "link", follow_symlinks=False)

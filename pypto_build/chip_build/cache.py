@@ -21,12 +21,22 @@ recorded file's hash where it is now, so a moved pypto-build with other headers 
 A build looks at each recorded file once (:class:`FileDigests`): the kernels of a sub-build
 share a hundred-odd headers, and a warm build is a hundred-odd hits.
 
-Layout (``v1`` is the format; a new format gets a new directory)::
+Layout (``v2``, :data:`LAYOUT`; a new layout gets a new directory, so the entries of an older
+one are misses, never errors)::
 
-    <root>/v1/entries/<key[:2]>/<key>/<entry>/{artifact, manifest.json}
-    <root>/v1/tmp/              staging, on the same file system as entries/
-    <root>/v1/locks/<key[:2]>/<key>.lock
-    <root>/v1/last-build.json   hits and misses of the last recorded build
+    <root>/v2/entries/<key[:2]>/<key>/<entry>/{artifact, shared.json, manifest.json}
+    <root>/v2/tmp/              staging, on the same file system as entries/
+    <root>/v2/locks/<key[:2]>/<key>.lock
+    <root>/v2/last-build.json   hits and misses of the last recorded build
+
+A manifest lists the entry's own dependencies (the files in the tree: the source and its
+headers there) and the SHA-256 of ``shared.json``, which lists those outside the tree: the
+hundred-odd system, PTO-ISA and pypto-build headers that every kernel of a sub-build shares. A
+build hashes, parses and matches each such file's bytes once (:meth:`FileDigests.match_shared`)
+and only compares later entries' bytes with them, where layout ``v1`` parsed and matched the
+whole list on every hit (and a list kept as a string inside the manifest would cost decoding
+its escapes on every hit). The remote tier keeps the self-contained manifests of format
+:data:`FORMAT` (every dependency listed), which is also the keys' format.
 
 An entry is built in a staging directory, its manifest (with the artifact's SHA-256) written
 last, and published with one atomic rename, so a reader sees a whole entry or none. A staging
@@ -42,9 +52,10 @@ The cache trusts nothing it reads, because anything can be left in a folder: a k
 half, a flipped bit, a link planted by another program. So no path inside the cache is followed
 through a symbolic link for writing (its folders are checked to be real folders, its lock files
 to be regular files, and filelock opens them without following a link), and an entry is used
-only when its folder, manifest and artifact are real files, the manifest is well formed and
-names its own entry (the folder's name is the hash of the key and the recorded dependencies, so
-a flipped dependency hash shows), every dependency is a path inside the tree (relative, no
+only when its folder, manifest, ``shared.json`` and artifact are real files, the manifest is
+well formed and names its own entry (the folder's name is the hash of the key, the entry's own
+dependencies and the hash of ``shared.json``, so a flipped dependency hash shows; that file must
+have its hash), every dependency is a path inside the tree (relative, no
 ``..``) or an absolute path without ``..``, and every one is a regular file: reading a FIFO or
 ``/dev/zero`` would hang the build. Anything else is a damaged entry: evicted, with one warning
 line, and rebuilt. A cache that cannot be used at all (its folder is a file or read-only, a
@@ -104,7 +115,10 @@ __all__ = [
     "read_depfile",
 ]
 
+#: The format of compile keys and of the self-contained manifests the remote tier stores.
 FORMAT = "v1"
+#: The local layout: its folder, and the format of its entries' manifests.
+LAYOUT = "v2"
 #: How cache keys and entries name pypto-build's package folder.
 PACKAGE_PLACEHOLDER = "/@pypto_build"
 
@@ -132,6 +146,7 @@ class PackageFolder:
 PACKAGE = PackageFolder(Path(__file__).resolve().parents[1])
 _MANIFEST = "manifest.json"
 _ARTIFACT = "artifact"
+_SHARED = "shared.json"
 _LAST_BUILD = "last-build.json"
 
 
@@ -202,6 +217,8 @@ class Fetched:
     #: Whether the artifact is already at the ``output`` the caller asked for
     #: (:meth:`CompileCache.fetch_or_build`); when not, writing it there is the caller's work.
     placed: bool = False
+    #: The SHA-256 of ``data`` where the cache has verified it (a local hit), else None.
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +298,9 @@ class FileDigests:
     def __init__(self) -> None:
         #: SHA-256 by path; None when missing, :data:`_NOT_REGULAR` for a FIFO, device, folder.
         self._found: dict[str, str | None] = {}
+        #: By (SHA-256, tree): the verified bytes of entries' ``shared.json`` and whether its
+        #: files matched.
+        self._shared: dict[tuple[str, str], tuple[bytes, bool]] = {}
 
     def get(self, path: str, find: Callable[[str], str | None]) -> str | None:
         """The finding for ``path``, from ``find`` the first time it is asked for."""
@@ -313,6 +333,30 @@ class FileDigests:
                 return False
         return True
 
+    def match_shared(
+        self, shared: bytes, sha256: str, tree: str, find: Callable[[str], str | None]
+    ) -> bool:
+        """:meth:`match` for an entry's shared dependencies (``shared``: the bytes of its
+        ``shared.json``, whose SHA-256 the manifest claims to be ``sha256``): the entries of a
+        sub-build share one such list of a hundred-odd headers, so it is hashed, parsed and
+        matched once per build; a later entry's bytes are only compared with the verified ones.
+        :class:`_Damaged` when the bytes are not what their hash says or not a list of
+        dependencies."""
+        known = self._shared.get((sha256, tree))
+        if known is not None:
+            if known[0] != shared:  # the verified bytes have this hash, so these do not
+                raise _Damaged("shared dependencies do not have their recorded SHA-256")
+            return known[1]
+        if hashlib.sha256(shared).hexdigest() != sha256:
+            raise _Damaged("shared dependencies do not have their recorded SHA-256")
+        try:
+            dependencies = _parse_dependencies(json.loads(shared))
+        except (ValueError, RecursionError) as exc:  # nested past the parser's depth
+            raise _Damaged(f"shared dependencies: {exc}") from None
+        matched = self.match(dependencies, tree, find)
+        self._shared[(sha256, tree)] = (shared, matched)
+        return matched
+
     def read(self, path: Path) -> bytes:
         """The bytes of the regular file ``path`` (:func:`~pypto_build.files.read_regular`),
         its SHA-256 noted: a compile reads its source for the key, and the entry then checks
@@ -330,9 +374,11 @@ _UNKNOWN = "unknown"
 
 @dataclass(frozen=True)
 class _Found:
-    """A local entry's verified artifact, and whether it was linked to the requested output."""
+    """A local entry's verified artifact, its SHA-256, and whether it was linked to the
+    requested output."""
 
     data: bytes
+    sha256: str
     placed: bool
 
 
@@ -363,7 +409,7 @@ class CompileCache:
         self.root = root
         self.lock_timeout = lock_timeout
         self.remote = remote
-        self._base = root / FORMAT
+        self._base = root / LAYOUT
         self._warn = warn
         self._warned: set[str] = set()
         self._warn_lock = threading.Lock()
@@ -408,7 +454,7 @@ class CompileCache:
     ) -> Fetched:
         found = self._lookup(key, tree, files, output)
         if found is not None:
-            return Fetched(found.data, hit=True, placed=found.placed)
+            return Fetched(found.data, hit=True, placed=found.placed, sha256=found.sha256)
         import filelock  # a miss only: a warm build takes no lock
 
         lock = self._key_lock(key)
@@ -427,7 +473,7 @@ class CompileCache:
             # Another builder may have just published it.
             found = self._lookup(key, tree, files, output)
             if found is not None:
-                return Fetched(found.data, hit=True, placed=found.placed)
+                return Fetched(found.data, hit=True, placed=found.placed, sha256=found.sha256)
             data = self._remote_lookup(key, tree, files)
             if data is not None:
                 return Fetched(data, hit=True, remote=True)
@@ -465,7 +511,7 @@ class CompileCache:
     # --- folders that are never links ------------------------------------------------------
 
     def _dir(self, *parts: str) -> Path:
-        """``<root>/v1/<parts...>``, each folder created when missing and checked to be a real
+        """``<root>/v2/<parts...>``, each folder created when missing and checked to be a real
         folder, not a link: a planted link must never make the cache write outside itself.
         A link or file where a folder belongs is removed (the link, never its target); a
         folder that cannot be had makes the cache unusable."""
@@ -494,7 +540,7 @@ class CompileCache:
         _remove_path(path)
         os.mkdir(path)
 
-    def _existing_dir(self, path: Path) -> bool:
+    def _existing_dir(self, path: str | Path) -> bool:
         """Whether ``path`` (inside the cache) is a real folder; a link or file there is
         removed."""
         try:
@@ -534,16 +580,15 @@ class CompileCache:
 
     # --- lookups ---------------------------------------------------------------------------
 
-    def _key_dir(self, key: str) -> Path:
-        return self._base / "entries" / key[:2] / key
-
     def _lookup(
         self, key: str, tree: Path, files: FileDigests, output: Path | None
     ) -> _Found | None:
-        key_dir = self._key_dir(key)
-        if not all(
-            self._existing_dir(path) for path in (self._base / "entries", key_dir.parent, key_dir)
-        ):
+        # Paths as strings: a warm build looks up a hundred-odd keys, and each path object
+        # costs more than the system call it is for.
+        entries = f"{self._base}/entries"
+        bucket = f"{entries}/{key[:2]}"
+        key_dir = f"{bucket}/{key}"
+        if not all(self._existing_dir(path) for path in (entries, bucket, key_dir)):
             return None
         try:
             with os.scandir(key_dir) as listing:  # with each item's type: no stat per entry
@@ -551,42 +596,53 @@ class CompileCache:
         except OSError:
             return None
         for item in candidates:
-            entry = Path(item.path)
             try:
                 if not item.is_dir(follow_symlinks=False):
                     raise _Damaged("not a folder")
-                found = self._read_entry(entry, key, tree, files, output)
+                found = self._read_entry(item.path, item.name, key, tree, files, output)
             except _Damaged as damage:
-                self._evict(entry, str(damage))
+                self._evict(Path(item.path), str(damage))
                 continue
             if found is not None:
                 return found
         return None
 
     def _read_entry(
-        self, entry: Path, key: str, tree: Path, files: FileDigests, output: Path | None
+        self,
+        entry: str,
+        name: str,
+        key: str,
+        tree: Path,
+        files: FileDigests,
+        output: Path | None,
     ) -> _Found | None:
-        """The artifact of the folder ``entry`` when its recorded files all have their recorded
-        hashes (linked to ``output`` when possible), None when one differs; :class:`_Damaged`
-        when the entry is not one this cache could have published."""
-        manifest_path = entry / _MANIFEST
+        """The artifact of the folder ``entry`` (named ``name``) when its recorded files all
+        have their recorded hashes (linked to ``output`` when possible), None when one
+        differs; :class:`_Damaged` when the entry is not one this cache could have published."""
+        manifest_path = f"{entry}/{_MANIFEST}"
         try:
             manifest = json.loads(read_regular(manifest_path, follow_symlinks=False))
         except FileNotFoundError:
             raise _Damaged("no manifest") from None
         except OSError as exc:
             raise _Damaged(f"manifest: {exc.strerror or exc}") from None
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's depth
             raise _Damaged("manifest is not JSON") from None
         try:
-            artifact, dependencies = _parse_manifest(manifest, key)
+            artifact, own, shared_sha256 = _parse_entry_manifest(manifest, key)
         except ValueError as exc:
             raise _Damaged(str(exc)) from None
-        if entry.name != _entry_name(key, dependencies):
+        if name != _entry_name(key, own, shared_sha256):
             raise _Damaged("the manifest's dependencies do not match the entry's name")
-        if not files.match(dependencies, str(tree), self._file_hash):
+        if not files.match(own, str(tree), self._file_hash):
             return None
-        path = entry / _ARTIFACT
+        try:
+            shared = read_regular(f"{entry}/{_SHARED}", follow_symlinks=False)
+        except OSError as exc:
+            raise _Damaged(f"{_SHARED}: {exc.strerror or exc}") from None
+        if not files.match_shared(shared, shared_sha256, str(tree), self._file_hash):
+            return None
+        path = f"{entry}/{_ARTIFACT}"
         try:
             data, status = read_regular_status(path, follow_symlinks=False)
         except OSError as exc:
@@ -596,7 +652,7 @@ class CompileCache:
         placed = output is not None and _link_read(path, status, output)
         with contextlib.suppress(OSError):  # pruned meanwhile: the bytes are still good
             os.utime(manifest_path, follow_symlinks=False)
-        return _Found(data, placed)
+        return _Found(data, artifact, placed)
 
     def _file_hash(self, path: str) -> str | None:
         """The SHA-256 of the regular file ``path``; None when it is missing (a changed header
@@ -686,24 +742,36 @@ class CompileCache:
         self, work: Path, key: str, data: bytes, dependencies: Sequence[_Dependency]
     ) -> dict[str, object]:
         """Publish ``data`` as an entry of ``key`` (staged in ``work``, manifest last, one
-        rename) and return its manifest."""
+        rename) and return its self-contained manifest (format :data:`FORMAT`, every
+        dependency listed), the one the remote tier stores."""
         entry = work / "entry"
         entry.mkdir()
         (entry / _ARTIFACT).write_bytes(data)
         os.chmod(entry / _ARTIFACT, FILE_MODE)  # the mode of a build's output: linkable there
-        manifest: dict[str, object] = {
-            "artifact_sha256": hashlib.sha256(data).hexdigest(),
+        artifact = hashlib.sha256(data).hexdigest()
+        own = [dep for dep in dependencies if dep.in_tree]
+        shared = _listing([dep for dep in dependencies if not dep.in_tree]).encode("ascii")
+        (entry / _SHARED).write_bytes(shared)
+        shared_sha256 = hashlib.sha256(shared).hexdigest()
+        local: dict[str, object] = {
+            "artifact_sha256": artifact,
+            "dependencies": [dep.as_json() for dep in own],
+            "format": LAYOUT,
+            "key": key,
+            "shared_sha256": shared_sha256,
+        }
+        atomic_write_text(
+            entry / _MANIFEST, json.dumps(local, indent=1, sort_keys=True), fsync=True
+        )
+        final = self._dir("entries", key[:2], key) / _entry_name(key, own, shared_sha256)
+        with contextlib.suppress(OSError):  # the same entry is already published
+            os.rename(entry, final)
+        return {
+            "artifact_sha256": artifact,
             "dependencies": [dep.as_json() for dep in dependencies],
             "format": FORMAT,
             "key": key,
         }
-        atomic_write_text(
-            entry / _MANIFEST, json.dumps(manifest, indent=1, sort_keys=True), fsync=True
-        )
-        final = self._dir("entries", key[:2], key) / _entry_name(key, dependencies)
-        with contextlib.suppress(OSError):  # the same entry is already published
-            os.rename(entry, final)
-        return manifest
 
     def _record(self, path: Path, tree: Path, files: FileDigests) -> _Dependency | None:
         digest = files.get(str(path), self._file_hash)
@@ -843,7 +911,7 @@ class CompileCache:
                 os.close(fd)
 
 
-def _link_read(path: Path, opened: os.stat_result, output: Path) -> bool:
+def _link_read(path: str, opened: os.stat_result, output: Path) -> bool:
     """Give the artifact ``path``, whose bytes were read and verified from the file of status
     ``opened``, the name ``output`` too (replacing what is there), as a hard link: a warm build
     then creates no file and copies no byte, where writing a new file costs many times reading
@@ -854,7 +922,8 @@ def _link_read(path: Path, opened: os.stat_result, output: Path) -> bool:
     """
     if stat.S_IMODE(opened.st_mode) != FILE_MODE:
         return False
-    temporary = output.with_name(f".{output.name}.{os.getpid()}.{threading.get_ident()}.link")
+    folder, _, name = os.fspath(output).rpartition("/")
+    temporary = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.link"
     try:
         os.link(path, temporary, follow_symlinks=False)
     except OSError:
@@ -876,17 +945,22 @@ def _build_uncached(build: Callable[[Path], Built]) -> bytes:
         return build(Path(stage)).artifact.read_bytes()
 
 
-def _entry_name(key: str, dependencies: Sequence[_Dependency]) -> str:
-    """An entry's folder name: the key and its dependencies, so one key holds one entry per
-    set of header contents, and a manifest altered after publishing no longer matches. It is
-    ``_digest_json([key, [dep.as_json() for dep in dependencies]])``, spelled out from
-    :attr:`_Dependency.canonical`."""
-    listed = ",".join([dep.canonical for dep in dependencies])
-    canonical = f"[{encode_basestring_ascii(key)},[{listed}]]"
+def _entry_name(key: str, own: Sequence[_Dependency], shared_sha256: str) -> str:
+    """An entry's folder name: the key, its own dependencies and the hash of its shared ones,
+    so one key holds one entry per set of header contents, and a manifest altered after
+    publishing no longer matches. It is ``_digest_json([key, [dep.as_json() for dep in own],
+    shared_sha256])``, spelled out from :attr:`_Dependency.canonical`."""
+    canonical = f'[{encode_basestring_ascii(key)},{_listing(own)},"{shared_sha256}"]'
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
-def _remove_path(path: Path) -> None:
+def _listing(dependencies: Sequence[_Dependency]) -> str:
+    """``dependencies`` as :func:`_digest_json` spells their :meth:`~_Dependency.as_json`: the
+    text of an entry's ``shared.json``, which is also valid JSON."""
+    return "[" + ",".join([dep.canonical for dep in dependencies]) + "]"
+
+
+def _remove_path(path: str | Path) -> None:
     """Remove ``path`` itself: a link is unlinked, never followed; a folder is removed with
     everything in it (rmtree follows no link either)."""
     if stat.S_ISDIR(os.lstat(path).st_mode):
@@ -912,9 +986,31 @@ def _real_subdirs(root: Path, depth: int) -> list[Path]:
 
 
 def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]:
-    """The artifact hash and dependencies of an entry manifest, local or remote; ValueError if
-    malformed."""
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
+    """The artifact hash and dependencies of a self-contained manifest (format
+    :data:`FORMAT`, as the remote tier stores them); ValueError if malformed."""
+    _, artifact, raw = _manifest_fields(document, key, FORMAT)
+    return artifact, _parse_dependencies(raw)
+
+
+def _parse_entry_manifest(document: object, key: str) -> tuple[str, list[_Dependency], str]:
+    """The artifact hash, own dependencies and the claimed SHA-256 of ``shared.json`` of a
+    local entry's manifest (format :data:`LAYOUT`); ValueError if malformed. The shared
+    dependencies are checked by :meth:`FileDigests.match_shared`, once per build."""
+    fields, artifact, raw = _manifest_fields(document, key, LAYOUT)
+    shared_sha256 = fields.get("shared_sha256")
+    if type(shared_sha256) is not str or len(fields) != 5:
+        raise ValueError("malformed manifest")
+    if _SHA256.fullmatch(shared_sha256) is None:
+        raise ValueError("shared dependencies' hash is not a SHA-256")
+    return artifact, _parse_dependencies(raw), shared_sha256
+
+
+def _manifest_fields(
+    document: object, key: str, format_: str
+) -> tuple[dict[str, object], str, list[object]]:
+    """A manifest of format ``format_`` and ``key`` as a dict, its artifact hash and its raw
+    dependency list; ValueError otherwise."""
+    if not isinstance(document, dict) or document.get("format") != format_:
         raise ValueError("not a cache entry manifest")
     if document.get("key") != key:
         raise ValueError("manifest of another key")
@@ -924,6 +1020,13 @@ def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]
         raise ValueError("malformed manifest")
     if _SHA256.fullmatch(artifact) is None:
         raise ValueError("artifact hash is not a SHA-256")
+    return document, artifact, raw
+
+
+def _parse_dependencies(raw: object) -> list[_Dependency]:
+    """The recorded dependencies of a manifest's list (ValueError if malformed)."""
+    if type(raw) is not list:
+        raise ValueError("malformed manifest")
     # Exact types, as JSON gives them (``type(...) is`` costs less than ``isinstance``, and a
     # manifest lists a hundred dependencies or more).
     dependencies: list[_Dependency] = []
@@ -938,7 +1041,7 @@ def _parse_manifest(document: object, key: str) -> tuple[str, list[_Dependency]]
         if type(path) is not str or type(in_tree) is not bool or type(digest) is not str:
             raise ValueError("malformed dependency")
         dependencies.append(_dependency(path, in_tree, digest))
-    return artifact, dependencies
+    return dependencies
 
 
 @functools.lru_cache(maxsize=1 << 14)

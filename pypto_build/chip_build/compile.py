@@ -272,7 +272,7 @@ class _Compiler:
             with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
                 data = build(Path(stage)).artifact.read_bytes()
             cached = remote = placed = False
-            source = None
+            source = digest = None
         else:
             code = self.files.read(job.source_path)
             source = (hashlib.sha256(code).hexdigest(), len(code))
@@ -285,10 +285,11 @@ class _Compiler:
             self.folders.make(output.parent)
             fetched = self.cache.fetch_or_build(key, job.tree, build, self.files, output)
             data, cached, remote, placed = fetched.data, fetched.hit, fetched.remote, fetched.placed
+            digest = fetched.sha256  # a hit's hash, verified: not computed twice
         _remove_binaries(job, keep=artifact, folders=self.folders)
         if not placed:
             atomic_write_bytes(output, data)
-        binary = (hashlib.sha256(data).hexdigest(), len(data))
+        binary = (digest or hashlib.sha256(data).hexdigest(), len(data))
         output_text = "".join(outputs)
         return CompileResult(job, artifact, cached, key_plan, output_text, remote, binary, source)
 

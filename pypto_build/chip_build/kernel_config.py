@@ -447,7 +447,78 @@ def read_kernel_config(path_or_text: Path | str) -> KernelConfig:
     else:
         filename = "kernel_config.py"
         text = path_or_text
-    return _Reader(filename).read(text)
+    config = _read_rendered(text)
+    return _Reader(filename).read(text) if config is None else config
+
+
+#: The ``KERNELS`` block as :func:`_render` writes it, one kernel a line.
+_KERNELS_START = "\nKERNELS = [\n"
+_KERNELS_END = "]\n"
+_ROOT_PATH = r'str\(_ROOT_DIR((?: / "[^"\\]*")+)\)'
+#: A kernel line as :func:`_kernel_line` writes it without a variant; the source is checked
+#: by the round trip, as it follows from the name and core type.
+_KERNEL_LINE = re.compile(
+    r'\t\{"func_id": (\d+), "name": "([^"\\]*)", "source": ' + _ROOT_PATH + ", "
+    r'"core_type": "([^"\\]*)"'
+    r'(?:, "extra_include_dirs": \[(str\(_ROOT_DIR[^\]]*)\])?'
+    r'(?:, "signature": \[(_D\.\w+(?:, _D\.\w+)*)\])?'
+    r'(?:, "binary": ' + _ROOT_PATH + r")?\},"
+)
+_ROOT_PATHS = re.compile(_ROOT_PATH)
+_PATH_PART = re.compile(r' / "([^"\\]*)"')
+
+
+def _read_rendered(text: str) -> KernelConfig | None:
+    """The config of a file exactly as :func:`_render` writes it, read without parsing the
+    whole file into a syntax tree; None for any other text, which :class:`_Reader` then reads
+    (or names the error of).
+
+    A sub-build of a hundred kernels has a hundred ``KERNELS`` lines, and building the syntax
+    tree of them is most of the cost of reading the file, read on every build. So only the
+    short part before ``KERNELS`` goes through :class:`_Reader`; each kernel line is matched
+    against the one form the writer gives it. The result is trusted only when rendering it
+    gives back ``text`` byte for byte: the reader and the writer are inverses, so a text the
+    writer produces from a config reads back as that config, whichever way it is read.
+    """
+    header, found, block = text.partition(_KERNELS_START)
+    if not found or not block.endswith(_KERNELS_END):
+        return None
+    lines = block[: -len(_KERNELS_END)].split("\n")
+    try:
+        kernels = tuple(_rendered_kernel(line) for line in lines[:-1])
+        if lines[-1]:
+            return None
+        base = _Reader("kernel_config.py").read(f"{header}{_KERNELS_START}{_KERNELS_END}")
+        config = KernelConfig(base.orchestration, kernels, base.runtime, base.enable_sdma)
+    except (KernelConfigError, ValueError, KeyError):
+        return None
+    return config if _render(config) == text else None
+
+
+def _rendered_kernel(line: str) -> KernelEntry:
+    """One ``KERNELS`` line in :func:`_kernel_line`'s form; ValueError for any other line."""
+    match = _KERNEL_LINE.fullmatch(line)
+    if match is None:
+        raise ValueError("not a rendered kernel line")
+    func_id, name, _, core_type, include_dirs, signature, binary = match.groups()
+    return KernelEntry(
+        int(func_id),
+        name,
+        CoreType(core_type),
+        tuple(ArgDirection[item.removeprefix("_D.")] for item in signature.split(", "))
+        if signature
+        else (),
+        None if binary is None else _rendered_path(binary),
+        tuple(_rendered_path(path) for path in _ROOT_PATHS.findall(include_dirs or "")),
+    )
+
+
+def _rendered_path(parts: str) -> str:
+    """`` / "a" / "b"`` -> ``a/b``; ValueError for a component :class:`_Reader` refuses."""
+    names = _PATH_PART.findall(parts)
+    if any(name in ("", ".", "..") or "/" in name for name in names):
+        raise ValueError("invalid path component")
+    return "/".join(names)
 
 
 @dataclass(frozen=True)

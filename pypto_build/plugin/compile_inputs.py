@@ -2,11 +2,12 @@
 files named, as the compile cache recorded them.
 
 A cache hit runs no compiler, so no dependency file is written; what the compile read is in
-the entry the hit came from (:mod:`pypto_build.chip_build.cache`: ``<root>/v1/entries/<key[:2]>
-/<key>/<entry>/manifest.json``, each dependency with its SHA-256). The entry of a binary is the
-one of its compile key whose artifact has the binary's hash and whose recorded files all still
-have their recorded hashes — the entry a lookup accepts. Files inside the tree are left out:
-they are the render's output, which a build record checks through the render's inputs.
+the entry the hit came from (:mod:`pypto_build.chip_build.cache`: ``<root>/v2/entries/<key[:2]>
+/<key>/<entry>/``, each dependency with its SHA-256: the entry's own under ``dependencies`` in
+``manifest.json``, those outside the tree in ``shared.json``). The entry of a binary is the one
+of its compile key whose artifact has the binary's hash and whose recorded files all still have
+their recorded hashes — the entry a lookup accepts. Files inside the tree are left out: they are
+the render's output, which a build record checks through the render's inputs.
 
 Anything unexpected (no such entry, a manifest that does not parse) gives no answer rather than
 a partial one: a build record without every header would trust binaries it cannot vouch for.
@@ -21,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.cache import FORMAT, PACKAGE, PACKAGE_PLACEHOLDER, compile_key
+from pypto_build.chip_build.cache import LAYOUT, PACKAGE, PACKAGE_PLACEHOLDER, compile_key
 from pypto_build.files import read_regular
 from pypto_build.plugin.signatures import FileInput, Known
 
@@ -95,21 +96,21 @@ def _entry_dependencies(
 ) -> list[str] | None:
     """The out-of-tree files of the entry of ``key`` that holds ``artifact`` and that a lookup
     would accept now; None without one."""
-    key_dir = cache_root / FORMAT / "entries" / key[:2] / key
+    key_dir = cache_root / LAYOUT / "entries" / key[:2] / key
     try:
         entries = sorted(os.listdir(key_dir))
     except OSError:
         return None
     for name in entries:
         try:
-            path = key_dir / name / "manifest.json"
-            manifest = json.loads(read_regular(path, follow_symlinks=False))
+            entry = key_dir / name
+            manifest = json.loads(read_regular(entry / "manifest.json", follow_symlinks=False))
             if manifest.get("key") != key or manifest.get("artifact_sha256") != artifact:
                 continue
+            shared = json.loads(read_regular(entry / "shared.json", follow_symlinks=False))
+            listed = [*manifest["dependencies"], *shared]
             recorded = [
-                (_local(item["path"]), item["sha256"])
-                for item in manifest["dependencies"]
-                if not item["in_tree"]
+                (_local(item["path"]), item["sha256"]) for item in listed if not item["in_tree"]
             ]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue

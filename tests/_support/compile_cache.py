@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from pypto_build.chip_build.cache import Built, CompileCache, compile_key
+from pypto_build.chip_build.cache import LAYOUT, Built, CompileCache, compile_key
 
 KEY = compile_key(source=b"int x;", commands=[["g++", "-c"]], identity="g++ 12", version="12")
 
@@ -44,4 +44,4 @@ def deps(tree: Path) -> list[Path]:
 
 
 def entries(cache: CompileCache) -> list[Path]:
-    return sorted((cache.root / "v1" / "entries").glob("*/*/*"))
+    return sorted((cache.root / LAYOUT / "entries").glob("*/*/*"))

@@ -20,6 +20,7 @@ from _support.compile_cache import KEY, Builder, deps, entries, make_tree
 
 from pypto_build.chip_build import cache as cache_module
 from pypto_build.chip_build.cache import (
+    LAYOUT,
     PACKAGE,
     PACKAGE_PLACEHOLDER,
     BuildCounts,
@@ -110,7 +111,7 @@ def test_miss_then_hit(cache: CompileCache, tree: Path) -> None:
         "sha256": manifest["dependencies"][0]["sha256"],
     }
     # Nothing but the entry is left behind: staging directories are removed.
-    assert list((cache.root / "v1" / "tmp").iterdir()) == []
+    assert list((cache.root / LAYOUT / "tmp").iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -216,10 +217,16 @@ def test_entry_names_are_the_canonical_json_of_key_and_dependencies() -> None:
         cache_module._Dependency('k\u00e9 "a\\b".h', True, "0" * 64),
         cache_module._Dependency(f"{PACKAGE_PLACEHOLDER}/x y.h", False, "f" * 64),
     ]
-    document = [KEY, [dep.as_json() for dep in dependencies]]
+    shared = "e" * 64
+    document = [KEY, [dep.as_json() for dep in dependencies], shared]
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     expected = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    assert cache_module._entry_name(KEY, dependencies) == expected
+    assert cache_module._entry_name(KEY, dependencies, shared) == expected
+    # The shared dependencies' text is that canonical JSON too: its hash is the one named.
+    listed = [dep.as_json() for dep in dependencies]
+    assert cache_module._listing(dependencies) == json.dumps(
+        listed, sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    )
 
 
 def test_deleted_dependency_is_a_miss(cache: CompileCache, tree: Path) -> None:
@@ -266,8 +273,8 @@ def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
     folder = PackageFolder(installs[0])
     assert folder.portable(f"-I{installs[0]}/include") == f"-I{PACKAGE_PLACEHOLDER}/include"
     assert folder.portable(f"-I{installs[0]}x/include") == f"-I{installs[0]}x/include"
-    (manifest,) = (cache.root / "v1" / "entries").glob("*/*/*/manifest.json")
-    recorded = json.loads(manifest.read_text(encoding="utf-8"))["dependencies"]
+    (manifest,) = (cache.root / LAYOUT / "entries").glob("*/*/*/manifest.json")
+    recorded = json.loads((manifest.parent / "shared.json").read_text(encoding="utf-8"))
     assert {"in_tree": False, "path": f"{PACKAGE_PLACEHOLDER}/include/api.h"} in [
         {k: v for k, v in dep.items() if k != "sha256"} for dep in recorded
     ]
@@ -298,7 +305,7 @@ def test_concurrent_builders_of_one_key_compile_once(cache: CompileCache, tree: 
 
 def test_lock_timeout_builds_without_the_cache(tmp_path: Path, tree: Path) -> None:
     cache = CompileCache(tmp_path / "cache", lock_timeout=0.05)
-    lock_path = cache.root / "v1" / "locks" / KEY[:2] / f"{KEY}.lock"
+    lock_path = cache.root / LAYOUT / "locks" / KEY[:2] / f"{KEY}.lock"
     lock_path.parent.mkdir(parents=True)
     with filelock.FileLock(lock_path):
         fetched = cache.fetch_or_build(KEY, tree, Builder(b"binary", deps(tree)))
@@ -324,7 +331,7 @@ def test_a_file_artifact_is_a_private_copy_of_a_regular_entry(
     # Counted and pruned like any entry; nothing else is left behind.
     assert cache.stats().entries == 1
     assert cache.prune(max_size=0).removed_entries == 1
-    assert [name for name in _files(cache.root) if not name.startswith("v1/locks/")] == []
+    assert [name for name in _files(cache.root) if not name.startswith(f"{LAYOUT}/locks/")] == []
 
 
 def test_stats_and_last_build(cache: CompileCache, tree: Path) -> None:
@@ -334,8 +341,8 @@ def test_stats_and_last_build(cache: CompileCache, tree: Path) -> None:
     cache.fetch_or_build(other, tree, Builder(b"123", []))
     cache.record_build(BuildCounts(hits=3, misses=1))
     stats = cache.stats()
-    manifests = sum((entry / "manifest.json").stat().st_size for entry in entries(cache))
-    assert (stats.entries, stats.size) == (2, 8 + manifests)
+    listed = [entry / name for entry in entries(cache) for name in ("manifest.json", "shared.json")]
+    assert (stats.entries, stats.size) == (2, 8 + sum(path.stat().st_size for path in listed))
     assert stats.last_build == BuildCounts(hits=3, misses=1)
 
 
@@ -343,7 +350,7 @@ def test_prune_evicts_least_recently_used(cache: CompileCache, tree: Path) -> No
     keys = [compile_key(source=bytes([n]), commands=[], identity="", version="") for n in range(3)]
     for age, key in zip((300, 100, 200), keys, strict=True):
         cache.fetch_or_build(key, tree, Builder(b"x" * 1000, []))
-        [entry] = list((cache.root / "v1" / "entries" / key[:2] / key).iterdir())
+        [entry] = list((cache.root / LAYOUT / "entries" / key[:2] / key).iterdir())
         stamp = time.time() - age
         os.utime(entry / "manifest.json", (stamp, stamp))
     # A hit refreshes the last use: the oldest entry becomes the newest.
@@ -352,7 +359,7 @@ def test_prune_evicts_least_recently_used(cache: CompileCache, tree: Path) -> No
     result = cache.prune(max_size=size - 1)
     assert (result.removed_entries, result.remaining_entries) == (1, 2)
     assert result.remaining_bytes == size - result.removed_bytes
-    assert not (cache.root / "v1" / "entries" / keys[2][:2] / keys[2]).exists()
+    assert not (cache.root / LAYOUT / "entries" / keys[2][:2] / keys[2]).exists()
     assert cache.fetch_or_build(keys[0], tree, Builder(b"unused", [])).hit
     assert cache.fetch_or_build(keys[1], tree, Builder(b"unused", [])).hit
     emptied = cache.prune(max_size=0)
@@ -360,7 +367,7 @@ def test_prune_evicts_least_recently_used(cache: CompileCache, tree: Path) -> No
 
 
 def test_prune_removes_the_staging_of_killed_builds_only(cache: CompileCache) -> None:
-    tmp = cache.root / "v1" / "tmp"
+    tmp = cache.root / LAYOUT / "tmp"
     killed, running = tmp / "killed-build", tmp / "running-build"
     for path in (killed, running):
         path.mkdir(parents=True)
@@ -393,3 +400,12 @@ def test_parse_size(text: str, size: int) -> None:
 def test_parse_size_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="invalid size"):
         parse_size(text)
+
+
+def test_a_local_hit_hands_back_the_hash_it_verified(cache: CompileCache, tree: Path) -> None:
+    """The caller records the binary's hash: a hit gives the one it checked the bytes against,
+    so the bytes are not hashed twice; a compile gives none."""
+    builder = Builder(b"binary", deps(tree))
+    assert cache.fetch_or_build(KEY, tree, builder).sha256 is None
+    hit = cache.fetch_or_build(KEY, tree, builder)
+    assert hit.hit and hit.sha256 == hashlib.sha256(b"binary").hexdigest()

@@ -15,7 +15,7 @@ import pytest
 from _support.compile_cache import KEY, Builder, deps, entries, make_tree
 
 from pypto_build.chip_build import cache as cache_module
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.cache import LAYOUT, CompileCache
 
 
 @dataclass
@@ -106,6 +106,28 @@ DAMAGE: dict[str, Callable[[Path, Path], object]] = {
     "artifact-hash-flipped": lambda entry, _: _rewrite_manifest(
         entry, lambda d: d.update(artifact_sha256=hashlib.sha256(b"other").hexdigest())
     ),
+    "shared-flipped-byte": lambda entry, _: _flip_first_byte(entry / "shared.json"),
+    "shared-emptied": lambda entry, _: (entry / "shared.json").write_bytes(b""),
+    "shared-symlinked": lambda entry, elsewhere: _symlink_to(entry / "shared.json", elsewhere),
+    "shared-missing": lambda entry, _: (entry / "shared.json").unlink(),
+    "manifest-nested-too-deep": lambda entry, _: (entry / "manifest.json").write_text(
+        "[" * 100_000
+    ),
+    "shared-not-a-list": lambda entry, _: (
+        (entry / "shared.json").write_bytes(b"{}"),
+        _rewrite_manifest(
+            entry, lambda d: d.update(shared_sha256=hashlib.sha256(b"{}").hexdigest())
+        ),
+    ),
+    "shared-hash-flipped": lambda entry, _: _rewrite_manifest(
+        entry, lambda d: d.update(shared_sha256="0" * 64)
+    ),
+    "manifest-with-another-field": lambda entry, _: _rewrite_manifest(
+        entry, lambda d: d.update(note="x")
+    ),
+    "manifest-of-the-old-layout": lambda entry, _: _rewrite_manifest(
+        entry, lambda d: d.update(format="v1")
+    ),
     "dependency-with-another-field": lambda entry, _: _rewrite_manifest(
         entry,
         lambda d: d["dependencies"][0].update(note="x"),  # type: ignore[index]
@@ -142,23 +164,55 @@ HOSTILE_DEPENDENCIES: dict[str, Callable[[Path], dict[str, object]]] = {
 }
 
 
+@pytest.mark.parametrize("listed_in", ["dependencies", "shared"])
 @pytest.mark.parametrize("hostile", sorted(HOSTILE_DEPENDENCIES))
 def test_a_manifest_naming_anything_but_a_file_in_place_is_a_miss_evicted_once(
-    hostile: str, warned: Warned, tree: Path, tmp_path: Path
+    hostile: str, listed_in: str, warned: Warned, tree: Path, tmp_path: Path
 ) -> None:
     entry = _published(warned, tree)
     dependency = {**HOSTILE_DEPENDENCIES[hostile](tmp_path), "sha256": "0" * 64}
 
     def plant(document: dict[str, object]) -> None:
-        document["dependencies"] = [dependency]
+        if listed_in == "dependencies":
+            document["dependencies"] = [dependency]
+        else:  # with the file's true hash: only the path check is left to refuse it
+            shared = json.dumps([dependency], sort_keys=True, separators=(",", ":")).encode()
+            (entry / "shared.json").write_bytes(shared)
+            document["shared_sha256"] = hashlib.sha256(shared).hexdigest()
 
     _rewrite_manifest(entry, plant)
     # The entry's name no longer matches either; rename it as a forger would, so that only
     # the path check stands between the cache and the hostile dependency.
     document = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
-    forged = entry.parent / cache_module._digest_json([KEY, document["dependencies"]])
-    entry.rename(forged)
+    named = [KEY, document["dependencies"], document["shared_sha256"]]
+    entry.rename(entry.parent / cache_module._digest_json(named))
     _rebuilds_with_one_warning(warned, tree, "evicted damaged entry")
+
+
+def test_shared_dependencies_are_checked_once_per_build_and_compared_after(
+    warned: Warned, tree: Path, tmp_path: Path
+) -> None:
+    """Two entries share the list of headers outside the tree: a build verifies it once, and
+    a second entry whose text differs under the same claimed hash is damaged all the same."""
+    header = tmp_path / "system" / "s.h"
+    header.parent.mkdir()
+    header.write_text("// a system header\n", encoding="utf-8")
+    keys = [KEY, hashlib.sha256(b"another compile").hexdigest()]
+    for key in keys:
+        warned.cache.fetch_or_build(key, tree, Builder(key.encode(), [*deps(tree), header]))
+    first, second = entries(warned.cache)
+    texts = {(entry / "shared.json").read_text(encoding="utf-8") for entry in (first, second)}
+    assert len(texts) == 1 and str(header) in texts.pop()
+    files = cache_module.FileDigests()
+    assert all(warned.cache.fetch_or_build(key, tree, Builder(b"", []), files).hit for key in keys)
+    shared = second / "shared.json"
+    shared.write_text(shared.read_text(encoding="utf-8").replace(str(header), "/etc/passwd"))
+    files = cache_module.FileDigests()
+    altered = keys[entries(warned.cache).index(second)]
+    fetched = [warned.cache.fetch_or_build(key, tree, Builder(b"new", []), files) for key in keys]
+    assert [item.hit for item in fetched] == [key != altered for key in keys]
+    assert len(warned.warnings) == 1 and "do not have their recorded SHA-256" in warned.warnings[0]
+    assert first.exists() != (keys[0] == altered)
 
 
 @pytest.mark.parametrize(
@@ -167,7 +221,7 @@ def test_a_manifest_naming_anything_but_a_file_in_place_is_a_miss_evicted_once(
 def test_a_planted_link_is_never_followed_for_writing(
     planted: str, warned: Warned, tree: Path, tmp_path: Path, outside: Path
 ) -> None:
-    base = warned.cache.root / "v1"
+    base = warned.cache.root / LAYOUT
     target_dir = tmp_path / "outside-dir"
     target_dir.mkdir()
     link = {

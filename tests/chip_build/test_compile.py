@@ -11,7 +11,7 @@ import pytest
 from _support.trees import INPUTS, kernel_source, make_tree, write_subbuild
 
 from pypto_build.chip_build import compile as compile_module
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.cache import LAYOUT, CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import (
     CompileReport,
@@ -146,7 +146,7 @@ def test_corrupt_cache_entry_is_recompiled(
 ) -> None:
     tree = make_tree(tmp_path / "out")
     first = compile_tree(tree, "a3", sim, cache=cache, progress=None)
-    entries = sorted((cache.root / "v1" / "entries").glob("*/*/*/artifact"))
+    entries = sorted((cache.root / LAYOUT / "entries").glob("*/*/*/artifact"))
     assert len(entries) == 4
     entries[0].write_bytes(b"\x7fELF truncated")
     second = compile_tree(tree, "a3", sim, cache=cache, progress=None)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pypto_build.chip_build import kernel_config
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.kernel_config import (
     ArgDirection,
@@ -581,6 +582,49 @@ def test_a_variant_names_identifiers_once_with_string_values(
 )
 def test_the_reader_checks_a_variant(old: str, new: str, message: str) -> None:
     text = render_kernel_config(MAIN, MIX_WITH_VARIANT[:1])
+    assert old in text
+    with pytest.raises(KernelConfigError, match=message):
+        read_kernel_config(text.replace(old, new, 1))
+
+
+# --- the reader's fast path for rendered files ----------------------------------------------------
+
+WITH_INCLUDES = KernelConfig(
+    MAIN,
+    (
+        KernelEntry(0, "k0", CoreType.AIV, (IN, INOUT), "sim/kernels/aiv/k0.so", ("include",)),
+        KernelEntry(1, "k1", CoreType.AIC, include_dirs=("include", "more/headers")),
+    ),
+)
+
+
+@pytest.mark.parametrize("config", [*ROUND_TRIP_CASES, WITH_INCLUDES])
+def test_a_rendered_file_is_read_without_a_syntax_tree(config: KernelConfig) -> None:
+    assert kernel_config._read_rendered(config.render()) == config
+
+
+def test_a_variant_or_a_foreign_spelling_goes_through_the_syntax_tree() -> None:
+    variant = KernelConfig(MAIN, (KernelEntry(0, "mc2", CoreType.AIV, variant=VARIANT),))
+    assert kernel_config._read_rendered(variant.render()) is None
+    assert read_kernel_config(variant.render()) == variant
+    respaced = WITH_INCLUDES.render().replace('"func_id": 1,', '"func_id":1,')
+    assert kernel_config._read_rendered(respaced) is None
+    assert read_kernel_config(respaced) == WITH_INCLUDES
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('[str(_ROOT_DIR / "include")]', '[str(_ROOT_DIR / "..")]', "invalid path component"),
+        ('"func_id": 1, "name": "k1"', '"func_id": 0, "name": "k1"', "share func_id 0"),
+        ('/ "k0.so")', '/ "k0.cpp")', "must sit at its source's place"),
+        ("_D.IN, _D.INOUT]", "_D.IN, _D.SCALAR]", "unsupported signature entry _D.SCALAR"),
+    ],
+)
+def test_a_kernel_line_the_fast_path_refuses_gets_the_readers_error(
+    old: str, new: str, message: str
+) -> None:
+    text = WITH_INCLUDES.render()
     assert old in text
     with pytest.raises(KernelConfigError, match=message):
         read_kernel_config(text.replace(old, new, 1))

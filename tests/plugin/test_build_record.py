@@ -25,6 +25,7 @@ from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environ
 
 import pypto_build
 from pypto_build.chip_build import publish
+from pypto_build.chip_build.cache import LAYOUT
 from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.publish import KILL_AT_ENV
 from pypto_build.plugin import build_record, hatch, project_build, record_store
@@ -108,7 +109,7 @@ def test_a_build_that_changes_nothing_ships_a_byte_identical_wheel_without_the_e
     assert "pypto: a3: nothing changed since the last build, 4 binaries reused" in (
         output.out + output.err
     )
-    last = json.loads((builds.cache / "v1" / "last-build.json").read_text())
+    last = json.loads((builds.cache / LAYOUT / "last-build.json").read_text())
     assert (last["hits"], last["misses"]) == (4, 0)
     # The no-op build leaves no staging folder behind.
     assert [p.name for p in (builds.root / "tmp").iterdir() if p.name.startswith("pypto-")] == []

@@ -18,6 +18,8 @@ from _support.scaling_samples import (
     machine_environment,
 )
 
+from pypto_build.chip_build.cache import LAYOUT
+
 
 def _wheel(machine: Path, url: str) -> tuple[Path, dict[str, int]]:
     """Build the sample's wheel as ``machine``; the wheel and the cache's counts of the build."""
@@ -37,7 +39,7 @@ def _wheel(machine: Path, url: str) -> tuple[Path, dict[str, int]]:
     assert "pypto: a3: " in output  # the hook's output is shown, and with it any warning
     assert "pypto-build: warning" not in output, output
     [wheel] = (machine / "wheel").glob("*.whl")
-    counts = json.loads((machine / "cache" / "v1" / "last-build.json").read_text("utf-8"))
+    counts = json.loads((machine / "cache" / LAYOUT / "last-build.json").read_text("utf-8"))
     return wheel, counts
 
 

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pytest
 from _support.trees import write_subbuild
 
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.cache import LAYOUT, CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import compile_tree
 from pypto_build.chip_build.kernel_config import KernelEntry
@@ -369,12 +369,12 @@ def test_the_runtime_library_lives_in_the_cache_only_as_an_entry(
     cache = CompileCache(cache_dir)
     with runtime_library(cache, sim) as library:
         data = library.read_bytes()
-        assert library.is_relative_to(cache_dir / "v1" / "tmp")
+        assert library.is_relative_to(cache_dir / LAYOUT / "tmp")
     assert not library.exists()
     assert data.startswith(b"\x7fELF")
-    entries = (cache_dir / "v1" / "entries").glob("*/*/*/artifact")
+    entries = (cache_dir / LAYOUT / "entries").glob("*/*/*/artifact")
     assert any(artifact.read_bytes() == data for artifact in entries)
-    assert sorted(path.name for path in cache_dir.iterdir()) == ["v1"]
+    assert sorted(path.name for path in cache_dir.iterdir()) == [LAYOUT]
     # Built from sources named relative to their folder: no build or staging path inside.
     for path in (RUNTIME_DIR, cache_dir):
         assert str(path).encode() not in data
