@@ -119,6 +119,8 @@ __all__ = [
 FORMAT = "v1"
 #: The local layout: its folder, and the format of its entries' manifests.
 LAYOUT = "v2"
+#: How a layout's folder is named (``v1``, ``v2``, ...).
+_LAYOUT_NAME = re.compile(r"v[0-9]+")
 #: How cache keys and entries name pypto-build's package folder.
 PACKAGE_PLACEHOLDER = "/@pypto_build"
 
@@ -868,6 +870,8 @@ class CompileCache:
                 total -= entry.size
                 removed.append(entry)
             self._remove_killed_staging()
+            if max_size == 0:
+                self._remove_older_layouts()
         return PruneResult(
             removed_entries=len(removed),
             removed_bytes=sum(entry.size for entry in removed),
@@ -888,6 +892,13 @@ class CompileCache:
                 continue  # removed meanwhile
             entries.append(_Entry(entry, last_use, size))
         return entries
+
+    def _remove_older_layouts(self) -> None:
+        """Remove the folders of other layouts (``v1`` beside ``v2``): no build of this version
+        reads them, and emptying the cache must free what an older version left."""
+        for folder in _real_subdirs(self.root, depth=1):
+            if _LAYOUT_NAME.fullmatch(folder.name) and folder.name != LAYOUT:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def _remove_killed_staging(self) -> None:
         """Remove every staging folder no live process holds (their builds were killed)."""

@@ -366,6 +366,19 @@ def test_prune_evicts_least_recently_used(cache: CompileCache, tree: Path) -> No
     assert (emptied.removed_entries, emptied.remaining_entries, cache.stats().entries) == (2, 0, 0)
 
 
+def test_emptying_the_cache_removes_the_folders_of_older_layouts(cache: CompileCache) -> None:
+    older = cache.root / "v1" / "entries" / "ab" / "key" / "entry"
+    older.mkdir(parents=True)
+    (older / "artifact").write_bytes(b"from an older pypto-build")
+    unrelated = cache.root / "projects"
+    unrelated.mkdir()
+    cache.prune(max_size=10**12)
+    assert older.exists()  # a size limit evicts entries of this layout only
+    cache.prune(max_size=0)
+    assert not (cache.root / "v1").exists()
+    assert unrelated.exists() and (cache.root / LAYOUT).exists()
+
+
 def test_prune_removes_the_staging_of_killed_builds_only(cache: CompileCache) -> None:
     tmp = cache.root / LAYOUT / "tmp"
     killed, running = tmp / "killed-build", tmp / "running-build"
