@@ -31,7 +31,6 @@ set up the build environment from the package index pip is configured with).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -59,10 +58,11 @@ from recording import (
     write_results,
 )
 
+from pypto_build.chip_build.cache import CompileCache
+
 SAMPLE = REPO_ROOT / "samples" / "moe_a2a"
 HOOK_TABLE = "[tool.hatch.build.targets.wheel.hooks.pypto]"
 LIMIT = 1.15
-LAST_BUILD = "v1/last-build.json"
 BUILD_ENV, DEV_ENV = "build environment", "development environment"
 WITHOUT, WITH = "without the hook", "with the hook"
 
@@ -98,8 +98,10 @@ def _pip_wheel(python: Path, project: Path, dist: Path, environ: Mapping[str, st
 
 def _compiled(cache: Path) -> int:
     """The compiles of the last build the cache recorded."""
-    document = json.loads((cache / LAST_BUILD).read_text(encoding="utf-8"))
-    return int(document["misses"])
+    counts = CompileCache(cache).stats().last_build
+    if counts is None:
+        raise BenchmarkFailure(f"the compile cache {cache} recorded no build")
+    return counts.misses
 
 
 def _build_environment(root: Path, environ: Mapping[str, str]) -> Path:

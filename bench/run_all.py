@@ -114,9 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in args.rows:
         script, _ = ROWS[row]
         print(f"\n=== row {row}: bench/{script}", flush=True)
+        results = RESULTS / f"{ROWS[row][1]}.json"
+        before = results.stat().st_mtime_ns if results.is_file() else None
         done = subprocess.run([sys.executable, str(BENCH / script)], check=False)
-        if done.returncode not in (0, 1):
-            failed_scripts.append(f"{script} (exit status {done.returncode})")
+        written = results.is_file() and results.stat().st_mtime_ns != before
+        # A script exits 1 when a target is missed, and so does one that crashed: only a
+        # script that wrote its results measured anything.
+        if done.returncode not in (0, 1) or not written:
+            failed_scripts.append(f"{script} (exit status {done.returncode}, no results written)")
     targets = recorded_targets(args.rows)
     print()
     print("\n".join(table_lines(targets)))
