@@ -523,6 +523,7 @@ def write_trees(trees: Sequence[ChipTree], folder: Path) -> None:
     made = {os.fspath(folder)}
     for tree in trees:
         root = os.path.join(folder, tree.chip)
+        _make_folders(root, made)  # a tree of no files still gets its folder's mode
         for path, data in tree.files.items():
             target = os.path.join(root, path)
             _make_folders(os.path.dirname(target), made)

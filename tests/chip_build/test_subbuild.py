@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -17,11 +18,13 @@ from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.chip_build.subbuild import (
     LOG_DIR,
+    ChipTree,
     RenderError,
     default_chips,
     lower_file,
     plan_chip,
     render_subbuilds,
+    write_trees,
 )
 from pypto_build.lowering.builtin_ops import BuiltinOp
 from pypto_build.lowering.diagnostics import ProgramError
@@ -307,6 +310,20 @@ def test_file_modes_do_not_depend_on_the_umask(tmp_path: Path) -> None:
     for entry in out.rglob("*"):
         assert entry.stat().st_mode & 0o777 == (0o755 if entry.is_dir() else 0o644), entry
     assert out.stat().st_mode & 0o777 == 0o755
+
+
+def test_a_tree_of_no_files_gets_its_folder_mode_whatever_the_umask(tmp_path: Path) -> None:
+    # A chip whose program only calls external kernels plans no file: its folder is made for
+    # the manifest alone, and must get the same mode as every other tree folder.
+    trees = [ChipTree("a2", {}, {}), ChipTree("a3", {"kernels/k.cpp": b"// k\n"}, {})]
+    previous = os.umask(0o077)
+    try:
+        write_trees(trees, tmp_path)
+    finally:
+        os.umask(previous)
+    for chip in ("a2", "a3"):
+        assert (tmp_path / chip).stat().st_mode & 0o777 == 0o755, chip
+    assert (tmp_path / "a3" / "kernels").stat().st_mode & 0o777 == 0o755
 
 
 INDEXED_PROGRAM = """\
