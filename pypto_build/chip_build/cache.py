@@ -933,6 +933,12 @@ def _link_read(path: str, opened: os.stat_result, output: Path) -> bool:
     """
     if stat.S_IMODE(opened.st_mode) != FILE_MODE:
         return False
+    with contextlib.suppress(OSError):
+        present = os.lstat(output)
+        if (present.st_dev, present.st_ino) == (opened.st_dev, opened.st_ino):
+            # Already that file (a rebuild in place): renaming a link onto another link of the
+            # same file does nothing and would leave the temporary name behind.
+            return True
     folder, _, name = os.fspath(output).rpartition("/")
     temporary = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.link"
     try:
@@ -948,6 +954,8 @@ def _link_read(path: str, opened: os.stat_result, output: Path) -> bool:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         return False
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)  # the output became a link of the same file meanwhile
     return True
 
 

@@ -114,6 +114,12 @@ def test_second_build_compiles_nothing(
     assert _snapshot(tree) == before
     # The binaries and sources the build knew are listed as they are.
     assert verify_manifest(tree) == []
+    # Its binaries are now the cache's own files: a third build, hitting again onto them,
+    # leaves the tree as it was (nothing beside them).
+    third = compile_tree(tree, "a3", sim, jobs=2, cache=cache, progress=None)
+    assert (third.compiled, third.cache_hits) == (0, 4)
+    assert _snapshot(tree) == before
+    assert verify_manifest(tree) == []
 
 
 def test_changed_kernel_recompiles_only_that_kernel(
