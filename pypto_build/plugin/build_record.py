@@ -282,15 +282,26 @@ def build_record(
     from pypto_build.builtins import all_packages
 
     out_dir = result.out_dir
-    read: list[Path] = []
+    rendered_from: dict[Path, str] = {}  # each input file, with its hash as the render read it
     for report in result.reports:
         manifest = json.loads((out_dir / report.chip / "manifest.json").read_text("utf-8"))
-        read += [project / name for name in manifest["inputs"] if not name.startswith(":")]
+        rendered_from.update(
+            (project / name, digest)
+            for name, digest in manifest["inputs"].items()
+            if not name.startswith(":")
+        )
     packages = {name: package_folder(name) for name in ENGINE_PACKAGES}
     roots = [folder for folder in packages.values() if folder is not None]
     engine = roots[0]
     roots += [p.root for p in all_packages() if not p.root.is_relative_to(engine)]
-    files = [*compiled_from, *(FileInput.read(path, known) for path in sorted(set(read)))]
+    files = list(compiled_from)
+    for path, digest in sorted(rendered_from.items()):
+        now = FileInput.read(path, known)
+        if now.sha256 != digest:
+            # Saved while the build ran: the trees hold the older bytes, so recording these
+            # would make the next build ship them as up to date.
+            raise Damaged(f"{path} changed during the build")
+        files.append(now)
     folders: list[FolderInput] = []
     for root in roots:
         found, listed = tree_inputs(root, known)

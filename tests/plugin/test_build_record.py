@@ -146,6 +146,29 @@ def test_a_changed_kernel_source_builds_in_full_and_ships_the_new_kernel(builds:
     assert members != _members(first)
 
 
+def test_a_file_saved_while_the_build_runs_is_not_recorded_as_built(
+    builds: Builds, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    kernel = builds.project / KERNELS / "consume_step.cpp"
+    engine = project_build.build_project
+
+    def saved_meanwhile(*args: object, **kwargs: object) -> object:
+        result = engine(*args, **kwargs)  # type: ignore[arg-type]
+        _append(kernel, "\n// saved while the build ran\n")
+        return result
+
+    monkeypatch.setattr(project_build, "build_project", saved_meanwhile)
+    builds.wheel()
+    output = capfd.readouterr()
+    assert f"{kernel} changed during the build" in output.out + output.err
+    # No record of the older bytes: the next build compiles the saved kernel and ships it.
+    monkeypatch.setattr(project_build, "build_project", engine)
+    members = _members(builds.wheel())
+    assert builds.full == 2
+    shipped = "moe_a2a/_kernels/a3/next_levels/chip_pipeline/kernels/aiv/consume_step.cpp"
+    assert members[shipped] == kernel.read_bytes()
+
+
 def test_a_changed_header_a_kernel_includes_builds_in_full(builds: Builds) -> None:
     header = builds.root / "include" / "user_config.h"
     header.parent.mkdir()
