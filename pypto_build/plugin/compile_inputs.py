@@ -5,8 +5,9 @@ A cache hit runs no compiler, so no dependency file is written; what the compile
 the entry the hit came from (:mod:`pypto_build.chip_build.cache`: ``<root>/v2/entries/<key[:2]>
 /<key>/<entry>/``, each dependency with its SHA-256: the entry's own under ``dependencies`` in
 ``manifest.json``, those outside the tree in ``shared.json``). The entry of a binary is the one
-of its compile key whose artifact has the binary's hash and whose recorded files all still have
-their recorded hashes — the entry a lookup accepts. Files inside the tree are left out: they are
+of its compile key whose artifact has the binary's hash, whose ``shared.json`` has the hash its
+manifest names, and whose recorded files all still have their recorded hashes — the entry a
+lookup accepts. Files inside the tree are left out: they are
 the render's output, which a build record checks through the render's inputs.
 
 Anything unexpected (no such entry, a manifest that does not parse) gives no answer rather than
@@ -107,8 +108,10 @@ def _entry_dependencies(
             manifest = json.loads(read_regular(entry / "manifest.json", follow_symlinks=False))
             if manifest.get("key") != key or manifest.get("artifact_sha256") != artifact:
                 continue
-            shared = json.loads(read_regular(entry / "shared.json", follow_symlinks=False))
-            listed = [*manifest["dependencies"], *shared]
+            shared_bytes = read_regular(entry / "shared.json", follow_symlinks=False)
+            if hashlib.sha256(shared_bytes).hexdigest() != manifest["shared_sha256"]:
+                continue  # not the list this entry was published with: a lookup evicts it
+            listed = [*manifest["dependencies"], *json.loads(shared_bytes)]
             recorded = [
                 (_local(item["path"]), item["sha256"]) for item in listed if not item["in_tree"]
             ]

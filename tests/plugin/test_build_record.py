@@ -234,6 +234,29 @@ def test_the_record_lists_the_templates_the_headers_and_the_kernel_sources(
     assert any(path.startswith("/usr/include/") for path in files)
 
 
+def test_an_entry_whose_shared_list_is_not_its_own_vouches_for_no_binary(
+    builds: Builds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the compiles are done, beside each entry one with the same manifest but an emptied
+    # shared.json (listed first): it names none of the headers the compile read, so the record
+    # must not take it (a lookup would evict it).
+    engine = project_build.build_project
+
+    def planting(*args: object, **kwargs: object) -> object:
+        result = engine(*args, **kwargs)  # type: ignore[arg-type]
+        for manifest in (builds.cache / LAYOUT / "entries").glob("*/*/*/manifest.json"):
+            planted = manifest.parent.parent / "-planted"
+            if not planted.exists():
+                shutil.copytree(manifest.parent, planted)
+                (planted / "shared.json").write_text("[]", encoding="utf-8")
+        return result
+
+    monkeypatch.setattr(project_build, "build_project", planting)
+    builds.wheel()
+    files = {entry["path"] for entry in json.loads(builds.record().read_text())["files"]}
+    assert any(path.startswith("/usr/include/") for path in files)
+
+
 def test_a_changed_template_builds_in_full(builds: Builds) -> None:
     """pypto-build's own files cannot be edited under a test; the record of the template is
     made stale as an edit would make it (other bytes, another signature)."""
