@@ -90,6 +90,23 @@ def test_memory_given_to_another_process_is_never_refilled(
     assert shared.Segment.allocate(size).inode != inode
 
 
+def test_a_copy_sent_in_a_request_is_not_reused_while_the_sender_holds_it(
+    channel: tuple[socket.socket, socket.socket],
+) -> None:
+    # A large array outside shared memory is copied into a segment only the message names:
+    # the receiver (another process) reads it until it replies, so the sender keeps what
+    # send returns, and a new allocation of that size must not take it meanwhile.
+    size = 3 << 16
+    left, _ = channel
+    carried = shared.send(left, np.ones(size, dtype=np.uint8), returned=True)
+    [segment] = carried
+    inode = segment.inode
+    del segment
+    gc.collect()
+    assert shared.Segment.allocate(size).inode != inode
+    carried.clear()
+
+
 def test_evenly_spaced_views_of_a_segment_stack_without_a_copy() -> None:
     segment = shared.Segment.allocate(4 * 4096)
     views = [segment.array((8, 16), np.int32, rank * 4096) for rank in range(4)]

@@ -158,8 +158,9 @@ class _Worker:
             child.close()
             os.close(crashes_write)
         try:
-            shared.send(self._channel, runtime_image(), returned=True)
+            carried = shared.send(self._channel, runtime_image(), returned=True)
             kind, value, _ = shared.receive(self._channel)
+            carried.clear()  # the worker has replied: done with them
         except (OSError, EOFError):
             self.stop()
             raise WorkerError(
@@ -174,14 +175,16 @@ class _Worker:
         leaves); raises :class:`SimulationError` if the worker dies first."""
         running: dict[tuple[int, int], DispatchStart] = {}
         finished: list[DispatchRecord] = []
+        carried: list[shared.Segment] = []  # held until the reply: the worker uses them
         try:
-            shared.send(self._channel, launch, returned=True)
+            carried = shared.send(self._channel, launch, returned=True)
             while True:
                 ready = wait([self._channel, self._crashes])
                 if self._channel not in ready:
                     break  # a crash report: the worker is ending
                 kind, value, leaving = shared.receive(self._channel)
                 if kind != protocol.EVENT:
+                    carried.clear()
                     return kind, value, leaving
                 if isinstance(value, DispatchStart):
                     running[(value.rank, value.index)] = value

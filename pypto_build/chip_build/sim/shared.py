@@ -331,8 +331,11 @@ class _Unpickler(pickle.Unpickler):
         return array
 
 
-def send(sock: socket.socket, obj: object, *, returned: bool) -> None:
-    """Send ``obj`` (see the module): a header with the descriptors, then the pickle.
+def send(sock: socket.socket, obj: object, *, returned: bool) -> list[Segment]:
+    """Send ``obj`` (see the module): a header with the descriptors, then the pickle; the
+    segments it went in, which the caller keeps until the reply when ``returned`` (the copies
+    made for it have no other owner here, and a segment nothing holds is reused while the
+    receiver still reads it).
     ``returned``: the receiver is done with the shared memory of ``obj`` once it replies (a
     request), so this process may fill it anew afterwards; else (a reply) the receiver may keep
     it, and memory this process created for it is never reused here."""
@@ -346,11 +349,12 @@ def send(sock: socket.socket, obj: object, *, returned: bool) -> None:
     else:
         sock.sendall(header)
     sock.sendall(data)
+    return pickler.segments
 
 
 def receive(sock: socket.socket) -> Any:
     """The next object :func:`send` sent on ``sock``; EOFError when the peer has closed it."""
-    header, fds, _, _ = socket.recv_fds(sock, _HEADER.size, _MAX_FDS)
+    header, fds, _, _ = socket.recv_fds(sock, _HEADER.size, _MAX_FDS, socket.MSG_CMSG_CLOEXEC)
     segments = [Segment.adopt(fd) for fd in fds]
     if not header:
         raise EOFError("the peer closed the connection")
