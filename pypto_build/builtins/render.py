@@ -62,6 +62,7 @@ class _Renders:
     def render(self, template: str, variables: Mapping[str, str]) -> str:
         try:
             key = (template, tuple(sorted(variables.items())))
+            hash(key)
         except TypeError:  # a value of another type, which the checks below name
             key = None
         if key is not None:

@@ -82,8 +82,12 @@ def test_an_unknown_placeholder_is_an_error_not_left_verbatim(make_package: Make
 
 
 def test_a_non_string_value_is_refused(make_package: MakePackage) -> None:
-    message = render_error(registered(make_package()), "kernel.cpp.in", {"dtype_cpp": 4})
+    package = registered(make_package())
+    message = render_error(package, "kernel.cpp.in", {"dtype_cpp": 4})
     assert "variable 'dtype_cpp' must be a string, got int" in message
+    # A value that cannot even be a lookup key gets the same message.
+    message = render_error(package, "kernel.cpp.in", {"dtype_cpp": ["x"]})
+    assert "variable 'dtype_cpp' must be a string, got list" in message
 
 
 def test_an_undeclared_template_is_refused(make_package: MakePackage) -> None:
