@@ -75,7 +75,9 @@ def read_regular_status(
         if not stat.S_ISREG(status.st_mode):
             raise NotRegularFile(path)
         data = os.read(fd, status.st_size + 1)
-        if len(data) > status.st_size:  # grown since, or a size the file system does not keep
+        # Grown since, a size the file system does not keep, or a short read (network file
+        # systems): read on to the end.
+        if len(data) != status.st_size:
             chunks = [data]
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)

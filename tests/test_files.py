@@ -27,6 +27,17 @@ def test_a_file_larger_than_its_recorded_size_is_read_whole() -> None:
     assert status.st_size == 0 and b"Name:" in data
 
 
+def test_a_short_read_is_read_on_to_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A network file system may return fewer bytes than asked for before the end."""
+    path = tmp_path / "k.so"
+    path.write_bytes(bytes(range(256)) * 40)
+    read = os.read
+    monkeypatch.setattr(files.os, "read", lambda fd, n: read(fd, min(n, 1000)))
+    assert read_regular(path) == bytes(range(256)) * 40
+
+
 def test_anything_but_a_regular_file_is_refused(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
