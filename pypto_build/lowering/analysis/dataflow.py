@@ -236,7 +236,8 @@ class ForwardAnalysis(ABC, Generic[L, S]):
 
     def eval(self, expr: Expr, state: S) -> Value[L]:
         """The value of ``expr``, running the hooks for the calls inside it."""
-        # Names and calls are most of what a body evaluates: they are told apart first.
+        # Names and calls are most of what a body evaluates: they are told apart first (by
+        # exact type: no IR node type is subclassed).
         kind = type(expr)
         if kind is Var:
             assert isinstance(expr, Var)
@@ -245,8 +246,6 @@ class ForwardAnalysis(ABC, Generic[L, S]):
         if kind is Call:
             assert isinstance(expr, Call)
             return self._eval_call(expr, state)
-        if isinstance(expr, Var):
-            return state.env[expr.name] if expr.name in state.env else self.unbound(expr)
         if isinstance(expr, TupleGetItem):
             inner = self.eval(expr.tuple, state)
             if isinstance(inner, tuple) and 0 <= expr.index < len(inner):
@@ -254,8 +253,6 @@ class ForwardAnalysis(ABC, Generic[L, S]):
             return self.collapse(inner)
         if isinstance(expr, MakeTuple):
             return tuple(self.eval(item, state) for item in expr.items)
-        if isinstance(expr, Call):
-            return self._eval_call(expr, state)
         for child in child_exprs(expr):
             self.eval(child, state)
         return self.scalar(expr, state)

@@ -45,8 +45,6 @@ def child_exprs(expr: Expr) -> tuple[Expr, ...]:
         return _call_children(expr)
     if kind in _LEAVES:
         return ()
-    if isinstance(expr, Call):
-        return _call_children(expr)
     if isinstance(expr, BinaryOp):
         return (expr.lhs, expr.rhs)
     if isinstance(expr, UnaryOp):
