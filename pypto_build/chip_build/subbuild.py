@@ -247,7 +247,6 @@ class _Reads:
         self.source_root = source_root
         self.headers = HeaderFiles()
         self._files: dict[Path, tuple[bytes, str, str]] = {}
-        self._externals: dict[tuple[Path, str], Path] = {}
         self._templates: dict[tuple[str, str], str] = {}
         self._root: Path | None = None
 
@@ -258,14 +257,6 @@ class _Reads:
             data = read_regular(path)
             found = self._files[path] = (data, self._input_key(path), _sha256(data))
         return found
-
-    def external(self, program: Path, relative: str) -> Path:
-        """The path of kernel source ``relative`` of the program file ``program``."""
-        key = (program, relative)
-        path = self._externals.get(key)
-        if path is None:
-            path = self._externals[key] = program.parent / relative
-        return path
 
     def template(self, handle: str, template: str, data: bytes) -> str:
         """The SHA-256 of a builtin package's template (``data``, its bytes)."""
@@ -419,7 +410,7 @@ def _external_kernel(plan: _Plan, source: SourceProgram, kernel: Function) -> by
     relative = external_source(kernel)
     if relative is None:
         raise InternalError(f"kernel '{kernel.name}' has no external source")
-    return plan.add_input(plan.reads.external(source.path, relative))
+    return plan.add_input(source.path.parent / relative)
 
 
 def _signature(func: Function) -> tuple[ArgDirection, ...]:
