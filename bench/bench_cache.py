@@ -3,8 +3,9 @@ the binary.
 
 A warm build (an unchanged package built again, a CI job with a restored cache, every ``pip
 install`` of a model package after the first) compiles nothing: every kernel is a cache hit, and
-the build's time is the sum of the hits. A hit is, at its core, reading the cached binary and
-writing it into the tree; everything else (keying the compile, checking the recorded headers,
+the build's time is the sum of the hits. A hit is, at its core, reading the cached binary (to
+verify it) and placing it into the tree (as a hard link where it can, else by writing it); the
+anchor reads and writes it. Everything else (keying the compile, checking the recorded headers,
 recording the binary) is the cache's overhead.
 
 The program is one CHIP pipeline of ``--kernels`` distinct kernels (``bench/programs.py``), so

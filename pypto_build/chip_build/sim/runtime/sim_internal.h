@@ -58,7 +58,7 @@ struct DomainBarrier {
   std::string broken_by;  // why, for every party that finds it broken
 };
 
-// One comm domain: a window per rank (the caller's memory, zeroed by it) and each rank's
+// One comm domain: a window per rank (the caller's memory, filled by it: given contents or zeros) and each rank's
 // CommContext. A kernel finds its
 // domain from any of its contexts (find_domain), so the domain registers itself on creation.
 struct Domain {

@@ -9,8 +9,8 @@
 // shared object is loaded, so this library must be loaded with RTLD_GLOBAL before any of them.
 //
 // Objects:
-//   domain    one comm domain: a window per rank (memory of the caller's, zeroed by it, which
-//             must outlive the domain) and each rank's CommContext, whose
+//   domain    one comm domain: a window per rank (memory of the caller's, filled by it with the
+//             given contents or zeros, which must outlive the domain) and each rank's CommContext, whose
 //             windowsIn[i] = windowsOut[i] = rank i's window base, exactly as on hardware, and
 //             the barrier its kernels meet at (found from any of its contexts).
 //   callable  one chip sub-build: its orchestration shared object and its kernels by func_id.
