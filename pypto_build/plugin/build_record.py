@@ -261,6 +261,7 @@ def toolchain_description(toolchain: Toolchain, chips: Sequence[str]) -> dict[st
         "chips": {
             chip: {
                 "context": toolchain.binary_context(get_chip(chip)),
+                "layout": toolchain.layout(get_chip(chip)),
                 "platform": toolchain.platform(get_chip(chip)),
             }
             for chip in chips

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _support.fake_toolkit import cann_toolchain
@@ -24,6 +25,7 @@ from pypto_build.chip_build.toolchains import (
 )
 from pypto_build.chip_build.toolchains.includes import include_closure
 from pypto_build.chip_build.toolchains.runtime_tree import read_build_config
+from pypto_build.plugin.build_record import toolchain_description
 
 KEY = "tool.pypto.runtime-root"
 RUNTIME_COMMIT = "1" * 40
@@ -95,6 +97,23 @@ def test_a_platform_the_runtime_lacks_fails_only_its_builds(
         f"{KEY} = {runtime}: no src/a5/runtime/tensormap_and_ringbuffer/build_config.py; this "
         "runtime has no tensormap_and_ringbuffer runtime for platform a5"
     ) in str(caught.value)
+
+
+def test_the_toolchain_description_changes_with_the_runtime_s_source_list(
+    runtime: Path, fake_cann: FakeCann, tmp_path: Path
+) -> None:
+    # A build that would change nothing compiles nothing, so no compile key sees a source file
+    # added to the runtime: the description it compares with the last build's must.
+    def described() -> dict[str, Any]:
+        toolchain = cann_toolchain(fake_cann, tmp_path, runtime)
+        return toolchain_description(toolchain, ("a3",))
+
+    before = described()
+    folder = runtime / "src/a2a3/runtime/tensormap_and_ringbuffer/orchestration"
+    (folder / "added.cpp").write_text("\n", encoding="utf-8")
+    after = described()
+    assert after != before
+    assert str(folder / "added.cpp") in after["chips"]["a3"]["layout"]["orchestration_sources"]
 
 
 def test_a_missing_aicpu_source_is_named(runtime: Path) -> None:

@@ -175,6 +175,13 @@ class Toolchain(Protocol):
         for), or None when this toolchain builds no binaries for PyPTO's runtime."""
         ...
 
+    def layout(self, chip: Chip) -> Mapping[str, object]:
+        """What besides the compilers and the files a compile reads decides the commands of
+        ``chip``'s jobs (the folders and source lists a CANN runtime's ``build_config.py``
+        gives), as JSON values: a build that would change nothing compares it with the last
+        build's, since no compile runs to notice a change."""
+        ...
+
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
         """The commands that build ``job``'s artifact inside ``stage``; run in the source's
         directory (:func:`run_plan`)."""

@@ -128,6 +128,15 @@ class CannToolchain:
     def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
         return self.target.binary_context(chip.platform)
 
+    def layout(self, chip: Chip) -> Mapping[str, object]:
+        dirs = self.target.runtime.platform_dirs(chip.platform)
+        return {
+            "kernel_include_dirs": [str(path) for path in self.kernel_include_dirs(chip)],
+            "orchestration_include_dirs": [str(path) for path in dirs.orchestration_include_dirs],
+            "orchestration_inputs": [str(path) for path in dirs.orchestration_inputs],
+            "orchestration_sources": [str(path) for path in dirs.orchestration_sources],
+        }
+
     def kernel_include_dirs(self, chip: Chip) -> tuple[Path, ...]:
         """Upstream's kernel include directories for ``chip``'s platform, in order: PTO-ISA's
         ``include`` and ``include/pto``, then the runtime's."""

@@ -106,6 +106,9 @@ class SimToolchain:
     def binary_context(self, chip: Chip) -> Mapping[str, object] | None:
         return None
 
+    def layout(self, chip: Chip) -> Mapping[str, object]:
+        return {}  # the commands depend on the compiler and the sources alone
+
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
         stem = job.source.stem
         artifact = f"{stem}{self.artifact_suffix(job.kind)}"
