@@ -34,13 +34,16 @@ class Unchanged:
     cache_root: Path
     store: RecordStore
     key: str
-    #: The record of the last build, when nothing it read has changed.
-    record: BuildRecord | None
-    #: What changed since the recorded build, in words, when one was recorded.
-    changed: str | None = None
     #: The record found, changed or not: a new record reuses the hashes of the files that
     #: kept their signature.
     previous: BuildRecord | None = None
+    #: What changed since the recorded build, in words, when one was recorded.
+    changed: str | None = None
+
+    @property
+    def record(self) -> BuildRecord | None:
+        """The record of the last build, when nothing it read has changed."""
+        return self.previous if self.changed is None else None
 
 
 def unchanged_build(
@@ -60,8 +63,7 @@ def unchanged_build(
     state = toolchain_description(toolchain, settings.chips)
     previous = store.load(key)
     changed = None if previous is None else previous.changed(state)
-    record = previous if changed is None else None
-    return Unchanged(toolchain, state, cache_root, store, key, record, changed, previous)
+    return Unchanged(toolchain, state, cache_root, store, key, previous, changed)
 
 
 def remember(unchanged: Unchanged, project: Path, result: BuildResult) -> None:
