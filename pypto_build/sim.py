@@ -38,6 +38,11 @@ fails the run instead of ending the caller's process: the :class:`SimulationErro
 rank, the sub-build, the kernel and block, and the signal, exception or exit status
 (:data:`KERNEL_CRASHED`), and threads a timed-out run abandoned end with their worker. Results are
 the same as those of a run in the caller's process (``isolate=False``, for a debugger).
+
+Tasks are ordered as PyPTO's runtime orders them, and no further: by their explicit
+dependencies, their tensors' creators and the TensorMap's producer lookups. A task that reads or
+writes what an earlier task wrote or read, with nothing of those ordering the two, races on the
+runtime; here it fails the run before it starts (:data:`UNORDERED_ACCESS`, naming both tasks).
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ from pypto_build.chip_build.sim.program import (
     open_chip_build,
 )
 from pypto_build.chip_build.sim.result import SimResult
-from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED
+from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED, UNORDERED_ACCESS
 from pypto_build.chip_build.sim.world import TIMEOUT_ENV, Timeouts
 
 __all__ = [
@@ -85,6 +90,7 @@ __all__ = [
     "SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID",
     "SIMPLER_ERROR_SCHEDULER_TIMEOUT",
     "TIMEOUT_ENV",
+    "UNORDERED_ACCESS",
     "BuildTreeError",
     "DataType",
     "DispatchRecord",

@@ -31,6 +31,15 @@ class CoreType(enum.StrEnum):
 #: Launch-spec setter the orchestration codegen emits for a multi-block task.
 LaunchSpecMethod = Literal["set_block_num", "set_core_num"]
 
+#: The clusters (one AIC and two AIV each) a host-simulation platform (``a2a3sim``, ``a5sim``)
+#: runs, whatever the chip: simpler 6ebaf77 takes ``SIM_AUTO_BLOCKDIM`` (8) clusters, narrower
+#: than the device because it runs one OS thread per core
+#: (``src/common/platform/sim/host/device_runner_base.cpp``, ``task_interface/call_config.h``).
+#: pypto-build's simulator runs the same, so a launch it admits runs on upstream's too.
+SIM_CLUSTERS = 8
+SIM_AIV_CAPACITY = 2 * SIM_CLUSTERS
+SIM_AIC_CAPACITY = SIM_CLUSTERS
+
 
 @dataclass(frozen=True)
 class Chip:
@@ -64,12 +73,15 @@ class Chip:
         """The ``--cce-aicore-arch`` value for a kernel of ``core_type``."""
         return self.aiv_arch if core_type is CoreType.AIV else self.aic_arch
 
-    def sync_start_limit(self, core_type: CoreType) -> int:
-        """Widest sync-start launch admitted for a task of ``core_type``.
+    def sync_start_limit(self, core_type: CoreType, *, simulated: bool = False) -> int:
+        """Widest sync-start launch admitted for a task of ``core_type``, on the device or (when
+        ``simulated``) on the chip's host-simulation platform (:data:`SIM_CLUSTERS`).
 
         The runtime bounds AIV-only shapes by the AIV count and every other shape by the cluster
         count ([simpler 5.1]); a cluster holds one AIC, so that is the AIC count.
         """
+        if simulated:
+            return SIM_AIV_CAPACITY if core_type is CoreType.AIV else SIM_AIC_CAPACITY
         return self.aiv_capacity if core_type is CoreType.AIV else self.aic_capacity
 
 

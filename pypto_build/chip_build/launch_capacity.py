@@ -12,6 +12,11 @@ capacity is a fact of the chip catalog, which the lowering does not know (it mus
 ``chip_build``), and the same program is right for a chip that admits the width (40 blocks run
 on a3's 48 AIV and are refused on a5's 36). The lowering keeps deciding what the program
 means; the chip tree that will be refused names the chip.
+
+The host-simulation platforms admit less than the device: simpler's ``a2a3sim`` and ``a5sim``
+run 8 clusters (16 AIV) whatever the chip, and so does pypto-build's simulator. A launch the
+device admits but the simulation does not gets a warning of its own: the tree is right for the
+NPU, and neither simulator can run it.
 """
 
 from __future__ import annotations
@@ -68,14 +73,23 @@ def launch_warnings(program: Program, chip: Chip) -> Iterator[BuildWarning]:
             aiv_only = kernel_core_types(kernel) == (CoreType.AIV,)
             core_type = CoreType.AIV if aiv_only else CoreType.AIC
             limit = chip.sync_start_limit(core_type)
+            simulated = chip.sync_start_limit(core_type, simulated=True)
+            launch = f"kernel '{kernel.name}' is launched with {blocks} blocks and sync_start"
             if blocks > limit:
                 yield BuildWarning(
                     call.span,
-                    f"kernel '{kernel.name}' is launched with {blocks} blocks and sync_start, "
-                    f"more than chip {chip.name} ({chip.soc}) admits: its "
+                    f"{launch}, more than chip {chip.name} ({chip.soc}) admits: its "
                     f"{core_type.value.upper()} capacity is {limit}, so PyPTO's runtime refuses "
                     "the task with "
                     f"{SYNC_START_REFUSAL}",
+                )
+            elif blocks > simulated:
+                yield BuildWarning(
+                    call.span,
+                    f"{launch}: chip {chip.name} ({chip.soc}) admits {limit}, but its host "
+                    f"simulation {chip.sim_platform} runs {simulated} "
+                    f"{core_type.value.upper()} cores, so PyPTO's {chip.sim_platform} and "
+                    f"pypto-build's simulator refuse the task with {SYNC_START_REFUSAL}",
                 )
 
 

@@ -16,6 +16,11 @@ TensorMap). So the source is the orchestration body replayed in program order:
   ``rt_submit_aiv_task(<func_id>, ...)`` (``rt_submit_aic_task`` for an AIC kernel), where the
   func_id is the kernel's position in order of first call — the ``KERNELS`` entry of the
   sub-build's kernel_config.py;
+* the orderings the runtime's TensorMap does not derive (the call's ``explicit_deps``,
+  AutoDeriveTaskDependencies: a write after a read, a write after an ``Out`` write) go to the
+  runtime as explicit dependencies: every task another task must follow keeps the id of its
+  last submitted instance (``task<n>_last_``, invalid until it is first submitted), and the
+  following task passes the valid ones to ``set_dependencies``;
 * a kernel with ``require_contiguous_operands`` (the builtin collectives: a peer computes remote
   addresses from the packed shape) gets one ``is_contiguous`` check per tensor operand first; at
   the first violation the entry latches ``PTO2_ERROR_INVALID_ARGS`` and returns, so nothing
@@ -89,7 +94,7 @@ from pypto_build.lowering.ir.names import (
     task_deps,
     task_id,
 )
-from pypto_build.lowering.ir.walk import walk_exprs, walk_stmts
+from pypto_build.lowering.ir.walk import walk_calls, walk_exprs, walk_stmts
 from pypto_build.lowering.legality.chip_orchestration import VIEW_OPS, called_kernels
 from pypto_build.lowering.legality.runtime import DESCRIPTOR_DIM_MAX
 from pypto_build.lowering.ops.signature import expr_span
@@ -131,6 +136,7 @@ _CPP_RESERVED_WORDS = """
     int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t std pypto_build
     orch_args ChipTensor ChipTaskArgs CoreTaskArgs PTO2OrchestrationConfig DataType TensorRef
     TensorCreateInfo TaskOutputTensors MixedKernels PTO2LaunchSpec PTO2Runtime PTO2ScopeGuard
+    PTO2TaskId
     rt_submit_task rt_submit_aiv_task rt_submit_aic_task rt_report_fatal alloc_tensors
     current_runtime framework_current_runtime framework_bind_runtime rt_scope_begin rt_scope_end
     aicpu_orchestration_config aicpu_orchestration_entry main
@@ -279,6 +285,14 @@ class _Codegen(StmtCodegen):
         for slot in kernel_slots(program, orch):
             self.func_ids.setdefault(slot.kernel.name, {})[slot.core_type] = slot.func_id
         self.locals: dict[str, _Local] = {}
+        #: The tasks whose last submitted instance a later submit names as a dependency.
+        self.followed = sorted(
+            {
+                dep
+                for call in walk_calls(orch.body)
+                for dep in task_deps(call, CallAttr.EXPLICIT_DEPS)
+            }
+        )
         self.views = 0
         self.tasks = 0
         self.loops = 0
@@ -373,6 +387,8 @@ class _Codegen(StmtCodegen):
                 self._declare(local, initial, used=name in read)
         for index in range(self.views):
             self.emit(f"ChipTensor view{index}_{{}};")
+        for number in self.followed:
+            self.emit(f"PTO2TaskId {_last(number)} = PTO2TaskId::invalid();")
 
     def _declare(self, local: _Local, init: str, *, used: bool) -> None:
         unused = "" if used else "[[maybe_unused]] "
@@ -629,9 +645,12 @@ class _Codegen(StmtCodegen):
         task = f"task{self.tasks}_"
         self.tasks += 1
         deps = task_deps(call)
+        explicit = task_deps(call, CallAttr.EXPLICIT_DEPS)
         after = ""
         if deps:
             after = f", after task{'s' if len(deps) > 1 else ''} {', '.join(map(str, deps))}"
+        if explicit:
+            after += f" (named explicitly: {', '.join(map(str, explicit))})"
         # The task's block, its lines indented one level inside its braces: every kernel call
         # of a program emits one, so they are built here rather than through emit().
         self.emit("{")
@@ -653,7 +672,16 @@ class _Codegen(StmtCodegen):
                 lines.append(f"{inner}{task}.add_scalar({bits});")
         for line in self._launch_spec(call, call.span):
             lines.append(f"{inner}{task}.launch_spec.{line};")
-        lines.append(f"{inner}{_submit(self.func_ids[callee.name])}, {task});")
+        if explicit:
+            candidates = ", ".join(_last(dep) for dep in explicit)
+            lines.append(
+                f"{inner}pypto_build::TaskDeps<{len(explicit)}> {task}deps_{{{candidates}}};"
+            )
+            lines.append(f"{inner}{task}.set_dependencies({task}deps_.ids, {task}deps_.count);")
+        submit = f"{_submit(self.func_ids[callee.name])}, {task})"
+        if number in self.followed:
+            submit = f"{_last(number)} = {submit}.task_id()"
+        lines.append(f"{inner}{submit};")
         self.depth -= 1
         self.emit("}")
 
@@ -695,6 +723,11 @@ class _Codegen(StmtCodegen):
         if isinstance(value, int):
             return str(value)
         return _unparen(self._scalar(value, span))
+
+
+def _last(number: int) -> str:
+    """The local holding the id of task ``number``'s last submitted instance."""
+    return f"task{number}_last_"
 
 
 def _submit(func_ids: dict[CoreType, int]) -> str:

@@ -1,5 +1,6 @@
 """A sync-start launch wider than a chip admits is known at build time: the render for that
-chip warns, naming the chip, its capacity and the runtime's refusal (code 7)."""
+chip warns, naming the chip, its capacity and the runtime's refusal (code 7); so is one the
+chip admits but its host simulation (16 AIV, simpler's a2a3sim and a5sim) does not."""
 
 from __future__ import annotations
 
@@ -26,24 +27,35 @@ def _wide_program(tmp_path: Path, repo_root: Path, ranks: int) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("chip", "warned"), [("a3", False), ("a5", True)])
+SIMULATION_ONLY = (
+    "warning: kernel '__builtin_all_to_all_v__int8' is launched with 40 blocks and sync_start: "
+    "chip a3 (Ascend910_93) admits 48, but its host simulation a2a3sim runs 16 AIV cores, so "
+    "PyPTO's a2a3sim and pypto-build's simulator refuse the task with "
+    "SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID (7)"
+)
+DEVICE = (
+    "warning: kernel '__builtin_all_to_all_v__int8' is launched with 40 blocks and "
+    "sync_start, more than chip a5 (Ascend950) admits: its AIV capacity is 36, so PyPTO's "
+    "runtime refuses the task with SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID (7)"
+)
+
+
+@pytest.mark.parametrize(("chip", "expected"), [("a3", SIMULATION_ONLY), ("a5", DEVICE)])
 def test_a_launch_wider_than_the_chip_admits_warns_for_that_chip(
-    chip: str, warned: bool, tmp_path: Path, repo_root: Path
+    chip: str, expected: str, tmp_path: Path, repo_root: Path
 ) -> None:
-    # 40 blocks: within a3's 48 AIV, beyond a5's 36.
+    # 40 blocks: within a3's 48 AIV, beyond a5's 36, and beyond the simulation's 16 on both.
     path = _wide_program(tmp_path, repo_root, 40)
     tree = plan_chip(lower_file(path, (chip,)), chip, tmp_path)
-    messages = [warning.render() for warning in tree.warnings]
-    if not warned:
-        assert messages == []
-        return
-    [message] = messages
+    [message] = [warning.render() for warning in tree.warnings]
     assert message.startswith(f"{path}:")
-    assert message.endswith(
-        "warning: kernel '__builtin_all_to_all_v__int8' is launched with 40 blocks and "
-        "sync_start, more than chip a5 (Ascend950) admits: its AIV capacity is 36, so PyPTO's "
-        "runtime refuses the task with SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID (7)"
-    )
+    assert message.endswith(expected)
+
+
+def test_a_launch_the_simulation_admits_warns_for_no_chip(tmp_path: Path, repo_root: Path) -> None:
+    path = _wide_program(tmp_path, repo_root, 16)
+    sources = lower_file(path, ("a3", "a5"))
+    assert [plan_chip(sources, chip, tmp_path).warnings for chip in ("a3", "a5")] == [(), ()]
 
 
 def test_render_prints_the_warning_and_succeeds(
@@ -65,6 +77,15 @@ def test_one_lowered_program_is_judged_against_each_chips_capacity(
     # capacity: the same lowered program warns for a5 only, whichever chip is planned first.
     path = _wide_program(tmp_path, repo_root, 40)
     sources = lower_file(path, ("a5", "a3"))
-    warned = {chip: len(plan_chip(sources, chip, tmp_path).warnings) for chip in ("a5", "a3")}
-    assert warned == {"a5": 1, "a3": 0}
-    assert len(plan_chip(sources, "a5", tmp_path).warnings) == 1
+    warned = {
+        chip: [w.message for w in plan_chip(sources, chip, tmp_path).warnings]
+        for chip in ("a5", "a3")
+    }
+    assert [message.split(": ", 1)[0] for message in warned["a5"]] == [
+        "kernel '__builtin_all_to_all_v__int8' is launched with 40 blocks and sync_start, more "
+        "than chip a5 (Ascend950) admits"
+    ]
+    assert [message.split(", ", 1)[0] for message in warned["a3"]] == [
+        "kernel '__builtin_all_to_all_v__int8' is launched with 40 blocks and sync_start: chip "
+        "a3 (Ascend910_93) admits 48"
+    ]

@@ -168,7 +168,7 @@ def test_kernel_results_rebind_names(features: str) -> None:
 def test_scalars_aic_kernels_and_unread_locals(features: str) -> None:
     assert "task0_.add_scalar(pypto_build::scalar_bits<float>(factor));" in features
     assert "task2_.add_scalar(pypto_build::scalar_bits<float>(factor * 2.0f));" in features
-    assert "rt_submit_aic_task(1, task1_);" in features
+    assert "task1_last_ = rt_submit_aic_task(1, task1_).task_id();" in features
     assert "float factor = pypto_build::scalar_value<float>(orch_args.scalar(1));" in features
     assert "[[maybe_unused]] int64_t _task = {};" in features
     assert "const ChipTensor* flat = nullptr;" in features

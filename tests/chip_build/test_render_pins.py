@@ -22,72 +22,72 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "962411857eba8cabd57e2f747351ad001876b60d510f56b34e113c4f49d164d7",
-        "a3": "24ae44d4f9239c56151ede50779e36691718058ec0595ce7b3f555b7beedb785",
-        "a5": "9aac6e80dcf69d27273567c7ed10bef34f21cf76006b31cb8f81260e6c5bfe9b",
+        "a2": "3897c7a4b2dd1ea646e1b22d7d1f460d02fd095dfb2129402994ecd6eac20351",
+        "a3": "99acc1d4f4c2702874059c18d68603d5fa63d3b8668c36e859f7b25bf51d4555",
+        "a5": "0a5f5fb37be2d128ad26b7dbeabbec0b2e38591941b85b494db16ea10dd52b05",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "b4d7821c644f0e46a5d92a0276c70d1a53c35991d1b8c45d09bc8e7ece8af9d3",
-        "a3": "ab8d28cfc061582a97654d564a7f49f3088d8cb823eff94cb99122bace84419b",
-        "a5": "0a2e84ee6f91059664140311d6c98e840a1dd304898b9851102f292d2a056645",
+        "a2": "29973442c99a9e5ec426d41c9358329fa1da39953a1c8ec40cd16786cb6cd62c",
+        "a3": "4ad388fae4d42b7af3029e77eecc05313dd532a1d71179ecc0c5bbf49340c73a",
+        "a5": "ccc922f7e4ec19cd0b90177f2206a0b93dcb99f65024a6ee169a461f37b352e8",
     },
     # The fused MC2 operator runs on a3 only.
     (
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "91e10764f675132b29810177c66bc9b9609b5f208550dac52718109540c4f270",
+        "a3": "eb77ff37833b8a356770fd26569d99726d518f70790d926520ecdaab88d63926",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "3f4a2e2455607a9222ef768c0323c6f173fbaf8817fd371248278994a1061302",
-        "a3": "03d8c73f7c2d76459e30e2f95d4266f49559b41e3274a18b3e1842f27e709901",
-        "a5": "7e16063a6c5b4571d96331c2c338bab172d13d93ed7a16d8b2455812dad2aede",
+        "a2": "50445eced6dd6604591066343a2f4e9ad816bd2a48d514774a2283e4cbc375b4",
+        "a3": "871a5e36b9d47c2d42b270e3d84636dc5851d8bbbb45914504a8d0f33b2f971c",
+        "a5": "16606e2b6776de0553beab2cc4ce6d19a75479410e159c2d67bb477ee58ece5a",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "5cfc13fcc9b99f9bd55f4803cd268256de830576674f3c18152bf19f2ddaa256",
-        "a3": "bb1fd7ab0ea115914cfec81281efd694cbcbde53a3f074967422372549f95361",
-        "a5": "e997fb7602d9396522118e924c8b404c54e424036cf6c62a5efeec4558717d84",
+        "a2": "a1e5ca7cec7fe95fba5b0470d3ecdf0c9496a7b1a5419c71d0ff48bee97e3269",
+        "a3": "082fb9a5d92d17ce75c8d06c1bf6e7bf20005798f1179baca5650a10cc0b7c3f",
+        "a5": "f6f66f1cfeb97e320c58acdb259fccbaedd2d76e1940232c57703dc1c46bf89b",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "3dca7c8029c1d3293be37c4b7654fc0aacb2cda9ecfcae79032812e477500274",
-        "a3": "54135816563410cbff9f2aaf92bf2b7458de7abe51890b41355b533375599c24",
-        "a5": "8af8f3f103abf7635e8d2efe3d38404198b3930468e5c66280dd3e7379c4e339",
+        "a2": "275583dd92085f73efd9f26b66f56398b1f0970644a8c1ad75d3ac94a227fb8d",
+        "a3": "39030a27634f7838eaf5609b545cf4f6758d3bbf8e58843dd27190b547963766",
+        "a5": "edfe109be05da3eb5001258244429ab6fffefbc9e341692fd18a6a1b79024550",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "8efac84cc13c8854e68a39bc161bd75f6a9ea2fd6ac895d0f0028a8d116132a5",
-        "a3": "cffbddfae5e81b1b1123e83a675a7a90b743d40dcd989214c2f9049bcbf81890",
-        "a5": "9c10c488be18ef3c279bdcf2da3f2c669f9c806f8b0146d613b795e69fb14316",
+        "a2": "e4ba1ca68a6a22c23741bef588ecce08db591ed989325e4a1deb227feff0baf1",
+        "a3": "5933523adf7cfe282b1852a46145a5cc437afb3576fbbac4aea2abeda84fccd9",
+        "a5": "29c30b8d598e4413ba610bd92517ef6c1d41ae2a2bed3ada9e68cf42b1178743",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "ec6d8dd495d7a646f28ea4f057222f10e6375a1641dc76f18ece480df166c084",
-        "a3": "4d49311a8a6dac889baa9c5ab164d730253273b8d5ba6b43e12e570e2ca43016",
-        "a5": "b539b3b8129ef30ded52f68c8a91a2d62bee9768ffa92d6e82ffb7924b954467",
+        "a2": "92e394bb72e2a570d7207277fc2ef8d162014d9ffc99e85368367deff0010309",
+        "a3": "b4583504835a1944be741dfe23c726df370c7b69484e32b800914a4999ca60a5",
+        "a5": "2da2cacbbbb129c8341c4199eabf07910701cb083c9627ee0e925a8c12a4613c",
     },
     (
         "tests/programs/orchestration_features.py",
         "tests/programs",
     ): {
-        "a2": "36f9b1d92bab6ad8fb15589ce29b8ee67e6cd0f74f04a5917b6cb382d37a0140",
-        "a3": "c80927ff85161a659428bd74ec1a8b3f847a6c2a786b4f9f79d423bbd95da986",
-        "a5": "c42a3fee547589df1d86cc0675e58f547ccc963b677fe8716cc2a225216ea921",
+        "a2": "5899ff235e654e865e29b17901781b963f9f25fabf3f48ca149158b379525ce9",
+        "a3": "ee6a502913bae54b66effeb8a96c568269e315d59fc80adec5a14c81b5d83924",
+        "a5": "7f96bf29b28bdd2f6b3ef4990dac1f30daee5fa157fcb7dbf8dd0286736d8040",
     },
 }
 

@@ -190,6 +190,69 @@ def test_task_dependencies(body: str, tasks: list[tuple[str, int, tuple[int, ...
     assert _tasks(_derive(body)) == tasks
 
 
+def _explicit(program: Program) -> list[tuple[str, object]]:
+    """(callee, explicit_deps) of every self-call of chip_orch, in program order."""
+    return [
+        (call.callee_name, get_attr(call.attrs, "explicit_deps"))
+        for call in self_calls(program, "chip_orch")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "explicit"),
+    [
+        pytest.param(
+            """            a = self.produce(x, a)
+            b = self.produce(x, b)
+            c = self.combine(a, b, c)
+            a = self.produce(x, a)
+            c = self.combine(a, a, c)
+            return c
+            """,
+            [
+                ("produce", None),
+                ("produce", None),
+                ("combine", None),  # RAW: the TensorMap finds the producers of a and b
+                ("produce", (0, 2)),  # an Out write looks up nothing: WAW on 0, WAR on 2
+                ("combine", (2,)),  # RAW on a is found; the WAW on c (an Out) is not
+            ],
+            id="write-after-read-and-out-write-after-write",
+        ),
+        pytest.param(
+            """            a = self.produce(x, a)
+            a = self.update(a)
+            c = self.combine(a, x, c)
+            a = self.update(a)
+            return c
+            """,
+            [
+                ("produce", None),
+                ("update", None),  # an InOut write after a write: its lookup finds task 0
+                ("combine", None),
+                ("update", (2,)),  # after the combine read a: no lookup finds a reader
+            ],
+            id="an-inout-write-after-write-is-the-runtime-s-own",
+        ),
+        pytest.param(
+            """            for i in pl.range(n):
+                c = self.combine(x, x, c)
+                a = self.update(a)
+            return c
+            """,
+            [
+                ("combine", (0,)),  # overwrites its own Out on every iteration
+                ("update", None),  # reads its own previous write: the TensorMap finds it
+            ],
+            id="a-task-follows-its-own-previous-instance",
+        ),
+    ],
+)
+def test_explicit_dependencies_are_the_orderings_the_tensor_map_misses(
+    body: str, explicit: list[tuple[str, object]]
+) -> None:
+    assert _explicit(_derive(body)) == explicit
+
+
 def test_host_orchestrators_are_not_tensor_map_tasks() -> None:
     derived = _derive("c = self.combine(x, x, c)\nreturn c\n", host=HOST)
     dispatches = _tasks(derived, "host_orch")

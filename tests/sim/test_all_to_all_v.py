@@ -223,9 +223,12 @@ def test_signal_stride_below_the_block_count_fails_every_rank(
 
 
 def test_a_sync_start_launch_wider_than_the_chip_is_refused(build_program: BuildProgram) -> None:
+    # 50 blocks: beyond the a3 device's 48 AIV and the simulation platform's 16.
     error = failed_run(build_program(HostRail(2, "fp32", 50)), 2, core_num=51)
     assert error.codes == {0: 7, 1: 7}
-    assert [e.message for e in error.ranks] == ["require_sync_start block_num=50 > limit=48"] * 2
+    assert [e.message for e in error.ranks] == [
+        "require_sync_start block_num=50 > limit=16 (deadlock guaranteed)"
+    ] * 2
     assert "block_num=51" not in str(error)
     assert "SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID" in str(error)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED
+from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED, UNORDERED_ACCESS
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.sim.result import SimResult
@@ -26,6 +26,7 @@ SIMPLER_ERROR_SCHEDULER_TIMEOUT = 100
 ERROR_NAMES: dict[int, str] = {
     RUN_REFUSED: "RUN_REFUSED",
     KERNEL_CRASHED: "KERNEL_CRASHED",
+    UNORDERED_ACCESS: "UNORDERED_ACCESS",
     1: "SIMPLER_ERROR_SCOPE_DEADLOCK",
     2: "SIMPLER_ERROR_HEAP_RING_DEADLOCK",
     3: "SIMPLER_ERROR_FLOW_CONTROL_DEADLOCK",

@@ -36,6 +36,9 @@ RUN_REFUSED = -1
 #: The code of a kernel or orchestration that threw a C++ exception, raised a fatal signal or
 #: called exit() (PYPTO_SIM_KERNEL_CRASHED).
 KERNEL_CRASHED = -2
+#: The code of a task whose access no dependency of PyPTO's runtime orders after an earlier
+#: task's conflicting one: a race there (PYPTO_SIM_UNORDERED_ACCESS).
+UNORDERED_ACCESS = -3
 #: Alignment of descriptor buffers (ChipTensor is alignas(64)), and of windows (cache lines).
 _DESCRIPTOR_ALIGNMENT = WINDOW_LINE = 64
 _ERROR_BUFFER = 4096

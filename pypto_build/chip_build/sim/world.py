@@ -257,8 +257,9 @@ class World:
                 next_level=dispatch.next_level,
                 tensors=dispatch.tensors,
                 scalars=dispatch.scalars,
-                aiv_capacity=self.chip.sync_start_limit(CoreType.AIV),
-                aic_capacity=self.chip.sync_start_limit(CoreType.AIC),
+                # The simulation platform's capacity, upstream's a2a3sim / a5sim's.
+                aiv_capacity=self.chip.sync_start_limit(CoreType.AIV, simulated=True),
+                aic_capacity=self.chip.sync_start_limit(CoreType.AIC, simulated=True),
             )
         except Exception as exc:  # a worker must always report back, or the fence would wait
             return RunOutcome(RUN_REFUSED, f"{type(exc).__name__}: {exc}", 0, (), False)

@@ -52,6 +52,9 @@ class CallAttr(enum.StrEnum):
     #: The task number of a kernel call in its orchestration, and the tasks it waits for.
     TASK_ID = "task_id"
     DEPS = "deps"
+    #: The tasks among those (its own previous instance in a loop included) that the runtime's
+    #: TensorMap does not order it after, so the orchestration names them explicitly.
+    EXPLICIT_DEPS = "explicit_deps"
     #: ``pl.submit(...)``: the call also returns its task id.
     SUBMIT = "submit"
     #: The device a HOST orchestrator dispatches the call to.
@@ -117,8 +120,9 @@ def task_id(call: Call) -> int | None:
     return value if type(value) is int else None
 
 
-def task_deps(call: Call) -> tuple[int, ...]:
-    value = get_attr(call.attrs, CallAttr.DEPS)
+def task_deps(call: Call, attr: CallAttr = CallAttr.DEPS) -> tuple[int, ...]:
+    """The task numbers ``attr`` (``deps`` or ``explicit_deps``) of ``call`` holds."""
+    value = get_attr(call.attrs, attr)
     if isinstance(value, tuple):
         return tuple(d for d in value if type(d) is int)
     return ()

@@ -1,9 +1,10 @@
-"""AutoDeriveTaskDependencies: the TensorMap edges between the tasks of a CHIP orchestration.
+"""AutoDeriveTaskDependencies: every ordering between the tasks of a CHIP orchestration, and the
+part of it the runtime does not derive by itself.
 
 Every kernel call of a CHIP orchestration (a self-call of an InCore/AIC/AIV function, plain or
 through ``pl.submit``) is one task of the chip's runtime. Tasks are numbered in program order
 (call attr ``task_id``) and each gets the sorted ids of the tasks it must wait for (call attr
-``deps``), computed as the runtime's TensorMap would:
+``deps``):
 
 * reading a tensor waits for its last writer (read after write);
 * writing a tensor waits for its last writer (write after write) and for every task that read
@@ -16,12 +17,27 @@ edge: in ``stage -> all_to_all_v -> consume`` the collective waits for ``stage``
 the stage and counts tensors it reads) and ``consume`` waits for the collective (which wrote
 the data and recv_counts windows).
 
+PyPTO's runtime enforces only part of that by itself. Its TensorMap (simpler 6ebaf77,
+``runtime/pto_dep_compute.h``) orders a task after the producers of what it reads: an
+``INPUT`` or ``INOUT`` argument looks up the tasks that last wrote an overlapping range as
+``INOUT`` or ``OUTPUT_EXISTING``. It keeps no readers ("TensorMap only tracks producers
+(OUTPUT/INOUT), not consumers that used the tensor as INPUT", ``pto_orchestration_api.h``), and
+an ``OUTPUT_EXISTING`` argument (``add_output`` of an existing tensor, an ``Out`` parameter)
+looks nothing up. So a write after read is never ordered by the runtime, and a write after
+write only when the writer passes the tensor as ``INOUT``. Those edges are the call attr
+``explicit_deps``: the orchestration hands them to the runtime with
+``CoreTaskArgs::set_dependencies``, which orders a task after any task it names. Unlike
+``deps``, ``explicit_deps`` keeps a task's edge to its own previous instance in a loop (a
+kernel that overwrites its ``Out`` tensor on every iteration must not overlap its previous
+run); the orchestration names the last instance submitted of each task it lists.
+
 Control flow is treated conservatively. After an ``if`` a tensor's possible last writers are
 those of both branches. A loop body is analysed at its fixpoint, so a task in a loop also waits
-for the writers (and, when it writes, the readers) of the previous iteration; a task's edge to
-itself from the previous iteration is dropped, since it names no other task. A write through a
-value that may be one of several tensors counts as a write of each; that is still sound, since
-the writing task itself waits for every prior writer and reader of all of them.
+for the writers (and, when it writes, the readers) of the previous iteration; ``deps`` drops a
+task's edge to itself from the previous iteration, since it names no other task. A write
+through a value that may be one of several tensors counts as a write of each; that is still
+sound, since the writing task itself waits for every prior writer and reader of all of them.
+An explicit dependency only ever names a task submitted before, so it cannot deadlock.
 
 HOST orchestrators are skipped: their ``device=`` dispatches are whole chip pipelines, not tasks
 of one chip's TensorMap.
@@ -85,7 +101,7 @@ def _derive(program: Program, func: Function) -> Function:
         return func
     tensor_map = _TensorMap(program, func, task_ids)
     tensor_map.run(_TaskState({}))
-    return _Annotate(task_ids, tensor_map.deps).function(func)
+    return _Annotate(task_ids, tensor_map.deps, tensor_map.explicit).function(func)
 
 
 def _is_kernel_call(program: Program, call: Call) -> bool:
@@ -126,8 +142,10 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
     def __init__(self, program: Program, func: Function, task_ids: dict[int, int]) -> None:
         super().__init__(program, func)
         self._task_ids = task_ids
-        #: Dependencies per task call (by identity), from the last visit of the call.
+        #: Dependencies per task call (by identity), from the last visit of the call: all of
+        #: them, and those the runtime's TensorMap does not derive.
         self.deps: dict[int, tuple[int, ...]] = {}
+        self.explicit: dict[int, tuple[int, ...]] = {}
 
     def op_result(self, call: Call, args: tuple[Origin, ...]) -> Origin:
         """An assemble's result holds its source's data too: whoever reads it must wait for
@@ -149,11 +167,14 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
                 reads |= roots(origin)
             if direction in _WRITES:
                 writes |= roots(origin)
-        deps: set[int] = set()
+        # The TensorMap orders a task after the last writers of what it reads (INPUT, INOUT).
+        derived: set[int] = set()
         for root in reads:
-            deps |= state.writers.get(root, frozenset())
+            derived |= state.writers.get(root, frozenset())
+        deps = set(derived)
         for root in writes:
             deps |= state.writers.get(root, frozenset()) | state.readers.get(root, frozenset())
+        self.explicit[id(call)] = tuple(sorted(deps - derived))
         deps.discard(task)
         self.deps[id(call)] = tuple(sorted(deps))
         for root in reads:
@@ -174,11 +195,18 @@ def _directions(call: Call, callee: Function) -> tuple[ArgDirection, ...]:
 
 
 class _Annotate(Mutator):
-    """Attach ``task_id`` and ``deps`` to the task calls (looked up by original identity)."""
+    """Attach ``task_id``, ``deps`` and ``explicit_deps`` to the task calls (looked up by
+    original identity)."""
 
-    def __init__(self, task_ids: dict[int, int], deps: dict[int, tuple[int, ...]]) -> None:
+    def __init__(
+        self,
+        task_ids: dict[int, int],
+        deps: dict[int, tuple[int, ...]],
+        explicit: dict[int, tuple[int, ...]],
+    ) -> None:
         self._task_ids = task_ids
         self._deps = deps
+        self._explicit = explicit
 
     def visit_call(self, call: Call) -> Expr:
         key = id(call)
@@ -188,4 +216,6 @@ class _Annotate(Mutator):
             return rebuilt
         attrs = set_attr(rebuilt.attrs, CallAttr.TASK_ID, task)
         attrs = set_attr(attrs, CallAttr.DEPS, self._deps[key])
+        if self._explicit[key]:
+            attrs = set_attr(attrs, CallAttr.EXPLICIT_DEPS, self._explicit[key])
         return replaced(rebuilt, attrs=attrs)

@@ -11,6 +11,8 @@
 //   only changes those leave the descriptor as it is (the orchestration codegen reuses the source).
 // * Runtime allocation. pl.create_tensor asks the runtime for a fresh buffer (alloc_tensors).
 // * The contiguity test behind require_contiguous_operands.
+// * Explicit task dependencies: the orderings the runtime's TensorMap does not derive (it
+//   tracks producers, not readers), as the valid ids among a task's candidates.
 // * Python's scalar semantics where C++ differs: floor division and modulo round towards
 //   negative infinity, and a scalar task argument is passed as its raw 64-bit pattern.
 // * Launch-count scalars of a builtin entry, validated on their raw 64-bit value.
@@ -25,6 +27,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstddef>
 #include <cstring>
 #include <initializer_list>
 #include <type_traits>
@@ -45,6 +48,25 @@ inline bool is_contiguous(const Descriptor& tensor) {
   }
   return true;
 }
+
+// The dependencies of one task for CoreTaskArgs::set_dependencies: the tasks it must follow that
+// were submitted in this run. A candidate is the last submitted instance of another task of the
+// orchestration (or of the same one, in a loop); one not submitted yet (an earlier loop
+// iteration, a branch not taken) holds PTO2TaskId::invalid() and is left out, since the runtime
+// refuses an invalid id. The array lives until the submit, as set_dependencies requires.
+template <size_t N>
+struct TaskDeps {
+  PTO2TaskId ids[N];
+  uint32_t count = 0;
+
+  explicit TaskDeps(std::initializer_list<PTO2TaskId> candidates) {
+    for (const PTO2TaskId& candidate : candidates) {
+      if (candidate.is_valid() && count < N) {
+        ids[count++] = candidate;
+      }
+    }
+  }
+};
 
 namespace detail {
 

@@ -5,7 +5,8 @@
 // 8.2): ChipTaskArgs with tensor(i).ref() and scalar(i), CoreTaskArgs with add_input /
 // add_output / add_inout / add_scalar and a launch_spec, TensorCreateInfo with alloc_tensors,
 // rt_submit_aiv_task / rt_submit_aic_task / rt_submit_task, rt_report_fatal, the LOG_* macros,
-// PTO2OrchestrationConfig and the PTO2_ERROR_* codes. PyPTO's runtime compiles such a source
+// PTO2OrchestrationConfig and the PTO2_ERROR_* codes, PTO2TaskId with set_dependencies and
+// TaskOutputTensors::task_id for explicit task dependencies, and rt_scope_begin / rt_scope_end. PyPTO's runtime compiles such a source
 // against its own header; the host simulator compiles the same source against this one, which
 // declares the same names with the same call shapes, so one source serves both.
 //
@@ -31,6 +32,22 @@ constexpr int32_t PTO2_ERROR_EXPLICIT_ORCH_FATAL = 9;
 
 constexpr uint32_t MAX_TENSOR_DIMS = RUNTIME_MAX_TENSOR_DIMS;
 constexpr int32_t INVALID_KERNEL_ID = -1;
+
+// A submitted task's id (simpler's pto_task_id.h): ring and local id in one 64-bit word.
+struct PTO2TaskId {
+  uint64_t raw;
+
+  static constexpr PTO2TaskId make(uint8_t ring_id, uint32_t local_id) {
+    return PTO2TaskId{(static_cast<uint64_t>(ring_id) << 32) | static_cast<uint64_t>(local_id)};
+  }
+  static constexpr PTO2TaskId invalid() { return PTO2TaskId{UINT64_MAX}; }
+  constexpr uint8_t ring() const { return static_cast<uint8_t>(raw >> 32); }
+  constexpr uint32_t local() const { return static_cast<uint32_t>(raw & 0xFFFFFFFFu); }
+  constexpr bool is_valid() const { return raw != UINT64_MAX; }
+  constexpr bool is_invalid() const { return raw == UINT64_MAX; }
+  constexpr bool operator==(const PTO2TaskId& other) const { return raw == other.raw; }
+  constexpr bool operator!=(const PTO2TaskId& other) const { return raw != other.raw; }
+};
 
 // How a task uses a tensor argument; the runtime derives its dependency edges from it.
 enum class TensorArgType : int32_t {
@@ -108,6 +125,31 @@ struct CoreTaskArgs {
   bool has_error = false;
   const char* error_msg = nullptr;
   PTO2LaunchSpec launch_spec;
+  // The tasks this one must follow besides those the TensorMap finds (caller-owned array).
+  const PTO2TaskId* explicit_deps_ = nullptr;
+  uint32_t explicit_dep_count_ = 0;
+
+  // As the runtime's: (ptr, count) is stored, not copied; count 0 clears; a second non-empty
+  // call, or a null array with a count, is a construction error.
+  void set_dependencies(const PTO2TaskId* deps, uint32_t count) {
+    if (count == 0) {
+      explicit_deps_ = nullptr;
+      explicit_dep_count_ = 0;
+      return;
+    }
+    if (deps == nullptr) {
+      set_error("set_dependencies: deps must not be null when count > 0");
+      return;
+    }
+    if (explicit_deps_ != nullptr) {
+      set_error("set_dependencies: may be called at most once per Arg");
+      return;
+    }
+    explicit_deps_ = deps;
+    explicit_dep_count_ = count;
+  }
+  uint32_t explicit_dep_count() const { return explicit_dep_count_; }
+  PTO2TaskId explicit_dep(uint32_t index) const { return explicit_deps_[index]; }
 
   template <typename... Tensors>
   void add_input(Tensors&... tensors) {
@@ -191,10 +233,13 @@ struct MixedKernels {
   int32_t aiv1_kernel_id = INVALID_KERNEL_ID;
 };
 
-// The tensors a submission allocated (TensorCreateInfo outputs), in argument order.
+// The tensors a submission allocated (TensorCreateInfo outputs), in argument order, and the
+// submitted task's id (invalid when nothing was submitted).
 class TaskOutputTensors {
  public:
   bool empty() const { return count_ == 0; }
+  PTO2TaskId task_id() const { return task_id_; }
+  void set_task_id(PTO2TaskId id) { task_id_ = id; }
   uint32_t size() const { return count_; }
   const ChipTensor& get_ref(uint32_t index) const& { return tensors_[index]; }
   const ChipTensor& get_ref(uint32_t index) const&& = delete;
@@ -207,6 +252,7 @@ class TaskOutputTensors {
   }
 
  private:
+  PTO2TaskId task_id_ = PTO2TaskId::invalid();
   uint32_t count_ = 0;
   ChipTensor tensors_[MAX_TENSOR_ARGS];
 };
@@ -216,8 +262,7 @@ struct PTO2OrchestrationConfig {
   int expected_arg_count;
 };
 
-// How a scope's tasks are retired; the simulator runs every task to completion at submit, so
-// scopes change nothing there.
+// How a scope orders its tasks: AUTO through the TensorMap, MANUAL by explicit dependencies only.
 enum class PTO2ScopeMode : uint8_t { AUTO = 0, MANUAL = 1 };
 
 // The simulation runtime's side (defined by the simulation runtime library).
@@ -233,6 +278,8 @@ void pypto_sim_rt_log(int32_t level, const char* function, const char* format, .
     __attribute__((format(printf, 3, 4)));
 int32_t pypto_sim_rt_available_cluster_count(void);
 int32_t pypto_sim_rt_available_aiv_count(void);
+void pypto_sim_rt_scope_begin(int32_t manual);
+void pypto_sim_rt_scope_end(void);
 }
 
 inline TaskOutputTensors rt_submit_task(const MixedKernels& kernels, const CoreTaskArgs& args) {
@@ -271,8 +318,10 @@ inline TaskOutputTensors alloc_tensors(const CreateInfos&... infos) {
 inline bool rt_is_fatal() { return pypto_sim_rt_is_fatal(); }
 inline int32_t rt_available_cluster_count() { return pypto_sim_rt_available_cluster_count(); }
 inline int32_t rt_available_aiv_count() { return pypto_sim_rt_available_aiv_count(); }
-inline void rt_scope_begin(PTO2ScopeMode = PTO2ScopeMode::AUTO) {}
-inline void rt_scope_end() {}
+inline void rt_scope_begin(PTO2ScopeMode mode = PTO2ScopeMode::AUTO) {
+  pypto_sim_rt_scope_begin(mode == PTO2ScopeMode::MANUAL ? 1 : 0);
+}
+inline void rt_scope_end() { pypto_sim_rt_scope_end(); }
 
 #define rt_report_fatal(code, ...) pypto_sim_rt_report_fatal((code), __FUNCTION__, __VA_ARGS__)
 #define LOG_ERROR(...) pypto_sim_rt_log(0, __FUNCTION__, __VA_ARGS__)

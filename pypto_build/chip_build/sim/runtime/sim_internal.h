@@ -75,6 +75,57 @@ void unregister_domain(const Domain* domain);
 // The live domain `ctx` is one of the contexts of; null for any other address.
 Domain* find_domain(const CommContext* ctx);
 
+class RankRun;
+
+// The order PyPTO's runtime imposes on the tasks of one run, and the accesses it leaves
+// unordered (order.cpp): explicit dependencies, creator edges and the TensorMap's producer
+// lookups, scopes.
+class TaskOrder {
+ public:
+  // Record the task `name` about to run with `args` and its descriptors (runtime-created
+  // outputs materialized) and set `id`; false after reporting an invalid explicit dependency or
+  // an access no dependency orders after an earlier task's conflicting one.
+  bool add(const std::string& name, const CoreTaskArgs& args, std::vector<ChipTensor>* tensors,
+           RankRun& run, PTO2TaskId* id);
+  void begin_scope(bool manual, RankRun& run);
+  void end_scope();
+
+ private:
+  // A producer the TensorMap holds: a buffer's element range and the task that wrote it.
+  struct Entry {
+    uint64_t buffer;
+    uint64_t begin;
+    uint64_t end;
+    int32_t version;
+    uint32_t task;
+  };
+  struct Creator {
+    uint64_t buffer;
+    uint32_t task;
+  };
+  // The bytes one tensor argument of a task covers, by absolute address.
+  struct Access {
+    uint64_t begin;
+    uint64_t end;
+    bool writes;
+    int32_t arg;
+    TensorArgType tag;
+  };
+  struct Task {
+    std::string name;
+    std::vector<uint64_t> ancestors;  // bitset over the run's earlier tasks
+    std::vector<Access> accesses;
+  };
+
+  bool check(const Task& task, uint32_t index, RankRun& run) const;
+
+  std::vector<Entry> producers_;
+  std::vector<Creator> creators_;
+  std::vector<Task> tasks_;
+  std::vector<bool> scopes_;  // true for a MANUAL scope
+  int32_t manual_depth_ = 0;
+};
+
 // One execution of an orchestration on one rank. Errors latch as the device runtime latches
 // them: the first code wins, later ones are only logged, and after any error the rank's later
 // submissions are dropped. Block threads report into it concurrently with the orchestration.
@@ -112,6 +163,8 @@ class RankRun {
 
   // The callable whose orchestration this run is executing.
   const Callable* callable = nullptr;
+  // Its tasks' order on PyPTO's runtime; used by the orchestration thread only.
+  TaskOrder order;
 
  private:
   const int32_t rank_;

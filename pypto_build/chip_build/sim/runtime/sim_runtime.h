@@ -48,6 +48,11 @@
 // kernel on a device can do neither.
 #define PYPTO_SIM_KERNEL_CRASHED (-2)
 
+// The code latched for a task that accesses bytes an earlier task of the run accessed (one of
+// the two writing) while no dependency PyPTO's runtime derives orders it after that task: a race
+// on the runtime, reported before the task runs (order.cpp).
+#define PYPTO_SIM_UNORDERED_ACCESS (-3)
+
 // Which size pypto_sim_abi_size reports.
 enum PyptoSimAbiType : int32_t {
   PYPTO_SIM_ABI_CHIP_TENSOR = 0,

@@ -2,11 +2,12 @@
 // submission and execution, error reporting, runtime allocation, logs, wait timeouts (the
 // pypto_sim_rt_* side of the simulator's pto_orchestration_api.h, and the kernels' hooks).
 //
-// A submitted task runs to completion before rt_submit_*_task returns. That is the rank's
-// submission order, which is the order the device runtime's TensorMap imposes on tasks that
-// share tensors (every orchestration we generate submits in program order), and it is what
-// makes a collective's blocks meet their peers' blocks: every rank runs its own orchestration
-// on its own thread. A task of launch width B runs as B blocks of threads started together (one
+// A submitted task runs to completion before rt_submit_*_task returns, which orders it after
+// every earlier task of the rank; the device runtime orders far less, so before a task runs the
+// rank's TaskOrder (order.cpp) checks that the runtime's own dependencies order it after every
+// earlier task it conflicts with, and fails the run where they do not. Running in submission
+// order is what makes a collective's blocks meet their peers' blocks: every rank runs its own
+// orchestration on its own thread. A task of launch width B runs as B blocks of threads started together (one
 // thread per block, or three for a MIX cluster; threads of the process's pool, block_pool.cpp),
 // each calling its kernel_entry with its own
 // 50-slot argument array: the tensor descriptors, the scalars, &LocalContext{block_idx, B} at
@@ -319,13 +320,19 @@ void submit_task(const MixedKernels& kernels, const CoreTaskArgs& args,
   if (args.launch_spec.require_sync_start() && block_num > 1 && block_num > limit) {
     // Its blocks could never all be resident at once: a guaranteed deadlock.
     run->report(SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
-                format("require_sync_start block_num=%d > limit=%d", block_num, limit));
+                format("require_sync_start block_num=%d > limit=%d (deadlock guaranteed)", block_num,
+                       limit));
     return;
   }
   std::vector<ChipTensor> tensors;
   if (!materialize(*run, args, &tensors, outputs)) {
     return;
   }
+  PTO2TaskId id = PTO2TaskId::invalid();
+  if (!run->order.add(task_name(cores), args, &tensors, *run, &id)) {
+    return;
+  }
+  outputs->set_task_id(id);
   run->count_task();
   run_task(*run, cores, args, tensors);
 }
@@ -380,6 +387,20 @@ void pypto_sim_rt_log(int32_t level, const char* function, const char* format_te
   pypto_sim::RankRun* run = pypto_sim::current_run("LOG_*");
   if (run != nullptr) {
     run->log((level >= 0 && level <= 4 ? kLevels[level] : "") + line);
+  }
+}
+
+void pypto_sim_rt_scope_begin(int32_t manual) {
+  pypto_sim::RankRun* run = pypto_sim::current_run("rt_scope_begin");
+  if (run != nullptr && !run->failed()) {
+    run->order.begin_scope(manual != 0, *run);
+  }
+}
+
+void pypto_sim_rt_scope_end(void) {
+  pypto_sim::RankRun* run = pypto_sim::current_run("rt_scope_end");
+  if (run != nullptr && !run->failed()) {
+    run->order.end_scope();
   }
 }
 
