@@ -54,7 +54,11 @@ from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES
 from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
 from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.fs import FILE_MODE
-from pypto_build.chip_build.host_orch_codegen import generate_host_orchestrator
+from pypto_build.chip_build.host_orch_codegen import (
+    HostOrchestrator,
+    generate_host_orchestrator,
+    generate_rank_adapter,
+)
 from pypto_build.chip_build.kernel_config import (
     ArgDirection,
     KernelEntry,
@@ -320,12 +324,25 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
         _plan_variant(plan, variant, chip)
     _check_rail_identity(program, chip)
     names = [f.name for f in sub_builds]
-    for host in (f for f in program.functions if f.is_host_orchestrator):
+    hosts = [f for f in program.functions if f.is_host_orchestrator]
+    for host in hosts:
         generated = generate_host_orchestrator(program, host, names)
-        plan.add(HOST_MODULE, generated.source.encode())
-        ranks = collective_ranks(program)
-        meta = meta_for(chip, generated.parameters, generated.returns, max(ranks, default=1))
-        plan.add(META_NAME, meta.render().encode())
+        # The world: the NR the collectives are sized for (a world domain's is the world's),
+        # and at least every device the program names (a subset domain's NR is its own).
+        world = max(generated.devices, *collective_ranks(program))
+        _plan_host(plan, chip, generated, world)
+    if not hosts and len(sub_builds) == 1:
+        ranks = _sized_for(kernel_slots(program, sub_builds[0]))
+        adapter = None if ranks is None else generate_rank_adapter(sub_builds[0], ranks)
+        if adapter is not None:
+            _plan_host(plan, chip, adapter, adapter.devices)
+
+
+def _plan_host(plan: _Plan, chip: Chip, host: HostOrchestrator, world: int) -> None:
+    """The tree's HOST side for PyPTO's L3 loader: the module and ``distributed_meta.json``."""
+    plan.add(HOST_MODULE, host.source.encode())
+    meta = meta_for(chip, host.parameters, host.returns, world)
+    plan.add(META_NAME, meta.render().encode())
 
 
 def _check_rail_identity(program: Program, chip: Chip) -> None:

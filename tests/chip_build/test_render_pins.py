@@ -39,7 +39,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "eb77ff37833b8a356770fd26569d99726d518f70790d926520ecdaab88d63926",
+        "a3": "ca4609f0ccb12413a9d069b84c9ffd27f5b0a61d4ac484c14b8738abeefdc66f",
     },
     (
         "tests/programs/chip_pipeline.py",

@@ -33,7 +33,7 @@ from types import ModuleType
 
 from pypto_build.chip_build.chips import Chip, get_chip
 from pypto_build.chip_build.distributed_meta import META_NAME, MetaError, Parameter, read_meta
-from pypto_build.chip_build.host_orch_codegen import ENTRY_MARKER, MODULE_NAME
+from pypto_build.chip_build.host_orch_codegen import ENTRY_MARKER, MODULE_NAME, RUNS_MARKER
 from pypto_build.chip_build.kernel_config import (
     KernelConfigError,
     OrchestrationParam,
@@ -82,6 +82,9 @@ class HostOrchestrator:
     parameters: tuple[Parameter, ...]
     #: The ranks the program was written for (distributed_meta.json's devices).
     world_size: int
+    #: For the HOST side pypto-build writes for a program without a HOST orchestrator (so that
+    #: PyPTO's loader can run it), the chip orchestration it runs on every rank.
+    runs: str | None = None
 
     def load(self) -> ModuleType:
         """Execute the module with the simulator's runtime names (:mod:`.host_env`)."""
@@ -124,8 +127,12 @@ class ChipBuild:
     def program(self, name: str | None) -> HostOrchestrator | SubBuild:
         """The program ``name`` runs: the HOST orchestrator of that name, else the chip
         orchestration (``next_levels/<name>``, run on every rank). Without a name, the tree's
-        HOST orchestrator, else its only chip orchestration."""
-        if name in self.hosts or (name is None and self.hosts):
+        HOST orchestrator, else its only chip orchestration (also when the tree's HOST side is
+        the one pypto-build wrote for PyPTO's loader, which runs that orchestration on every
+        rank)."""
+        if name in self.hosts or (
+            name is None and any(h.runs is None for h in self.hosts.values())
+        ):
             return self.host(name)
         runnable = [sub.name for sub in self.sub_builds.values() if sub.params]
         known = f"HOST orchestrators: {', '.join(self.hosts) or 'none'}; chip orchestrations: "
@@ -277,25 +284,35 @@ def _host(root: Path) -> HostOrchestrator:
         raise BuildTreeError(
             f"{exc} (the tree's HOST orchestrator needs it; build again)"
         ) from None
-    return HostOrchestrator(_entry_name(path), path, meta.parameters, meta.world_size)
+    name, runs = _entry(path)
+    return HostOrchestrator(name, path, meta.parameters, meta.world_size, runs)
 
 
-def _entry_name(path: Path) -> str:
-    """The name of the module's entry function, read from its syntax tree (the statement
-    ``<name>._pypto_distributed_entry = True``), without running the module."""
+def _entry(path: Path) -> tuple[str, str | None]:
+    """The name of the module's entry function, and the chip orchestration it runs on every
+    rank if pypto-build wrote it for a program without a HOST orchestrator, read from its syntax
+    tree (``<name>._pypto_distributed_entry = True``, ``<name>._pypto_build_runs_on_every_rank
+    = "<orchestration>"``), without running the module."""
     try:
         module = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
         raise BuildTreeError(f"{path}: unreadable HOST orchestrator: {exc}") from None
-    names = [
-        target.value.id
+    marks = [
+        (target.value.id, target.attr, statement.value)
         for statement in module.body
         if isinstance(statement, ast.Assign)
         for target in statement.targets
-        if isinstance(target, ast.Attribute)
-        and target.attr == ENTRY_MARKER
-        and isinstance(target.value, ast.Name)
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
     ]
+    names = [name for name, attr, _ in marks if attr == ENTRY_MARKER]
     if len(names) != 1:
         raise BuildTreeError(f"{path}: expected one function marked {ENTRY_MARKER}")
-    return names[0]
+    runs = [
+        value.value
+        for name, attr, value in marks
+        if name == names[0]
+        and attr == RUNS_MARKER
+        and isinstance(value, ast.Constant)
+        and isinstance(value.value, str)
+    ]
+    return names[0], runs[0] if runs else None
