@@ -81,6 +81,10 @@ class Prepared:
     inputs: Path
     expected: Path
     ranks: int
+    #: The HOST orchestrator both runtimes run (None: the tree's own).
+    program: str | None = None
+    #: An error case: the run must fail on both runtimes (and the expected arrays are empty).
+    fails: bool = False
 
 
 def _save(path: Path, arrays: Mapping[str, npt.NDArray[Any]]) -> Path:
@@ -196,9 +200,214 @@ def prepare_host_rail(work: Path, platform: str) -> Prepared:
     return Prepared("host_rail", out / chip, inputs, expected, nr)
 
 
+# -- the corpus: the programs the suite simulates, as cases both runtimes run --------------------
+
+
+def _build_tree(program: Path, work: Path, platform: str) -> Path:
+    """``program`` built with ``pypto-build build`` (the sim toolchain on a sim platform) into
+    ``work/build``; its chip tree."""
+    chip = PLATFORM_CHIPS[platform]
+    out = work / "build"
+    toolchain = "sim" if platform.endswith("sim") else "auto"
+    command: list[str | Path] = [sys.executable, "-m", "pypto_build", "build", program]
+    _run([*command, "--toolchain", toolchain, "--chip", chip, "--out", out])
+    return out / chip
+
+
+def _copy_program(name: str, work: Path) -> Path:
+    """``tests/programs/<name>`` and the kernels it names, copied into ``work``."""
+    shutil.copytree(TESTS / "programs" / "kernels", work / "kernels", dirs_exist_ok=True)
+    return Path(shutil.copy(TESTS / "programs" / name, work / name))
+
+
+def prepare_two_rounds(work: Path, platform: str) -> Prepared:
+    """``tests/programs/chip_two_rounds.py``: two exchanges through the same windows in one chip
+    pipeline, ordered by explicit task dependencies; each round's output is its own golden."""
+    tree = _build_tree(_copy_program("chip_two_rounds.py", work), work, platform)
+    goldens = _test_support("goldens")
+    nr, total, size = 4, 16, 64
+    rows = nr * total
+    first = goldens.payload(nr, "fp32", offset=3)
+    second = goldens.payload(nr, "fp32", offset=2000)
+    inputs = {"first": first.reshape(rows, size), "second": second.reshape(rows, size)}
+    expected = {
+        "out_first": goldens.pipeline_golden(first).reshape(rows, size),
+        "out_second": goldens.pipeline_golden(second).reshape(rows, size),
+    }
+    return Prepared(
+        "two_rounds",
+        tree,
+        _save(work / "inputs.npz", inputs),
+        _save(work / "expected.npz", expected),
+        nr,
+    )
+
+
+def prepare_subset(work: Path, platform: str) -> Prepared:
+    """``tests/programs/host_subset.py``: a HOST-rail exchange in ``pld.comm_domain(devices=[0,
+    2])`` of a 3-device program; device 1 takes no part."""
+    tree = _build_tree(_copy_program("host_subset.py", work), work, platform)
+    goldens = _test_support("goldens")
+    sent = goldens.payload(3, "fp32", offset=11)[:, :8]  # [device, TOTAL, SIZE]
+    out = np.zeros_like(sent)
+    out[[0, 2]] = goldens.pipeline_golden(sent[[0, 2]])
+    inputs = {"inp": sent.reshape(24, -1)}
+    expected = {"out": out.reshape(24, -1)}
+    return Prepared(
+        "subset",
+        tree,
+        _save(work / "inputs.npz", inputs),
+        _save(work / "expected.npz", expected),
+        3,
+    )
+
+
+def _rail_case(
+    name: str, nr: int, dtype: str, core_num: int, case: str
+) -> Callable[[Path, str], Prepared]:
+    """A CHIP-rail all_to_all_v of ``tests/_support/sim_programs.py`` (``ROUNDS`` rounds
+    through one never-reset signal), with the counts and payload of golden case ``case``."""
+
+    def prepare(work: Path, platform: str) -> Prepared:
+        programs = _test_support("sim_programs")
+        goldens = _test_support("goldens")
+        spec = programs.ChipRail(nr, dtype, core_num, chip=PLATFORM_CHIPS[platform])
+        tree = _build_tree(spec.write(work), work, platform)
+        if case == "uniform":
+            counts, offset = goldens.uniform_counts(nr), 0
+        else:
+            counts, offset = goldens.skew_counts(case, nr), goldens.salt(case, nr)
+        # The same counts in both rounds: the drain copies the whole receive window, so rows
+        # past a count keep what an earlier round left there.
+        rounds = [counts, counts]
+        sent = [goldens.payload(nr, dtype, offset + 10000 * i) for i in range(programs.ROUNDS)]
+        received = [goldens.exchange(s, c) for s, c in zip(sent, rounds, strict=True)]
+        inputs = {
+            "inp": np.concatenate(sent).reshape(-1, programs.SIZE),
+            "counts_in": np.concatenate(rounds).reshape(-1).astype(np.int32),
+        }
+        expected = {
+            "out": np.concatenate([r.target for r in received]).reshape(-1, programs.SIZE),
+            "recv_out": np.concatenate([r.recv for r in received]).reshape(-1, 1),
+        }
+        return Prepared(
+            name,
+            tree,
+            _save(work / "inputs.npz", inputs),
+            _save(work / "expected.npz", expected),
+            nr,
+        )
+
+    return prepare
+
+
+def prepare_mc2(work: Path, platform: str) -> Prepared:
+    """``samples/moe_mc2``: the fused MC2 operator in a chip orchestration without a HOST
+    orchestrator, run through the HOST side its tree carries for PyPTO's loader (every rank's
+    tensors stacked), against the sample's golden."""
+    project = work / "moe_mc2"
+    shutil.copytree(REPO / "samples" / "moe_mc2" / "src", project / "src")
+    tree = _build_tree(project / "src" / "moe_mc2" / "pipelines.py", work, platform)
+    sys.path.insert(0, str(project / "src"))
+    try:
+        golden = importlib.import_module("moe_mc2.golden")
+    finally:
+        sys.path.remove(str(project / "src"))
+    inputs = _save(work / "inputs.npz", golden.inputs())
+    expected = _save(work / "expected.npz", {"out": golden.expected()})
+    return Prepared("mc2", tree, inputs, expected, int(golden.RANKS), program="host_orch")
+
+
+def prepare_host_sample(work: Path, platform: str) -> Prepared:
+    """``samples/moe_a2a_host``: the HOST-rail sample, against its golden."""
+    project = work / "moe_a2a_host"
+    shutil.copytree(REPO / "samples" / "moe_a2a_host" / "src", project / "src")
+    tree = _build_tree(project / "src" / "moe_a2a_host" / "pipelines.py", work, platform)
+    sys.path.insert(0, str(project / "src"))
+    try:
+        golden = importlib.import_module("moe_a2a_host.golden")
+    finally:
+        sys.path.remove(str(project / "src"))
+    inputs = _save(work / "inputs.npz", golden.inputs())
+    expected = _save(work / "expected.npz", golden.expected())
+    return Prepared("moe_a2a_host", tree, inputs, expected, int(golden.NR))
+
+
+def prepare_skbuild_sample(work: Path, platform: str) -> Prepared:
+    """``samples/moe_a2a_skbuild``'s program (INT8, two AIV cores): its outputs stay in its
+    windows, which PyPTO's one-shot run does not hand back, so both runtimes must only run it."""
+    project = work / "moe_a2a_skbuild"
+    shutil.copytree(REPO / "samples" / "moe_a2a_skbuild" / "src", project / "src")
+    program = project / "src" / "moe_a2a_skbuild" / "dispatch.py"
+    tree = _build_tree(program, work, platform)
+    nr = _module_constant(program, "NR")
+    rows, hidden = nr * _module_constant(program, "MAX_RECV"), _module_constant(program, "HIDDEN")
+    tokens = (np.arange(nr * rows * hidden) % 100).astype(np.int8).reshape(nr * rows, hidden)
+    counts = (np.arange(nr * nr) % (rows // nr + 1)).astype(np.int32)
+    inputs = _save(work / "inputs.npz", {"tokens": tokens, "counts": counts})
+    return Prepared("moe_a2a_skbuild", tree, inputs, _save(work / "expected.npz", {}), nr)
+
+
+def prepare_wide_launch(work: Path, platform: str) -> Prepared:
+    """An error case: a chip-rail exchange launched 18 blocks wide with sync_start, within the
+    a3 device's 48 AIV but beyond the 16 a host-simulation platform runs: both runtimes refuse
+    the task (SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID, 7)."""
+    programs = _test_support("sim_programs")
+    spec = programs.ChipRail(2, "fp32", 18, chip=PLATFORM_CHIPS[platform])
+    tree = _build_tree(spec.write(work), work, platform)
+    goldens = _test_support("goldens")
+    sent = [goldens.payload(2, "fp32", 0) for _ in range(programs.ROUNDS)]
+    inputs = {
+        "inp": np.concatenate(sent).reshape(-1, programs.SIZE),
+        "counts_in": np.ones(programs.ROUNDS * 4, np.int32),
+    }
+    return Prepared(
+        "wide_launch",
+        tree,
+        _save(work / "inputs.npz", inputs),
+        _save(work / "expected.npz", {}),
+        2,
+        fails=True,
+    )
+
+
+def prepare_missing_peer(work: Path, platform: str) -> Prepared:
+    """An error case: ``tests/programs/chip_pipeline.py`` with its HOST orchestrator
+    dispatching the pipeline to device 0 alone, so the exchange's wait for its peer's credits
+    expires: the kernel fails the run on both runtimes (here with its hooks, there without)."""
+    program = _copy_program("chip_pipeline.py", work)
+    text = program.read_text(encoding="utf-8")
+    loop = "        for r in pl.range(pld.world_size()):\n            self.chip_pipeline("
+    assert loop in text
+    program.write_text(
+        text.replace(loop, "        for r in pl.range(1):\n            self.chip_pipeline(")
+    )
+    tree = _build_tree(program, work, platform)
+    total = 2 * 4
+    inputs = {"inp": np.ones((total, 64), np.float32)}
+    return Prepared(
+        "missing_peer",
+        tree,
+        _save(work / "inputs.npz", inputs),
+        _save(work / "expected.npz", {}),
+        2,
+        fails=True,
+    )
+
+
 PROGRAMS: dict[str, Callable[[Path, str], Prepared]] = {
     "moe_a2a": prepare_moe_a2a,
+    "moe_a2a_host": prepare_host_sample,
+    "moe_a2a_skbuild": prepare_skbuild_sample,
+    "mc2": prepare_mc2,
     "host_rail": prepare_host_rail,
+    "two_rounds": prepare_two_rounds,
+    "subset": prepare_subset,
+    "chip_int8_p3": _rail_case("chip_int8_p3", 3, "int8", 1, "negative"),
+    "chip_fp32_p5_l2": _rail_case("chip_fp32_p5_l2", 5, "fp32", 2, "uniform"),
+    "chip_fp32_p2_l4": _rail_case("chip_fp32_p2_l4", 2, "fp32", 4, "uniform"),
+    "wide_launch": prepare_wide_launch,
+    "missing_peer": prepare_missing_peer,
 }
 
 
@@ -244,9 +453,10 @@ def runner_env(config: Config) -> dict[str, str]:
     return env
 
 
-def run_upstream(config: Config, prepared: Prepared, work: Path) -> int:
+def run_upstream(config: Config, prepared: Prepared, work: Path, out: Path) -> int:
     """``run_upstream.py`` on the prepared program under the upstream interpreter, its output
-    passed through; its exit status (2 after a timeout, which kills its process group)."""
+    passed through and every tensor it left saved in ``out``; its exit status (2 after a
+    timeout, which kills its process group)."""
     command = [
         str(config.python),
         str(RUNNER),
@@ -266,6 +476,8 @@ def run_upstream(config: Config, prepared: Prepared, work: Path) -> int:
         str(work),
         "--timeout",
         str(config.timeout),
+        "--out",
+        str(out),
     ]
     print(f"+ {' '.join(command)}", flush=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -282,9 +494,68 @@ def run_upstream(config: Config, prepared: Prepared, work: Path) -> int:
             process.wait()
 
 
+def load_npz(path: Path) -> dict[str, npt.NDArray[Any]]:
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """One runtime's run of a prepared program: its tensors, or why it failed."""
+
+    arrays: Mapping[str, npt.NDArray[Any]] | None
+    failure: str = ""
+
+    def against(self, expected: Mapping[str, npt.NDArray[Any]]) -> str:
+        """``golden`` when every expected array is equal, else what differs."""
+        if self.arrays is None:
+            return f"failed ({self.failure})"
+        wrong = [n for n, want in expected.items() if not np.array_equal(self.arrays[n], want)]
+        return "golden" if not wrong else f"differs in {', '.join(wrong)}"
+
+
+def run_ours(prepared: Prepared, timeout: float) -> Outcome:
+    """The prepared program on pypto-build's simulator, in this interpreter."""
+    from pypto_build import sim
+
+    try:
+        result = sim.run(
+            prepared.tree,
+            ranks=prepared.ranks,
+            inputs=load_npz(prepared.inputs),
+            program=prepared.program,
+            timeout=min(timeout, 20.0),
+        )
+    except sim.SimulationError as exc:
+        codes = sorted({sim.error_name(failure.code) for failure in exc.ranks})
+        return Outcome(None, ", ".join(codes))
+    program = sim.SimProgram.open(prepared.tree, program=prepared.program)
+    return Outcome({p.name: result[p.name] for p in program.parameters if p.is_tensor})
+
+
+def differential(prepared: Prepared, ours: Outcome, upstream: Outcome) -> tuple[bool, str]:
+    """Whether the two runs agree with each other and with the golden (or, for an error case,
+    both fail), and the table row's text."""
+    expected = load_npz(prepared.expected)
+    if prepared.fails:
+        agree = ours.arrays is None and upstream.arrays is None
+        return agree, f"ours {ours.against({})}; upstream {upstream.against({})}"
+    same = (
+        ours.arrays is not None
+        and upstream.arrays is not None
+        and all(np.array_equal(ours.arrays[name], upstream.arrays[name]) for name in expected)
+    )
+    verdicts = (ours.against(expected), upstream.against(expected))
+    passed = verdicts == ("golden", "golden") and same
+    both = "equal" if same else "differ"
+    return passed, f"ours {verdicts[0]}; upstream {verdicts[1]}; the two {both}"
+
+
 def check(config: Config, names: Sequence[str], work: Path) -> int:
-    """Prepare and run every program; print one verdict line each; the worst exit status."""
-    verdicts: list[tuple[str, int, str]] = []
+    """Prepare every program, run it on both runtimes; print one table row each; the worst
+    exit status."""
+    rows: list[tuple[str, bool, str]] = []
+    worst = EXIT_OK
     for name in names:
         folder = work / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -293,18 +564,28 @@ def check(config: Config, names: Sequence[str], work: Path) -> int:
             prepared = PROGRAMS[name](folder, config.platform)
         except CheckError as exc:
             print(f"{name}: {exc}", flush=True)
-            verdicts.append((name, EXIT_FAILED, "could not be built"))
+            rows.append((name, False, "could not be built"))
+            worst = EXIT_FAILED
             continue
+        ours = run_ours(prepared, config.timeout)
         print(f"== {name}: {prepared.tree} on upstream {config.platform}", flush=True)
-        code = run_upstream(config, prepared, folder / "upstream")
-        text = {EXIT_OK: "passes", EXIT_MISMATCH: "outputs differ from the golden"}.get(
-            code, "refused or failed on upstream"
+        out = folder / "upstream-outputs.npz"
+        out.unlink(missing_ok=True)
+        code = run_upstream(config, prepared, folder / "upstream", out)
+        upstream = (
+            Outcome(load_npz(out))
+            if out.is_file()
+            else Outcome(None, "refused or failed on upstream")
         )
-        verdicts.append((name, code, text))
+        passed, text = differential(prepared, ours, upstream)
+        text += f"; run_upstream.py exit {code}"
+        rows.append((name, passed, text))
+        if not passed:
+            worst = max(worst, EXIT_MISMATCH if upstream.arrays is not None else EXIT_FAILED)
     print("== verdict", flush=True)
-    for name, code, text in verdicts:
-        print(f"{name}: {'PASS' if code == EXIT_OK else 'FAIL'} (exit {code}: {text})")
-    return max(code if code in (EXIT_OK, EXIT_MISMATCH) else EXIT_FAILED for _, code, _ in verdicts)
+    for name, passed, text in rows:
+        print(f"{name}: {'PASS' if passed else 'FAIL'} ({text})")
+    return worst
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

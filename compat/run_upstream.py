@@ -2,22 +2,26 @@
 runtime (simpler), then compare every output with the expected arrays.
 
     python run_upstream.py --pypto-source PYPTO --tree TREE --platform a2a3sim \\
-        --inputs inputs.npz --expected expected.npz [--ranks P] [--rtol R] [--atol A]
+        --inputs inputs.npz --expected expected.npz [--ranks P] [--rtol R] [--atol A] \\
+        [--out outputs.npz]
 
 Run it with an interpreter in which simpler and torch are installed (simpler from its checkout,
 as simpler's README says; for the sim platforms, simpler compiles kernels with ``g++-15``, which
-must be on PATH). ``PYPTO`` is a PyPTO source checkout: its Python runtime is used as is, with
-stand-ins only for its compiled core (``pypto_core_standins.py``). ``TREE`` is one chip's tree
-(``orchestration/host_orch.py``, ``next_levels/<name>/kernel_config.py``,
+must be on PATH). ``PYPTO`` is a PyPTO source checkout. When the interpreter imports PyPTO with
+its compiled core (pypto built and installed, docs/runtime-compatibility.md), that PyPTO runs,
+``DistributedCompiledProgram.from_dir`` included; otherwise the checkout's Python runtime is
+used as is, with stand-ins only for its compiled core (``pypto_core_standins.py``). ``TREE``
+is one chip's tree (``orchestration/host_orch.py``, ``next_levels/<name>/kernel_config.py``,
 ``distributed_meta.json``); npz names are the HOST orchestrator's parameter names.
 
 What runs is PyPTO's code: ``distributed_runner.execute_distributed`` (the one-shot path of
-``DistributedCompiledProgram.__call__``) on a stand-in for the ``DistributedCompiledProgram``
-that ``from_dir`` would build from the tree's ``distributed_meta.json`` (its reader needs the
-compiled core, so this script reads the file, with the same checks). Before that, every stage
-is tried on its own with PyPTO's functions, so one run reports every stage that refuses the
-tree: the metadata, ``compile_and_assemble`` of each ``next_levels/<name>``, ``_load_orch_entry``
-and the keyword call ``_make_dispatch_orchestration`` makes of the entry.
+``DistributedCompiledProgram.__call__``) on the program ``from_dir`` builds from the tree's
+``distributed_meta.json`` (without the compiled core, on a stand-in with the attributes it
+reads, from this script's reader of the file, with the same checks). ``--out`` saves every
+tensor parameter as the run left it, for a comparison with another runtime's. Before that,
+every stage is tried on its own with PyPTO's functions, so one run reports every stage that
+refuses the tree: the metadata, ``compile_and_assemble`` of each ``next_levels/<name>``,
+``_load_orch_entry`` and the keyword call ``_make_dispatch_orchestration`` makes of the entry.
 
 The tree is copied into a scratch folder first (PyPTO writes ``cache/``, compiled sidecars and
 ``dfx_outputs/`` into it); ``--in-place`` runs it where it is.
@@ -428,6 +432,10 @@ class Upstream:
     torch: Any
     device_runner: Any
     distributed_runner: Any
+    #: PyPTO's ``DistributedCompiledProgram`` and ``DistributedConfig`` when its compiled core
+    #: imports; None on the stand-ins.
+    compiled_program: Any = None
+    distributed_config: Any = None
 
 
 def _git_revision(folder: Path) -> str:
@@ -473,26 +481,33 @@ def load_upstream(report: Report, pypto_source: Path, platform: str) -> Upstream
             "shim of that name that runs the host g++ will do; put its folder first on PATH)",
         )
         return None
-    standins = Path(__file__).resolve().parent / "pypto_core_standins.py"
+    compiled = _real_pypto()
+    if compiled is None:
+        standins = Path(__file__).resolve().parent / "pypto_core_standins.py"
+        try:
+            sys.path.insert(0, str(standins.parent))
+            core = importlib.import_module("pypto_core_standins")
+            core.install(pypto_source / "python")
+        except Exception as exc:
+            report.fail("import PyPTO's runtime", exc)
+            return None
+        finally:
+            sys.path.remove(str(standins.parent))
+        how = f"stand-ins for {', '.join(core.STANDIN_MODULES)} ({standins.name})"
+    else:
+        how = f"its compiled core, from {Path(compiled.__file__).parent.parent}"
     try:
-        sys.path.insert(0, str(standins.parent))
-        core = importlib.import_module("pypto_core_standins")
-        core.install(pypto_source / "python")
         device_runner = importlib.import_module("pypto.runtime.device_runner")
         distributed_runner = importlib.import_module("pypto.runtime.distributed_runner")
     except Exception as exc:
         report.fail("import PyPTO's runtime", exc)
         return None
-    finally:
-        sys.path.remove(str(standins.parent))
     torch = modules["torch"]
     report.ok(
         stage, f"{sys.executable} (Python {sys.version.split()[0]}, torch {torch.__version__})"
     )
     report.ok(
-        "pypto",
-        f"{pypto_source} at {_reference_note('pypto', _git_revision(pypto_source))}; stand-ins "
-        f"for {', '.join(core.STANDIN_MODULES)} ({standins.name})",
+        "pypto", f"{pypto_source} at {_reference_note('pypto', _git_revision(pypto_source))}; {how}"
     )
     try:
         pto_isa_root = Path(device_runner.ensure_pto_isa_root())
@@ -525,7 +540,27 @@ def load_upstream(report: Report, pypto_source: Path, platform: str) -> Upstream
             "binary_context.json",
             f"binaries shipped in next_levels/<name>/ are reused here only under the stamp {stamp}",
         )
-    return Upstream(modules["torch"], device_runner, distributed_runner)
+    if compiled is None:
+        return Upstream(modules["torch"], device_runner, distributed_runner)
+    return Upstream(
+        torch,
+        device_runner,
+        distributed_runner,
+        compiled.DistributedCompiledProgram,
+        compiled.DistributedConfig,
+    )
+
+
+def _real_pypto() -> Any:
+    """PyPTO's ``pypto.ir.distributed_compiled_program`` when PyPTO imports with its compiled
+    core (installed in this interpreter), else None."""
+    try:
+        importlib.import_module("pypto.pypto_core")
+        return importlib.import_module("pypto.ir.distributed_compiled_program")
+    except Exception:  # not installed, or a checkout without its core: the stand-ins serve
+        for name in [n for n in sys.modules if n == "pypto" or n.startswith("pypto.")]:
+            del sys.modules[name]
+        return None
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -680,7 +715,21 @@ def _execute(
     config = meta.config
     if args.ranks is not None:
         config = dataclasses.replace(config, device_ids=list(range(args.ranks)))
-    program = TreeProgram(tree, args.platform, meta, config)
+    program: Any
+    if upstream.compiled_program is None:
+        program = TreeProgram(tree, args.platform, meta, config)
+    else:
+        stage = "DistributedCompiledProgram.from_dir"
+        try:
+            program = upstream.compiled_program.from_dir(
+                tree,
+                platform=args.platform,
+                distributed_config=upstream.distributed_config(**dataclasses.asdict(config)),
+            )
+        except Exception as exc:
+            report.fail(stage, exc)
+            return EXIT_FAILED
+        report.ok(stage, f"{program!r} on devices {config.device_ids}")
     torch = upstream.torch
     tensors = []
     for param in meta.params:
@@ -702,6 +751,11 @@ def _execute(
             return EXIT_FAILED
     report.ok(stage, f"PyPTO's one-shot run returned on {args.platform}")
     names = [p.name for p in meta.params]
+    if args.out is not None:
+        arrays: dict[str, Any] = {name: t.numpy() for name, t in zip(names, tensors, strict=True)}
+        with args.out.open("wb") as stream:
+            np.savez(stream, **arrays)
+        report.note("outputs", f"every tensor parameter saved in {args.out}")
     mismatches = 0
     for name, want in expected.items():
         got = tensors[names.index(name)].numpy()
@@ -731,6 +785,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         help="run on ranks 0..P-1 (default: distributed_meta.json's device_ids)",
     )
+    parser.add_argument("--out", type=Path, help="npz: save every tensor parameter after the run")
     parser.add_argument("--rtol", type=float, default=0.0, help="relative tolerance (default 0)")
     parser.add_argument("--atol", type=float, default=0.0, help="absolute tolerance (default 0)")
     parser.add_argument(

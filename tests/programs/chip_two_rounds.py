@@ -1,6 +1,7 @@
 """Two all_to_all_v exchanges in one CHIP pipeline, reusing the windows of the first.
 
-Each round stages its own input, exchanges it and copies what arrived into its own output. The
+Each round stages its own input, exchanges it and copies what arrived into its own output; rank
+r's rows of every host tensor are rows [r*TOTAL, (r+1)*TOTAL). The
 second round writes what the first round's tasks read (the stage and counts windows the first
 exchange read, the data and recv windows the first consume read): PyPTO's runtime orders a task
 after the producers of what it reads, not after earlier readers, so these write-after-read
@@ -65,10 +66,10 @@ class ChipTwoRounds:
     @pl.function(type=pl.FunctionType.Orchestration, level=pl.Level.HOST)
     def host_orch(
         self,
-        first: pl.Tensor[[TOTAL, SIZE], pl.FP32],
-        second: pl.Tensor[[TOTAL, SIZE], pl.FP32],
-        out_first: pl.Out[pl.Tensor[[TOTAL, SIZE], pl.FP32]],
-        out_second: pl.Out[pl.Tensor[[TOTAL, SIZE], pl.FP32]],
+        first: pl.Tensor[[NR * TOTAL, SIZE], pl.FP32],
+        second: pl.Tensor[[NR * TOTAL, SIZE], pl.FP32],
+        out_first: pl.Out[pl.Tensor[[NR * TOTAL, SIZE], pl.FP32]],
+        out_second: pl.Out[pl.Tensor[[NR * TOTAL, SIZE], pl.FP32]],
     ):
         stage_buf = pld.alloc_window_buffer(TOTAL * ROW_BYTES, name="stage")
         data_buf = pld.alloc_window_buffer(TOTAL * ROW_BYTES, name="data")
@@ -82,5 +83,14 @@ class ChipTwoRounds:
         recv = pld.window(recv_buf, [NR, 1], dtype=pl.INT32)
         for r in pl.range(pld.world_size()):
             self.chip_pipeline(
-                first, second, out_first, out_second, stage, data, signal, counts, recv, device=r
+                pl.slice(first, [TOTAL, SIZE], [r * TOTAL, 0]),
+                pl.slice(second, [TOTAL, SIZE], [r * TOTAL, 0]),
+                pl.slice(out_first, [TOTAL, SIZE], [r * TOTAL, 0]),
+                pl.slice(out_second, [TOTAL, SIZE], [r * TOTAL, 0]),
+                stage,
+                data,
+                signal,
+                counts,
+                recv,
+                device=r,
             )
