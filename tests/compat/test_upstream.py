@@ -21,8 +21,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pypto_build import sim
-
 COMPAT = Path(__file__).resolve().parents[2] / "compat"
 
 
