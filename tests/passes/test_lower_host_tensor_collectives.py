@@ -5,6 +5,7 @@ messages and locations, the rejected collectives, and the internal builtin op.""
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 
 import pytest
@@ -554,3 +555,34 @@ def test_builtin_deducer_requires_dtype_of_the_target() -> None:
     assert info.value.message == (
         "builtin.tensor.all_to_all_v dtype int8 does not match target dtype fp32"
     )
+
+
+def _renamed(text: str, suffix: str) -> str:
+    """``text`` with each of the five windows and their buffers renamed."""
+    for name in ARG_NAMES:
+        text = re.sub(rf"\b{name}(_buf)?\b", lambda m: m.group(0) + suffix, text)
+    return text
+
+
+@pytest.mark.parametrize(("devices", "refused"), [("[0, 1]", False), ("[0, 3]", True)])
+def test_a_subset_domain_must_lie_inside_the_world_a_collective_fixes(
+    devices: str, refused: bool
+) -> None:
+    # The collective over every device has windows for NR = 2: the world is devices 0 and 1.
+    subset = textwrap.indent(_renamed(WINDOWS + COLLECTIVE, "2"), "    ")
+    body = WINDOWS + COLLECTIVE + f"with pld.comm_domain(devices={devices}):\n" + subset
+    source = host_source(body)
+    if not refused:
+        lower(source)
+        return
+    error = lowering_error(source)
+    call = source.index(A2AV)
+    line = source[:call].count("\n") + 1
+    col = call - source.rindex("\n", 0, call) - 1
+    assert error.message == (
+        "pld.comm_domain(devices=[0, 3]) names device 3, but this program's world has 2 "
+        f"devices: the collective over every device at {line}:{col} has windows sized for "
+        "NR = 2 (its signal's shape[0]), so PyPTO's runtime runs the program on devices 0 to "
+        "1; name devices below 2, or size that collective's windows for 4 devices"
+    )
+    assert error.span.line == source[: source.index("with pld.comm_domain")].count("\n") + 1

@@ -103,7 +103,9 @@ class LowerHostTensorCollectives(Pass):
 def _lower(func: Function, chips: tuple[str, ...]) -> Function:
     _check_collectives(func)
     taken = {p.var.name for p in func.params} | defined_names(func.body)
-    body = _HostLowering(_fresh_name("r", taken), chips).body(func.body)
+    lowering = _HostLowering(_fresh_name("r", taken), chips)
+    body = lowering.body(func.body)
+    lowering.check_world()
     return func if body is func.body else replace(func, body=body)
 
 
@@ -176,8 +178,36 @@ class _HostLowering(Mutator):
         self._rank_name = rank_name
         self._chips = chips
         self._scopes: list[CommDomainScopeStmt] = []
+        #: The collectives over the world (its size is their NR), and the explicit domains.
+        self._world: list[tuple[int, Span]] = []
+        self._subsets: list[CommDomainScopeStmt] = []
+
+    def check_world(self) -> None:
+        """A domain over explicit devices must lie inside the world: when a collective over the
+        world fixes its size (its signal's NR, the device count PyPTO's runtime runs the program
+        on), a device at or past it would never run, and the subset's collectives would wait for
+        it forever."""
+        if not self._world:
+            return
+        size, at = min(self._world)
+        for scope in self._subsets:
+            assert scope.devices is not None
+            outside = [d for d in scope.devices if d >= size]
+            if outside:
+                raise ProgramError(
+                    f"pld.comm_domain(devices={list(scope.devices)}) names device "
+                    f"{outside[0]}, but this program's world has {size} devices: the collective "
+                    f"over every device at {at.line}:{at.col} has windows sized for NR = "
+                    f"{size} (its signal's shape[0]), so PyPTO's runtime runs the program on "
+                    f"devices 0 to {size - 1}; name devices below {size}, or size that "
+                    f"collective's windows for {max(outside) + 1} devices",
+                    scope.span,
+                    PHASE,
+                )
 
     def visit_scope(self, stmt: CommDomainScopeStmt) -> StmtResult:
+        if stmt.devices is not None:
+            self._subsets.append(stmt)
         self._scopes.append(stmt)
         result = super().visit_scope(stmt)
         self._scopes.pop()
@@ -207,6 +237,10 @@ class _HostLowering(Mutator):
         core_num = _core_num(call)
         devices = self._find_scope(call, {w.buffer for w in windows}).devices
         signal = builtin.role_index(SIGNAL)
+        if signal is not None and devices is None:
+            signal_type = call.args[signal].type
+            if isinstance(signal_type, TensorType) and signal_type.shape:
+                self._world.append((signal_type.shape[0], call.span))
         if signal is not None:
             check_static_signal_capacity(
                 call.args[signal].type,
