@@ -22,64 +22,64 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "962411857eba8cabd57e2f747351ad001876b60d510f56b34e113c4f49d164d7",
-        "a3": "24ae44d4f9239c56151ede50779e36691718058ec0595ce7b3f555b7beedb785",
-        "a5": "9aac6e80dcf69d27273567c7ed10bef34f21cf76006b31cb8f81260e6c5bfe9b",
+        "a2": "1a236dd494a01d05ee7a58b62b7a0838273b7b29b79b7861eb317ec6d0e26f9e",
+        "a3": "c0f4984351c1b3d1d3f2e7018321e0e472e14d0e0cf87f706696d240c1a14875",
+        "a5": "6ef5b5c4cfb94e333e818631c4e413909f005a487abce0dbdee6e5096d1a42f0",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "b4d7821c644f0e46a5d92a0276c70d1a53c35991d1b8c45d09bc8e7ece8af9d3",
-        "a3": "ab8d28cfc061582a97654d564a7f49f3088d8cb823eff94cb99122bace84419b",
-        "a5": "0a2e84ee6f91059664140311d6c98e840a1dd304898b9851102f292d2a056645",
+        "a2": "9523b1b1aa0d0d301f5207db9890919506176e308b076fce5515481d5e6f185b",
+        "a3": "8f893cc4158b56b616eb4259070fc852a98e1a7b8cc55298a9700840c90b6db4",
+        "a5": "d947df033d96cbd833ada023f553182a3b79e3f7ef46cb14a02e8f78b8dfab36",
     },
     # The fused MC2 operator runs on a3 only.
     (
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "91e10764f675132b29810177c66bc9b9609b5f208550dac52718109540c4f270",
+        "a3": "9e63305bf71f3b10d6d114f154deaaf1ede2945891f76a0ee3499cfaf6218d05",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "3f4a2e2455607a9222ef768c0323c6f173fbaf8817fd371248278994a1061302",
-        "a3": "03d8c73f7c2d76459e30e2f95d4266f49559b41e3274a18b3e1842f27e709901",
-        "a5": "7e16063a6c5b4571d96331c2c338bab172d13d93ed7a16d8b2455812dad2aede",
+        "a2": "8e410d240a5f4127907434dfc9d4cd62f7b9caf350ff0df5369d0b3a1305815a",
+        "a3": "1997150bba243c37048720c909914d366e9c85ca18f282ac0905338b0e2f38a5",
+        "a5": "bdde9be446ef758818c4a310ac16dbf5edb4eb49b0d6aa0cda6a2b75aa02ad4b",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "5cfc13fcc9b99f9bd55f4803cd268256de830576674f3c18152bf19f2ddaa256",
-        "a3": "bb1fd7ab0ea115914cfec81281efd694cbcbde53a3f074967422372549f95361",
-        "a5": "e997fb7602d9396522118e924c8b404c54e424036cf6c62a5efeec4558717d84",
+        "a2": "a51cfec6da94b6bb9d1b11f0fc84b7b559136067de22e718bb9caad8778faf74",
+        "a3": "64b9b68d95fbf0ed08e064a6139ed6bfa73b69144130c85e176947a41cc1636e",
+        "a5": "fe5f0b75d7660717f20886574ec25d6148a7fb9ebce7864f339529de3e61ca9d",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "3dca7c8029c1d3293be37c4b7654fc0aacb2cda9ecfcae79032812e477500274",
-        "a3": "54135816563410cbff9f2aaf92bf2b7458de7abe51890b41355b533375599c24",
-        "a5": "8af8f3f103abf7635e8d2efe3d38404198b3930468e5c66280dd3e7379c4e339",
+        "a2": "1381d23a789788e2e6a57f86baf0dd66d5d600ac4892bd4357baccb003edbdd9",
+        "a3": "e6b9e86aa73c4cbb17ece086fa920673145ddb8fb06462713990e40cc7dc83d9",
+        "a5": "799960202b9fd878acd7d06bf2458b033b7c84e8a12da5f8411ecd93d110ef50",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "8efac84cc13c8854e68a39bc161bd75f6a9ea2fd6ac895d0f0028a8d116132a5",
-        "a3": "cffbddfae5e81b1b1123e83a675a7a90b743d40dcd989214c2f9049bcbf81890",
-        "a5": "9c10c488be18ef3c279bdcf2da3f2c669f9c806f8b0146d613b795e69fb14316",
+        "a2": "03a0f8b295f18f3de162f2a71b89d474d826e2f4f169944db7fe213b29679f6e",
+        "a3": "5a0ef2e133ec961970bb0da2d617f4c3e27a4d56cc34e56fc09942ae693a9809",
+        "a5": "9a3166c1dc6be1b243bc47bed2d7fbbe73eadfd9067b42df8f32b7f71ea17b1a",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "ec6d8dd495d7a646f28ea4f057222f10e6375a1641dc76f18ece480df166c084",
-        "a3": "4d49311a8a6dac889baa9c5ab164d730253273b8d5ba6b43e12e570e2ca43016",
-        "a5": "b539b3b8129ef30ded52f68c8a91a2d62bee9768ffa92d6e82ffb7924b954467",
+        "a2": "95e1def1af0cf5629bca8b2cfb3c536d631e48a7d1adabd5c77e7c51a71dd029",
+        "a3": "8d54c31e5d50c52545803707bd3184bc5f336c48425c7b251df01bf294c8e851",
+        "a5": "65436a9e568e28e3dc93545aebe1adcb8fd6bad10c119dd7f9cef45cac9b680a",
     },
     (
         "tests/programs/orchestration_features.py",

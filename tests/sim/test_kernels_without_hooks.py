@@ -99,7 +99,10 @@ def host(tmp_path_factory: pytest.TempPathFactory, sim: SimToolchain) -> Host:
     """Run bare_kernel_host (without the hooks, or with them) on one kernel binary."""
     folder = tmp_path_factory.mktemp("bare-host")
     binaries = {}
-    for hooks, extra in ((False, []), (True, ["-DPROVIDE_HOOKS", "-DHOOK_WAIT_MS=200", "-rdynamic"])):
+    for hooks, extra in (
+        (False, []),
+        (True, ["-DPROVIDE_HOOKS", "-DHOOK_WAIT_MS=200", "-rdynamic"]),
+    ):
         binary = folder / ("with-hooks" if hooks else "bare")
         command = [str(sim.compiler), "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", *extra]
         command += ["-I", str(include_dir()), str(HOST), "-ldl", "-o", str(binary)]
@@ -137,7 +140,10 @@ def test_no_kernel_refers_to_a_runtime_barrier(trees: dict[str, Path]) -> None:
         for binary in binaries:
             hooks = {name for name in undefined_symbols(binary) if name.startswith("pypto_sim_")}
             assert hooks <= HOOKS, (binary, hooks)
-        sources = [*tree.glob("next_levels/*/kernels/**/*.cpp"), *tree.glob("next_levels/*/include/**/*.h")]
+        sources = [
+            *tree.glob("next_levels/*/kernels/**/*.cpp"),
+            *tree.glob("next_levels/*/include/**/*.h"),
+        ]
         assert sources
         for source in sources:
             assert "pypto_sim_comm_barrier" not in source.read_text(), source
