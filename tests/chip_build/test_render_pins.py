@@ -22,64 +22,64 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "1a236dd494a01d05ee7a58b62b7a0838273b7b29b79b7861eb317ec6d0e26f9e",
-        "a3": "c0f4984351c1b3d1d3f2e7018321e0e472e14d0e0cf87f706696d240c1a14875",
-        "a5": "6ef5b5c4cfb94e333e818631c4e413909f005a487abce0dbdee6e5096d1a42f0",
+        "a2": "a6bb16c5eb8ec37d01802def9f8576cbbc900ca275ca392dbfe143c8a284f84a",
+        "a3": "d9acefbb00cba41a527c4a114c61841e4767de525809f07bc234cbcd27d95548",
+        "a5": "d34628f31ae693942442600169a4a865481e025b5414f56516b9cb541acda243",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "9523b1b1aa0d0d301f5207db9890919506176e308b076fce5515481d5e6f185b",
-        "a3": "8f893cc4158b56b616eb4259070fc852a98e1a7b8cc55298a9700840c90b6db4",
-        "a5": "d947df033d96cbd833ada023f553182a3b79e3f7ef46cb14a02e8f78b8dfab36",
+        "a2": "fc528ad7882c651f6dd5c198975c0d32dbf8febc54fa68821422ae639263630d",
+        "a3": "4d797d4e7c20193e9a741533396987d3850af081c4c646287347433e84487930",
+        "a5": "0321c24f3f593615f4fce6738f8a39ae35a569f94367da5ac2e1b3a0b68c8979",
     },
     # The fused MC2 operator runs on a3 only.
     (
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "9e63305bf71f3b10d6d114f154deaaf1ede2945891f76a0ee3499cfaf6218d05",
+        "a3": "f0c2dc652725bfc9766120df689d97cf4fcf70d498cd6cf1c182154352cad2bd",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "8e410d240a5f4127907434dfc9d4cd62f7b9caf350ff0df5369d0b3a1305815a",
-        "a3": "1997150bba243c37048720c909914d366e9c85ca18f282ac0905338b0e2f38a5",
-        "a5": "bdde9be446ef758818c4a310ac16dbf5edb4eb49b0d6aa0cda6a2b75aa02ad4b",
+        "a2": "e324dfa143df9e6cf92ad34845cf16b57a8f70b81593ac1376c8edb1a91491e8",
+        "a3": "15ec4eb1153528cd16cca90a43ca5c9636a7d2040502706f63f062b6694f3151",
+        "a5": "cfb22a4800cef3b0724cd2c86ae6ca7bf46a41be8bf31a369752b3e18d6ed267",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "a51cfec6da94b6bb9d1b11f0fc84b7b559136067de22e718bb9caad8778faf74",
-        "a3": "64b9b68d95fbf0ed08e064a6139ed6bfa73b69144130c85e176947a41cc1636e",
-        "a5": "fe5f0b75d7660717f20886574ec25d6148a7fb9ebce7864f339529de3e61ca9d",
+        "a2": "208bfc9dbb1068b3c7e6a756aa7753222d55bc5375e11aa44163a4aea986aa95",
+        "a3": "f548e7e8b1ff00530356a955e4680fdbd737c03da857bf9900a88568ec22ba27",
+        "a5": "42654993a3fed23d50329c96add444d2088f96604ee87e514aa07f09cd0abf96",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "1381d23a789788e2e6a57f86baf0dd66d5d600ac4892bd4357baccb003edbdd9",
-        "a3": "e6b9e86aa73c4cbb17ece086fa920673145ddb8fb06462713990e40cc7dc83d9",
-        "a5": "799960202b9fd878acd7d06bf2458b033b7c84e8a12da5f8411ecd93d110ef50",
+        "a2": "28fa7a27fb9170f8422b5377512b2877a4e404c1ca397182a91e4aaac972241c",
+        "a3": "eb30d810c26c4bb3b984e82e5ebba49caec0341773638f9da771d386cc1667a6",
+        "a5": "7ff6f2907bc7f99d266b23447938379498c87010b7c996192a27dce3e5477d61",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "03a0f8b295f18f3de162f2a71b89d474d826e2f4f169944db7fe213b29679f6e",
-        "a3": "5a0ef2e133ec961970bb0da2d617f4c3e27a4d56cc34e56fc09942ae693a9809",
-        "a5": "9a3166c1dc6be1b243bc47bed2d7fbbe73eadfd9067b42df8f32b7f71ea17b1a",
+        "a2": "6b6a4c6c27e5b34f9b361e0727595bab62877e702150b0f4e75c99737ace1271",
+        "a3": "e2b79b39616ac88249891f23304f6e9cb48cefffa9bcfbe07897a27eda930bff",
+        "a5": "be2b0dcc9c08ef4c2d9620928a24a26ac372254e085a6a3474796d8011ebe133",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "95e1def1af0cf5629bca8b2cfb3c536d631e48a7d1adabd5c77e7c51a71dd029",
-        "a3": "8d54c31e5d50c52545803707bd3184bc5f336c48425c7b251df01bf294c8e851",
-        "a5": "65436a9e568e28e3dc93545aebe1adcb8fd6bad10c119dd7f9cef45cac9b680a",
+        "a2": "cbb68a5e49e1dc86cd032c2e42f613215547af4ec5259241956086e8b31a8b48",
+        "a3": "c14ae8f651b6a08c26e8b73be941ee7cc90b641aa85321400487bc3154923c6a",
+        "a5": "0af5a48c1305ceff2a1e2bf0624e4f374dbeb7f3bb4df97241f4ef2534e82eda",
     },
     (
         "tests/programs/orchestration_features.py",

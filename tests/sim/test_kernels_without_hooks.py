@@ -190,16 +190,23 @@ def test_an_all_to_all_v_wait_that_runs_out_traps_without_the_hooks(
     assert "pypto_build kernel error 100: signal wait timed out after 200000000 ns" in run.stderr
 
 
-def test_the_default_budget_follows_the_scheduler_timeout(
-    trees: dict[str, Path], host: Host
+@pytest.mark.parametrize(
+    ("scheduler_ms", "budget_ns"),
+    [("400", 200_000_000), ("0", 5_000_000_000), (None, 5_000_000_000)],
+)
+def test_the_default_budget_is_half_the_scheduler_timeout(
+    trees: dict[str, Path], host: Host, scheduler_ms: str | None, budget_ns: int
 ) -> None:
-    """Without our variable, half of SIMPLER_SCHEDULER_TIMEOUT_MS: the kernel reports before
-    the scheduler's no-progress timeout would."""
+    """Without our variable, half of SIMPLER_SCHEDULER_TIMEOUT_MS, so the kernel reports before
+    the scheduler's no-progress timeout would; 5 s, half its default, where simpler keeps that
+    default (unset, or 0)."""
     kernel = only(trees["moe_a2a"], "aiv/*all_to_all_v*.so")
-    env = {"PATH": "/usr/bin:/bin", "SIMPLER_SCHEDULER_TIMEOUT_MS": "400"}
+    env = {"PATH": "/usr/bin:/bin"}
+    if scheduler_ms is not None:
+        env["SIMPLER_SCHEDULER_TIMEOUT_MS"] = scheduler_ms
     run = host(kernel, 2, 1, a2av_operands(2, 8, 16), env=env)
     assert run.returncode in TRAPPED, (run.returncode, run.stdout, run.stderr)
-    assert "signal wait timed out after 200000000 ns" in run.stderr
+    assert f"signal wait timed out after {budget_ns} ns" in run.stderr
 
 
 def test_a_malformed_budget_is_an_error_that_names_the_variable(

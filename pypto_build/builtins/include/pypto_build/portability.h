@@ -46,7 +46,7 @@
 //       a peer that returned early) becomes an error instead of a hang or silently wrong data.
 // Without the second hook a wait is bounded by wait_budget_ns(): the environment variable
 // PYPTO_BUILD_KERNEL_WAIT_TIMEOUT_MS if set, else half of SIMPLER_SCHEDULER_TIMEOUT_MS (the
-// no-progress timeout of simpler's scheduler) if set, else 5 s, half of that scheduler's 10 s
+// no-progress timeout of simpler's scheduler) if positive, else 5 s, half of that scheduler's 10 s
 // default -- so the kernel's own message, which names the slot's value and the threshold, comes
 // before the scheduler gives up on a core that never finishes. An expired wait then traps.
 // Block identity needs no hook: the runtime fills args[SPMD_LOCAL_CONTEXT_INDEX] (kernel_abi.h).
@@ -228,34 +228,42 @@ PYPTO_DEVICE void report_error(int32_t code, const char* message) {
 // The wait budget where no runtime hook gives one (module comment).
 constexpr uint64_t kDefaultWaitTimeoutMs = 5000;
 constexpr uint64_t kNsPerMs = 1000 * 1000;
+// A day: far beyond any wait, and far from overflowing the nanoseconds.
+constexpr uint64_t kMaxWaitTimeoutMs = uint64_t{24} * 3600 * 1000;
 
-// A positive whole number of milliseconds from environment variable `name`; 0 when it is unset
-// or empty. Any other value is a user error, reported (a trap without the hooks).
+// Environment variable `name` as a positive whole number of milliseconds (at most a day, larger
+// values are clamped), or 0 when it is unset, empty or anything else.
 PYPTO_DEVICE uint64_t env_milliseconds(const char* name) {
   const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') {
+  if (text == nullptr || *text < '0' || *text > '9') {
     return 0;
   }
   char* end = nullptr;
   const unsigned long long value = std::strtoull(text, &end, 10);
-  if (*end != '\0' || value == 0 || *text == '-' || *text == '+') {
-    char message[160];
-    std::snprintf(message, sizeof(message),
-                  "%s must be a positive whole number of milliseconds, got '%.40s'", name, text);
-    report_error(SIMPLER_ERROR_INVALID_ARGS, message);
-    return kDefaultWaitTimeoutMs;
+  if (*end != '\0') {
+    return 0;
   }
-  return static_cast<uint64_t>(value);
+  return value < kMaxWaitTimeoutMs ? static_cast<uint64_t>(value) : kMaxWaitTimeoutMs;
 }
 
 PYPTO_DEVICE uint64_t wait_budget_ns() {
   if (pypto_sim_wait_timeout_ns != nullptr) {
     return pypto_sim_wait_timeout_ns();
   }
-  const uint64_t own = env_milliseconds("PYPTO_BUILD_KERNEL_WAIT_TIMEOUT_MS");
+  constexpr const char* kOwn = "PYPTO_BUILD_KERNEL_WAIT_TIMEOUT_MS";
+  const uint64_t own = env_milliseconds(kOwn);
   if (own != 0) {
     return own * kNsPerMs;
   }
+  const char* given = std::getenv(kOwn);
+  if (given != nullptr && *given != '\0') {
+    char message[160];
+    std::snprintf(message, sizeof(message),
+                  "%s must be a positive whole number of milliseconds, got '%.40s'", kOwn, given);
+    report_error(SIMPLER_ERROR_INVALID_ARGS, message);
+  }
+  // simpler's own variable, which simpler validates (0 there means its default): only a value
+  // it would use counts.
   const uint64_t scheduler = env_milliseconds("SIMPLER_SCHEDULER_TIMEOUT_MS");
   return (scheduler != 0 ? (scheduler + 1) / 2 : kDefaultWaitTimeoutMs) * kNsPerMs;
 }
