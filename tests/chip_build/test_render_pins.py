@@ -39,7 +39,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "f0c2dc652725bfc9766120df689d97cf4fcf70d498cd6cf1c182154352cad2bd",
+        "a3": "26894325fe617a4ae0e649b1e120c4dc4b7b35bb7782225f06668d51af8c4bc3",
     },
     (
         "tests/programs/chip_pipeline.py",

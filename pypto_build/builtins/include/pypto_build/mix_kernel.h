@@ -21,7 +21,7 @@
 //   Slots     one int32 counter per party, rank r's `parties` counters in its window at the
 //             same offset on every rank (the caller picks it, e.g. comm_barrier_slots_at_end),
 //             zero before the first call: comm_barrier_bytes(parties) bytes, whatever the rank
-//             count, so the barrier fits beside the data of the smallest workspace.
+//             count, so the barrier takes as little room as it can beside a kernel's data.
 //   Round k   (k = 1, 2, ... within one call) publish_fence, +1 on the counter of every other
 //             party (the rank's own other cores and every core of every peer rank), then wait
 //             until this party's counter holds >= (N - 1) * k. No party passes round k before
