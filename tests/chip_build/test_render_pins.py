@@ -22,64 +22,64 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "3897c7a4b2dd1ea646e1b22d7d1f460d02fd095dfb2129402994ecd6eac20351",
-        "a3": "99acc1d4f4c2702874059c18d68603d5fa63d3b8668c36e859f7b25bf51d4555",
-        "a5": "0a5f5fb37be2d128ad26b7dbeabbec0b2e38591941b85b494db16ea10dd52b05",
+        "a2": "f334030f83d7f0d01cb99aaa54a37d38e5b7c505d256ca12530aa764b7fc7519",
+        "a3": "702d6f1b95208d4e8a6b717a682aa4a5b8c8e3553f47f13d38cc3ec3a6f7df45",
+        "a5": "f3dccdd696a183f652a106efedc708280bf6f0db694622a6a83b1e2303e73ac3",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "29973442c99a9e5ec426d41c9358329fa1da39953a1c8ec40cd16786cb6cd62c",
-        "a3": "4ad388fae4d42b7af3029e77eecc05313dd532a1d71179ecc0c5bbf49340c73a",
-        "a5": "ccc922f7e4ec19cd0b90177f2206a0b93dcb99f65024a6ee169a461f37b352e8",
+        "a2": "83be68bf590f722c968858af31e0a6fc7d6d60303e3cdab457c06284705b2004",
+        "a3": "82d60561ca9a2f3b34d17d5a4308e966f551e6fd144ec8f1937aeadaec1a226d",
+        "a5": "00298bc73e45328b166e3b3db2ac6c2656e8522a02e136cad34f6a12ea31303d",
     },
     # The fused MC2 operator runs on a3 only.
     (
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "ca4609f0ccb12413a9d069b84c9ffd27f5b0a61d4ac484c14b8738abeefdc66f",
+        "a3": "b9ff394304697779c90bf5df08c961da24035886d02907d86ea9132fdbc4426e",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "50445eced6dd6604591066343a2f4e9ad816bd2a48d514774a2283e4cbc375b4",
-        "a3": "871a5e36b9d47c2d42b270e3d84636dc5851d8bbbb45914504a8d0f33b2f971c",
-        "a5": "16606e2b6776de0553beab2cc4ce6d19a75479410e159c2d67bb477ee58ece5a",
+        "a2": "6ef5d0c978be0637a98087c62c2551c046ed4c0a111569b29b0dc4b69aef7c43",
+        "a3": "c4351832328a3b59fb49bdcaac8da97b46b6bfe71883a479c04b2fd9853e9c4c",
+        "a5": "1205edbf38184f173054bfe06110d3810a0617cd1d781db4c221064cff59872b",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "a1e5ca7cec7fe95fba5b0470d3ecdf0c9496a7b1a5419c71d0ff48bee97e3269",
-        "a3": "082fb9a5d92d17ce75c8d06c1bf6e7bf20005798f1179baca5650a10cc0b7c3f",
-        "a5": "f6f66f1cfeb97e320c58acdb259fccbaedd2d76e1940232c57703dc1c46bf89b",
+        "a2": "cfe9a332ce9c639751356009aee00e27a7949c72cfa642e5127e6fd7b34dd8a7",
+        "a3": "3352a36d497c3d22270564946831bc532254a1fad63ca36cc79d4677a5e76e3a",
+        "a5": "fd47002edaf28598ea586d5650d5d0a98e1136435762654d999a9242e3cd2310",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "275583dd92085f73efd9f26b66f56398b1f0970644a8c1ad75d3ac94a227fb8d",
-        "a3": "39030a27634f7838eaf5609b545cf4f6758d3bbf8e58843dd27190b547963766",
-        "a5": "edfe109be05da3eb5001258244429ab6fffefbc9e341692fd18a6a1b79024550",
+        "a2": "53f81795985bb66162ca67ac6460a67ec4be10775414ed4ac5b82d388e511974",
+        "a3": "372a8a25bfdd290668a12bf80fcb3d19479c864377d05ec85d56a9e660291a6b",
+        "a5": "6a709d66843dd44307ef0d74e579a5e1e46bd035e04d9d11db3a2760d25df11e",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "e4ba1ca68a6a22c23741bef588ecce08db591ed989325e4a1deb227feff0baf1",
-        "a3": "5933523adf7cfe282b1852a46145a5cc437afb3576fbbac4aea2abeda84fccd9",
-        "a5": "29c30b8d598e4413ba610bd92517ef6c1d41ae2a2bed3ada9e68cf42b1178743",
+        "a2": "934f792575b745c4740030738c3f051e7057fb9a758f655c2855d0c9bd7c6bf1",
+        "a3": "4022c45528839d06507f87cf712185545309f48b0347ca6aa3b23f533504d0eb",
+        "a5": "783c9e32218f7ca618eb295889c246beb51af8094bbbeb0b1c6ffa1f2e2fbf96",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "92e394bb72e2a570d7207277fc2ef8d162014d9ffc99e85368367deff0010309",
-        "a3": "b4583504835a1944be741dfe23c726df370c7b69484e32b800914a4999ca60a5",
-        "a5": "2da2cacbbbb129c8341c4199eabf07910701cb083c9627ee0e925a8c12a4613c",
+        "a2": "ce77fedba016d3f33f9ea707e823ee1e95fe5eb226580e45fa9c4dcde47ba479",
+        "a3": "a81a663f3e62a88cc3e0402047cc189e0e6d8e8657acc64d3fa0f01ed8a19e4d",
+        "a5": "c737986d2ccd044263eeeb77d400d6dd0b6bf79e63c348c27614005c3e747fb8",
     },
     (
         "tests/programs/orchestration_features.py",

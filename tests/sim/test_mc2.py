@@ -37,6 +37,7 @@ from _support.mc2 import mc2_request
 from _support.mc2_golden import BIAS_DTYPES, from_storage, golden, storage, tolerance
 from _support.sim_programs import BuildProgram, ProgramSpec
 
+from pypto_build import sim
 from pypto_build.lowering.ir.types import DataType
 from pypto_build.lowering.mc2.rules import check
 from pypto_build.lowering.mc2.tiling import tile
@@ -317,3 +318,26 @@ def test_bf16_bias_add_rounds_ties_away_from_zero_where_the_golden_rounds_to_eve
     )
     out, expected = run_case(built, sizes, variant, inputs, tmp_path)
     assert np.all(out == 129.0) and np.all(expected == 128.0)
+
+
+def test_a_workspace_without_room_for_the_barrier_is_a_clear_error(
+    build_program: BuildProgram,
+) -> None:
+    """The smallest configuration the rules accept leaves 8 bytes of the tiling's user part
+    beside the simulation's data, fewer than the barrier's 12 (mix_kernel.h): every core of
+    every rank refuses, before any exchange, and says how many bytes it needs."""
+    sizes, variant = Sizes(ep=2, tp=2, E=2, C=1, H=2, M=2), Variant("fp16", 0, 0, False)
+    assert variant.workspace_bytes(sizes) == 20
+    tree = build_program(Mc2Programs(sizes, (variant,)))
+    inputs = make_inputs(sizes, variant, exact=True, seed=0).arrays
+    out = storage(np.zeros((sizes.ranks, *variant.shapes(sizes)["out"])), variant.dtype)
+    with pytest.raises(sim.SimulationError) as failed:
+        sim.run(tree, ranks=sizes.ranks, inputs={**inputs, "out": out}, program=variant.name)
+    errors = failed.value.ranks
+    assert sorted(error.rank for error in errors) == list(range(sizes.ranks))
+    assert {error.code for error in errors} == {sim.SIMPLER_ERROR_INVALID_ARGS}
+    assert all(
+        "the workspace holds 20 bytes; the simulation needs 12 for its data and 12 for the "
+        "barrier's counters after them (4-byte aligned)" in error.message
+        for error in errors
+    )

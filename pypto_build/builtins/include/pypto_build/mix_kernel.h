@@ -1,6 +1,7 @@
 // pypto_build/mix_kernel.h -- what a MIX kernel (a cluster of one AIC and two AIV cores running
 // the same rendered source, cube:vector = 1:2) needs beyond portability.h: which core of its
-// cluster it is, and, in the host simulation, a barrier over the ranks of its comm domain.
+// cluster it is, operands of any element type by bytes, and a barrier over the cores of every
+// rank of its comm domain for a kernel that exchanges data through its windows without HCCL.
 //
 // Core identity. The source is compiled once per core type: on CANN with the cube or the vector
 // arch (the compiler defines __DAV_C220_CUBE__ or __DAV_C220_VEC__), in the simulation with
@@ -10,21 +11,33 @@
 //
 // Synchronisation. On the device a MIX kernel synchronises through the hardware: cross-core
 // flags and SyncAll inside a cluster, and HCCL's Commit/Wait between ranks (every rank's
-// collective completes only once every member has taken part), so it needs no primitive here.
-// A simulated kernel that exchanges data through its windows without HCCL instead calls
-//   comm_barrier(ctx, parties_per_rank)
-// which returns once `parties_per_rank` cores of every rank of ctx's comm domain have called it
-// (every core of every cluster of the task, typically 3 * block count), and leaves no state in
-// the windows: the barrier lives in the simulation runtime, behind the hook
-//   int32_t pypto_sim_comm_barrier(const CommContext* ctx, int32_t parties_per_rank);
-// a generation barrier of the domain ctx belongs to, bounded by the simulation's wait timeout.
-// A party that times out reports SIMPLER_ERROR_SCHEDULER_TIMEOUT and breaks the barrier, so its
-// peers fail at once instead of each waiting out its own timeout; a broken barrier fails every
-// later call on that domain. The hook is weak, like portability.h's: without pypto-build's
-// simulation runtime comm_barrier reports that it cannot synchronise and returns false.
+// collective completes only once every member has taken part). A kernel that exchanges data
+// through its windows itself (the MC2 kernel's simulation path) meets its peers at a
+// CommBarrier, built from portability.h's signal primitives alone, like all_to_all_v's credit
+// barrier (all_to_all_v_protocol.h), so it runs the same on any runtime that maps the windows:
 //
-// A kernel whose comm_barrier returns false has reported the error and returns at once, on every
-// core: the task then ends with the error latched.
+//   Parties   `parties` cores on each of the domain's ranks (the MC2 kernel: its cluster's AIC
+//             and two AIV cores), each with a party index in [0, parties); N = parties * ranks.
+//   Slots     one int32 counter per party, rank r's `parties` counters in its window at the
+//             same offset on every rank (the caller picks it, e.g. comm_barrier_slots_at_end),
+//             zero before the first call: comm_barrier_bytes(parties) bytes, whatever the rank
+//             count, so the barrier takes as little room as it can beside a kernel's data.
+//   Round k   (k = 1, 2, ... within one call) publish_fence, +1 on the counter of every other
+//             party (the rank's own other cores and every core of every peer rank), then wait
+//             until this party's counter holds >= (N - 1) * k. No party passes round k before
+//             every party has entered it: until the first one passes, nobody has sent a credit
+//             of round k + 1, so (N - 1) * k credits are k from each of the N - 1 others. The
+//             credits are seq_cst read-modify-writes and the wait an acquire load, so whatever a
+//             party wrote before a round is visible to every party past it.
+//   Epilogue  comm_barrier_finish(barrier, rounds): -(N - 1) * rounds on this party's counter.
+//             A party that has finished the call may already have added credits of its next
+//             call; they stay, and count for that call, since every party sends exactly
+//             `rounds` credits to every other per call. So a call leaves every counter as it
+//             found it, and back-to-back calls on one window need no reset.
+// A wait that runs out has reported SIMPLER_ERROR_SCHEDULER_TIMEOUT (with pypto-build's
+// simulation runtime) or trapped (without it, portability.h); a party whose round returns false
+// returns at once, without its epilogue: the task has failed. Its peers each wait out their own
+// timeout, concurrently, so a failed barrier costs about one wait budget.
 
 #ifndef PYPTO_BUILD_MIX_KERNEL_H_
 #define PYPTO_BUILD_MIX_KERNEL_H_
@@ -38,13 +51,6 @@
 #define PYPTO_MIX_AIC 1
 #else
 #define PYPTO_MIX_AIC 0
-#endif
-
-#if !defined(PYPTO_BUILD_TARGET_CANN)
-extern "C" {
-__attribute__((weak)) int32_t pypto_sim_comm_barrier(const CommContext* ctx,
-                                                     int32_t parties_per_rank);
-}
 #endif
 
 namespace pypto_build {
@@ -101,20 +107,64 @@ PYPTO_DEVICE __gm__ uint8_t* tensor_bytes_data(__gm__ ChipTensor* tensor) {
          static_cast<int64_t>(tensor->start_offset) * element_bytes(tensor->dtype);
 }
 
-#if !defined(PYPTO_BUILD_TARGET_CANN)
+// ---- the cross-rank barrier (module comment) ------------------------------------------------
 
-// Wait until `parties_per_rank` cores of every rank of ctx's domain have arrived (module
-// comment); false after reporting a timeout, a broken barrier or a missing runtime.
-PYPTO_DEVICE bool comm_barrier(__gm__ CommContext* ctx, int32_t parties_per_rank) {
-  if (pypto_sim_comm_barrier == nullptr) {
-    report_error(SIMPLER_ERROR_INVALID_ARGS,
-                 "comm_barrier needs pypto-build's simulation runtime (pypto_sim_comm_barrier)");
-    return false;
+struct CommBarrier {
+  __gm__ CommContext* ctx;
+  __gm__ int32_t* slots;  // this rank's counters, at the same window offset on every rank
+  int64_t nranks;
+  int32_t parties;  // per rank
+  int32_t party;    // this core's index among its rank's parties
+
+  // The credits a party receives in one round: one from every other party.
+  PYPTO_DEVICE int32_t credits_per_round() const {
+    return static_cast<int32_t>(nranks * parties - 1);
   }
-  return pypto_sim_comm_barrier(ctx, parties_per_rank) != 0;
+};
+
+// The bytes of one rank's counters of a barrier of `parties` cores per rank.
+PYPTO_DEVICE int64_t comm_barrier_bytes(int32_t parties) {
+  return static_cast<int64_t>(parties) * static_cast<int64_t>(sizeof(int32_t));
 }
 
-#endif
+// The last comm_barrier_bytes(parties) bytes of window operand `window`, aligned down to an
+// int32 (window bases are aligned alike, so the offset is the same on every rank); null when
+// they would overlap the first `reserved` bytes of the operand, which the caller keeps for data.
+PYPTO_DEVICE __gm__ int32_t* comm_barrier_slots_at_end(__gm__ ChipTensor* window,
+                                                       int64_t reserved, int32_t parties) {
+  const uint64_t start = reinterpret_cast<uint64_t>(tensor_bytes_data(window));
+  const int64_t bytes = tensor_bytes(window);
+  const int64_t need = comm_barrier_bytes(parties);
+  if (bytes < need) {
+    return nullptr;
+  }
+  const uint64_t slots = (start + static_cast<uint64_t>(bytes - need)) / sizeof(int32_t) *
+                         sizeof(int32_t);
+  if (slots < start + static_cast<uint64_t>(reserved)) {
+    return nullptr;
+  }
+  return reinterpret_cast<__gm__ int32_t*>(slots);
+}
+
+// One round (round = 1, 2, ... within a call); false after a wait ran out (reported).
+PYPTO_DEVICE bool comm_barrier_round(const CommBarrier& barrier, int32_t round) {
+  const int64_t my_rank = barrier.ctx->rankId;
+  publish_fence();
+  for (int64_t rank = 0; rank < barrier.nranks; ++rank) {
+    for (int32_t receiver = 0; receiver < barrier.parties; ++receiver) {
+      if (rank != my_rank || receiver != barrier.party) {
+        signal_add(remote_ptr(barrier.ctx, barrier.slots + receiver, rank), 1);
+      }
+    }
+  }
+  return signal_wait_ge(barrier.slots + barrier.party, barrier.credits_per_round() * round);
+}
+
+// The epilogue of a call that passed `rounds` rounds: take their credits off this party's
+// counter.
+PYPTO_DEVICE void comm_barrier_finish(const CommBarrier& barrier, int32_t rounds) {
+  signal_add(barrier.slots + barrier.party, -barrier.credits_per_round() * rounds);
+}
 
 }  // namespace pypto_build
 

@@ -1,6 +1,6 @@
 // pypto_build/portability.h -- the communication primitives the builtin kernels are written
 // against, with one implementation per target, so that the same rendered kernel source ships to
-// the NPU and runs in the host simulation (DESIGN 8).
+// the NPU and runs in a host simulation (docs/builtin-packages.md).
 //
 //   CANN side  (the device compiler defines __CCE_AICORE__): PTO-ISA communication instructions
 //              -- TPUT through a UB staging tile, TNOTIFY(AtomicAdd), TWAIT(GE), ld_dev for
@@ -25,16 +25,30 @@
 //   publish_fence()                   make every earlier put/store visible before a signal
 //   report_error(code, message)       fail the task with a runtime error code
 //
+// Failing loudly everywhere. No runtime at the reference revision (simpler 6ebaf77) has a path
+// from an AICore kernel to the runtime's error latch: a kernel is `void kernel_entry(args)` and
+// only the orchestration (AICPU) can report a fatal error. So wherever no hook below takes the
+// error, report_error prints the message to stderr and traps (__builtin_trap: SIGILL on x86-64,
+// SIGTRAP on AArch64), which ends the simulating process -- a failed run, never a task that
+// succeeds with wrong data. On the device it prints and executes trap(), which the runtime
+// reports as an AICore exception. A caller still returns after report_error, for the hooks'
+// sake (below), and nothing of a correct run depends on a hook.
+//
 // Simulation hooks. pypto-build's simulation runtime defines these C symbols; a kernel refers to
-// them weakly, so a kernel shared object loads in any host runtime -- PyPTO's own simulation
-// platforms define neither, and there a kernel prints its error and waits with a fixed budget:
+// them weakly, so a kernel shared object loads in any host runtime (PyPTO's a2a3sim / a5sim
+// define neither). What they add on our simulator is a precise report instead of a trap:
 //   void     pypto_sim_report_error(int32_t code, const char* message);
 //       latches `code` as the task's error (first code wins, as the device runtime does) and
-//       records the message; the kernel returns afterwards.
+//       records the message; the kernel returns afterwards and the run fails with that code.
 //   uint64_t pypto_sim_wait_timeout_ns(void);
-//       how long one signal wait may spin. A wait that runs out reports
+//       how long one signal wait may spin (the run's timeout). A wait that runs out reports
 //       SIMPLER_ERROR_SCHEDULER_TIMEOUT and returns false, so a protocol bug (a missing credit,
 //       a peer that returned early) becomes an error instead of a hang or silently wrong data.
+// Without the second hook a wait is bounded by wait_budget_ns(): the environment variable
+// PYPTO_BUILD_KERNEL_WAIT_TIMEOUT_MS if set, else half of SIMPLER_SCHEDULER_TIMEOUT_MS (the
+// no-progress timeout of simpler's scheduler) if positive, else 5 s, half of that scheduler's 10 s
+// default -- so the kernel's own message, which names the slot's value and the threshold, comes
+// before the scheduler gives up on a core that never finishes. An expired wait then traps.
 // Block identity needs no hook: the runtime fills args[SPMD_LOCAL_CONTEXT_INDEX] (kernel_abi.h).
 
 #ifndef PYPTO_BUILD_PORTABILITY_H_
@@ -52,6 +66,7 @@
 #else
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #define PYPTO_DEVICE inline
@@ -200,23 +215,64 @@ PYPTO_DEVICE void signal_add(__gm__ int32_t* slot, int32_t delta) {
   __atomic_fetch_add(slot, delta, __ATOMIC_SEQ_CST);
 }
 
-// Without pypto-build's simulation runtime (another host runtime loaded the kernel).
-constexpr uint64_t kDefaultWaitTimeoutNs = uint64_t{60} * 1000 * 1000 * 1000;
-
 PYPTO_DEVICE void report_error(int32_t code, const char* message) {
   if (pypto_sim_report_error != nullptr) {
     pypto_sim_report_error(code, message);
-  } else {
-    std::fprintf(stderr, "pypto_build kernel error %d: %s\n", static_cast<int>(code), message);
+    return;
   }
+  std::fprintf(stderr, "pypto_build kernel error %d: %s\n", static_cast<int>(code), message);
+  std::fflush(stderr);
+  __builtin_trap();
+}
+
+// The wait budget where no runtime hook gives one (module comment).
+constexpr uint64_t kDefaultWaitTimeoutMs = 5000;
+constexpr uint64_t kNsPerMs = 1000 * 1000;
+// A day: far beyond any wait, and far from overflowing the nanoseconds.
+constexpr uint64_t kMaxWaitTimeoutMs = uint64_t{24} * 3600 * 1000;
+
+// Environment variable `name` as a positive whole number of milliseconds (at most a day, larger
+// values are clamped), or 0 when it is unset, empty or anything else.
+PYPTO_DEVICE uint64_t env_milliseconds(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text < '0' || *text > '9') {
+    return 0;
+  }
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0') {
+    return 0;
+  }
+  return value < kMaxWaitTimeoutMs ? static_cast<uint64_t>(value) : kMaxWaitTimeoutMs;
+}
+
+PYPTO_DEVICE uint64_t wait_budget_ns() {
+  if (pypto_sim_wait_timeout_ns != nullptr) {
+    return pypto_sim_wait_timeout_ns();
+  }
+  constexpr const char* kOwn = "PYPTO_BUILD_KERNEL_WAIT_TIMEOUT_MS";
+  const uint64_t own = env_milliseconds(kOwn);
+  if (own != 0) {
+    return own * kNsPerMs;
+  }
+  const char* given = std::getenv(kOwn);
+  if (given != nullptr && *given != '\0') {
+    char message[160];
+    std::snprintf(message, sizeof(message),
+                  "%s must be a positive whole number of milliseconds, got '%.40s'", kOwn, given);
+    report_error(SIMPLER_ERROR_INVALID_ARGS, message);
+  }
+  // simpler's own variable, which simpler validates (0 there means its default): only a value
+  // it would use counts.
+  const uint64_t scheduler = env_milliseconds("SIMPLER_SCHEDULER_TIMEOUT_MS");
+  return (scheduler != 0 ? (scheduler + 1) / 2 : kDefaultWaitTimeoutMs) * kNsPerMs;
 }
 
 PYPTO_DEVICE bool signal_wait_ge(__gm__ int32_t* slot, int32_t threshold) {
   if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) >= threshold) {
     return true;
   }
-  const uint64_t budget_ns =
-      pypto_sim_wait_timeout_ns != nullptr ? pypto_sim_wait_timeout_ns() : kDefaultWaitTimeoutNs;
+  const uint64_t budget_ns = wait_budget_ns();
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     std::this_thread::yield();

@@ -58,8 +58,6 @@ Callable::~Callable() {
   }
 }
 
-Domain::~Domain() { unregister_domain(this); }
-
 }  // namespace pypto_sim
 
 using pypto_sim::Callable;
@@ -146,7 +144,6 @@ void* pypto_sim_domain_create(uint32_t nranks, uint64_t window_bytes, const uint
       context.windowsOut[peer] = base;
     }
   }
-  pypto_sim::register_domain(domain.get());
   return domain.release();
 }
 

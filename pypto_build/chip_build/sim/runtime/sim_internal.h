@@ -46,34 +46,13 @@ struct Callable {
   ~Callable();
 };
 
-// The barrier the kernels of a comm domain's ranks meet at (pypto_sim_comm_barrier): a
-// generation barrier that a timed-out party breaks for good (comm_barrier.cpp).
-struct DomainBarrier {
-  std::mutex mutex;
-  std::condition_variable released;
-  uint64_t generation = 0;  // completed rounds
-  int64_t parties = 0;      // of the round under way (0 before its first arrival)
-  int64_t arrived = 0;
-  bool broken = false;
-  std::string broken_by;  // why, for every party that finds it broken
-};
-
-// One comm domain: a window per rank (the caller's memory, filled by it: given contents or zeros) and each rank's
-// CommContext. A kernel finds its
-// domain from any of its contexts (find_domain), so the domain registers itself on creation.
+// One comm domain: a window per rank (the caller's memory, filled by it: given contents or zeros)
+// and each rank's CommContext.
 struct Domain {
   uint64_t window_bytes = 0;
   std::vector<void*> windows;
   std::vector<CommContext> contexts;
-  DomainBarrier barrier;
-  ~Domain();
 };
-
-// Make `domain` findable from its contexts (after they are filled), and forget it again.
-void register_domain(Domain* domain);
-void unregister_domain(const Domain* domain);
-// The live domain `ctx` is one of the contexts of; null for any other address.
-Domain* find_domain(const CommContext* ctx);
 
 class RankRun;
 
@@ -275,7 +254,6 @@ void alloc_tensors(const CoreTaskArgs& args, TaskOutputTensors* outputs);
 // the runtime also calls itself.
 extern "C" {
 void pypto_sim_report_error(int32_t code, const char* message);
-int32_t pypto_sim_comm_barrier(const CommContext* ctx, int32_t parties_per_rank);
 }
 
 #endif  // PYPTO_BUILD_SIM_INTERNAL_H_

@@ -2,17 +2,16 @@
 // binding (pypto_build/chip_build/sim/runtime.py) calls it through ctypes.
 //
 // The runtime also defines the functions rendered kernels and orchestrations call
-// (pypto_build/portability.h: pypto_sim_report_error, pypto_sim_wait_timeout_ns;
-// pypto_build/mix_kernel.h: pypto_sim_comm_barrier, a barrier over a domain's ranks; all weak in
-// the kernels; the simulator's pto_orchestration_api.h: pypto_sim_rt_submit, pypto_sim_rt_alloc,
-// pypto_sim_rt_report_fatal, pypto_sim_rt_log, ...). They bind when a kernel or orchestration
-// shared object is loaded, so this library must be loaded with RTLD_GLOBAL before any of them.
+// (pypto_build/portability.h: pypto_sim_report_error, pypto_sim_wait_timeout_ns, both weak in
+// the kernels, which fail loudly without them; the simulator's pto_orchestration_api.h:
+// pypto_sim_rt_submit, pypto_sim_rt_alloc, pypto_sim_rt_report_fatal, pypto_sim_rt_log, ...).
+// They bind when a kernel or orchestration shared object is loaded, so this library must be
+// loaded with RTLD_GLOBAL before any of them.
 //
 // Objects:
 //   domain    one comm domain: a window per rank (memory of the caller's, filled by it with the
 //             given contents or zeros, which must outlive the domain) and each rank's CommContext, whose
-//             windowsIn[i] = windowsOut[i] = rank i's window base, exactly as on hardware, and
-//             the barrier its kernels meet at (found from any of its contexts).
+//             windowsIn[i] = windowsOut[i] = rank i's window base, exactly as on hardware.
 //   callable  one chip sub-build: its orchestration shared object and its kernels by func_id.
 //   run       one execution of a callable's orchestration on one rank, on the calling thread:
 //             the first error code it latches, that error's message, its timing log lines and
