@@ -301,18 +301,29 @@ def _rail_case(
     return prepare
 
 
+def _sample(work: Path, sample: str, program: str, platform: str) -> tuple[Path, Path, str]:
+    """``samples/<sample>/src`` copied into ``work`` and ``src/<sample>/<program>`` built; the
+    tree, the copy's ``src`` folder and the import name of its package."""
+    project = work / sample
+    shutil.copytree(REPO / "samples" / sample / "src", project / "src")
+    return _build_tree(project / "src" / sample / program, work, platform), project / "src", sample
+
+
+def _sample_golden(src: Path, package: str) -> ModuleType:
+    """The sample's own ``golden`` module, imported from the copy of its sources."""
+    sys.path.insert(0, str(src))
+    try:
+        return importlib.import_module(f"{package}.golden")
+    finally:
+        sys.path.remove(str(src))
+
+
 def prepare_mc2(work: Path, platform: str) -> Prepared:
     """``samples/moe_mc2``: the fused MC2 operator in a chip orchestration without a HOST
     orchestrator, run through the HOST side its tree carries for PyPTO's loader (every rank's
     tensors stacked), against the sample's golden."""
-    project = work / "moe_mc2"
-    shutil.copytree(REPO / "samples" / "moe_mc2" / "src", project / "src")
-    tree = _build_tree(project / "src" / "moe_mc2" / "pipelines.py", work, platform)
-    sys.path.insert(0, str(project / "src"))
-    try:
-        golden = importlib.import_module("moe_mc2.golden")
-    finally:
-        sys.path.remove(str(project / "src"))
+    tree, src, package = _sample(work, "moe_mc2", "pipelines.py", platform)
+    golden = _sample_golden(src, package)
     inputs = _save(work / "inputs.npz", golden.inputs())
     expected = _save(work / "expected.npz", {"out": golden.expected()})
     return Prepared("mc2", tree, inputs, expected, int(golden.RANKS), program="host_orch")
@@ -320,14 +331,8 @@ def prepare_mc2(work: Path, platform: str) -> Prepared:
 
 def prepare_host_sample(work: Path, platform: str) -> Prepared:
     """``samples/moe_a2a_host``: the HOST-rail sample, against its golden."""
-    project = work / "moe_a2a_host"
-    shutil.copytree(REPO / "samples" / "moe_a2a_host" / "src", project / "src")
-    tree = _build_tree(project / "src" / "moe_a2a_host" / "pipelines.py", work, platform)
-    sys.path.insert(0, str(project / "src"))
-    try:
-        golden = importlib.import_module("moe_a2a_host.golden")
-    finally:
-        sys.path.remove(str(project / "src"))
+    tree, src, package = _sample(work, "moe_a2a_host", "pipelines.py", platform)
+    golden = _sample_golden(src, package)
     inputs = _save(work / "inputs.npz", golden.inputs())
     expected = _save(work / "expected.npz", golden.expected())
     return Prepared("moe_a2a_host", tree, inputs, expected, int(golden.NR))
@@ -336,10 +341,8 @@ def prepare_host_sample(work: Path, platform: str) -> Prepared:
 def prepare_skbuild_sample(work: Path, platform: str) -> Prepared:
     """``samples/moe_a2a_skbuild``'s program (INT8, two AIV cores): its outputs stay in its
     windows, which PyPTO's one-shot run does not hand back, so both runtimes must only run it."""
-    project = work / "moe_a2a_skbuild"
-    shutil.copytree(REPO / "samples" / "moe_a2a_skbuild" / "src", project / "src")
-    program = project / "src" / "moe_a2a_skbuild" / "dispatch.py"
-    tree = _build_tree(program, work, platform)
+    tree, src, package = _sample(work, "moe_a2a_skbuild", "dispatch.py", platform)
+    program = src / package / "dispatch.py"
     nr = _module_constant(program, "NR")
     rows, hidden = nr * _module_constant(program, "MAX_RECV"), _module_constant(program, "HIDDEN")
     tokens = (np.arange(nr * rows * hidden) % 100).astype(np.int8).reshape(nr * rows, hidden)
