@@ -547,10 +547,36 @@ CASES = [
         "attribute access on a value is not supported: 'x.shape'",
     ),
     Case(
-        "tensor-subscript",
+        "tensor-subscript-reads-an-element",
         orch("z = x[0]"),
         (BODY, 13),
-        "subscripting a tensor is not supported; use pl.slice(...)",
+        "'x[0]' reads one element (upstream's tensor.read), which an orchestration here cannot "
+        "do: read it in a kernel, or take a region with a slice (x[i:i + 1, j])",
+    ),
+    Case(
+        "tensor-subscript-too-many-indices",
+        orch("z = x[0:4, 0]"),
+        (BODY, 13),
+        "the subscript has 2 indices but the tensor has 1 dimensions",
+    ),
+    Case(
+        "tensor-subscript-step",
+        orch("z = x[0:8:2]"),
+        (BODY, 19),
+        "a tensor subscript takes no step (write start:stop)",
+    ),
+    Case(
+        "tensor-subscript-runtime-extent",
+        orch("z = x[n:8]"),
+        (BODY, 15),
+        "the extent of 'n:8' must be a compile-time integer: write start:stop with constants, "
+        "or i:i + SIZE",
+    ),
+    Case(
+        "tensor-subscript-outside-the-tensor",
+        orch("z = x[4:12]"),
+        (BODY, 15),
+        "tensor.slice offset dim 0: [4, 12) exceeds the extent 8",
     ),
     Case("dtype-as-value", orch("z = pl.FP32"), (BODY, 13), "'pl.FP32' is not a value here"),
     # --- collectives (typed by the op table) ---------------------------------------------
