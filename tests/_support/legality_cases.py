@@ -261,7 +261,7 @@ CASES: tuple[Case, ...] = (
         ),
         "window 'w' denotes a different view in a later iteration of the loop at line 24 than "
         "in the first (a [4, 64] FP32 view of buffer 'stage_buf', then a [4, 64] FP32 view of "
-        "buffer 'stage_buf' at element offset 256: the offset differs)",
+        "buffer 'stage_buf' at element offset 256: they differ in offset)",
     ),
     Case(
         "host-window-differs-by-path",
@@ -274,7 +274,7 @@ CASES: tuple[Case, ...] = (
         ),
         "'w', bound to different windows on different paths (a [4, 64] FP32 view of buffer "
         "'stage_buf', then a [4, 64] FP32 view of buffer 'stage_buf' at element offset 256: "
-        "the offset differs), is not supported in a HOST orchestrator",
+        "they differ in offset), is not supported in a HOST orchestrator",
     ),
     # --- programs sharing a tree ----------------------------------------------------------------
     Case(

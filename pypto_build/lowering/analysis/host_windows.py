@@ -203,10 +203,16 @@ def _difference(first: HostValue, second: HostValue) -> str:
     """What tells two values apart, for the diagnostic of a name bound to both."""
     text = f"{_describe(first)}, then {_describe(second)}"
     if isinstance(first, WindowView) and isinstance(second, WindowView):
-        fields = ("buffer", "shape", "dtype", "strides", "offset")
-        differ = [f for f in fields if getattr(first, f) != getattr(second, f)]
+        fields = (
+            ("buffer", first.buffer, second.buffer),
+            ("shape", first.shape, second.shape),
+            ("element type", first.dtype, second.dtype),
+            ("strides", first.strides, second.strides),
+            ("offset", first.offset, second.offset),
+        )
+        differ = [label for label, one, other in fields if one != other]
         if differ:
-            text += f": the {', '.join(differ)} differ" + ("s" if len(differ) == 1 else "")
+            text += f": they differ in {' and '.join(differ)}"
     return text
 
 
