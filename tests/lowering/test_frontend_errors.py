@@ -484,12 +484,6 @@ CASES = [
         "cannot unpack tuple[pl.Tensor[[8], pl.FP32], pl.Tensor[[8], pl.FP32]] into 3 names",
     ),
     Case(
-        "return-without-annotation",
-        orch("return x"),
-        (BODY, 16),
-        "'f' returns a value but has no return annotation",
-    ),
-    Case(
         "declaration-without-value",
         orch("z: pl.Tensor[[N], pl.FP32]"),
         (BODY, 9),

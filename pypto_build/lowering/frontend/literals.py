@@ -6,7 +6,8 @@ through any alias resolve here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ast
+from collections.abc import Callable, Mapping
 
 from pypto_build.lowering.ir import DataType, FunctionType, Layout, Level, Role
 
@@ -32,3 +33,19 @@ ROLES: Mapping[str, Role] = {f"pl.Role.{role.name}": role for role in Role}
 def literal_of(path: str) -> DataType | Layout | None:
     """The data type or layout a canonical DSL path names, if any."""
     return DTYPES.get(path) or LAYOUTS.get(path)
+
+
+#: The method of a data type that folds to its element size in bytes (``pl.FP32.get_byte()``).
+GET_BYTE = "get_byte"
+
+
+def element_size_call(
+    node: ast.expr, dsl_path: Callable[[ast.expr], str | None]
+) -> DataType | None:
+    """The data type of ``<dtype>.get_byte(...)`` (upstream's element size in bytes, which
+    program files multiply into byte sizes), else None; the caller checks the arguments."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if node.func.attr != GET_BYTE:
+        return None
+    return DTYPES.get(dsl_path(node.func.value) or "")
