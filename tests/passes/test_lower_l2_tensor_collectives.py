@@ -299,7 +299,7 @@ def test_host_orchestrator_is_left_to_the_host_rail() -> None:
         counts = pld.window(counts_buf, [NR], dtype=pl.INT32)
         recv = pld.window(recv_buf, [NR, 1], dtype=pl.INT32)
         data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv, core_num=3)
-        pld.tensor.allreduce(stage, data, signal)
+        data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)
 """
     program = parse_one(chip_source(functions=functions))
     lowered = LowerL2TensorCollectives().apply(program)
@@ -479,7 +479,9 @@ RESIDUAL = (
 
 
 def test_other_collective_in_chip_orchestration_is_not_lowered() -> None:
-    source = chip_source("pld.tensor.allreduce(stage, data, signal)\nreturn out")
+    source = chip_source(
+        "data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)\nreturn out"
+    )
     error = lowering_error(source)
     assert error.message == "pld.tensor.allreduce" + RESIDUAL
     assert located(error) == position(source, "pld.tensor.allreduce(")
