@@ -487,6 +487,29 @@ def test_other_collective_in_chip_orchestration_is_not_lowered() -> None:
     assert located(error) == position(source, "pld.tensor.allreduce(")
 
 
+#: Every collective of upstream's DSL without a CHIP rail here, as upstream spells it
+#: (hw-native-sys/pypto e2d0f78, python/pypto/language/distributed/op/tensor_ops.py).
+UPSTREAM_SPELLINGS = [
+    "data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)",
+    'data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Max, mode="ring", core_num=2)',
+    "data = pld.tensor.allreduce(data)",
+    "data = pld.tensor.allgather(stage, data, signal)",
+    "data = pld.tensor.reduce_scatter(data, signal, op=pld.ReduceOp.Sum)",
+    "data = pld.tensor.broadcast(data, signal, root=0)",
+    "data = pld.tensor.all_to_all(stage, data, signal)",
+    "signal = pld.tensor.barrier(signal)",
+]
+
+
+@pytest.mark.parametrize("statement", UPSTREAM_SPELLINGS)
+def test_upstream_spelling_reaches_the_residual_check(statement: str) -> None:
+    source = chip_source(f"{statement}\nreturn out")
+    error = lowering_error(source)
+    op = statement.split("= ", 1)[1].split("(", 1)[0]
+    assert error.message == op + RESIDUAL
+    assert located(error) == position(source, op + "(")
+
+
 @pytest.mark.parametrize("func_type", ["Orchestration", "Graph"])
 def test_residual_check_runs_when_nothing_else_changes(func_type: str) -> None:
     source = chip_source(
