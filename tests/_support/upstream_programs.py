@@ -38,7 +38,9 @@ class {name}:
         stage: pl.Out[pld.DistributedTensor[[TOTAL, SIZE], pl.FP32]],
         counts_row: pl.Tensor[[NR, 1], pl.INT32],
         counts: pl.Out[pld.DistributedTensor[[NR, 1], pl.INT32]],
-    ) -> tuple[pld.DistributedTensor[[TOTAL, SIZE], pl.FP32], pld.DistributedTensor[[NR, 1], pl.INT32]]: ...
+    ) -> tuple[
+        pld.DistributedTensor[[TOTAL, SIZE], pl.FP32], pld.DistributedTensor[[NR, 1], pl.INT32]
+    ]: ...
 
     @pl.function(type=pl.FunctionType.AIV, external_source="kernels/copy_pairs.cpp")
     def consume_step(
