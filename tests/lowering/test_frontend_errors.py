@@ -541,6 +541,34 @@ CASES = [
         "attribute access on a value is not supported: 'x.shape'",
     ),
     Case(
+        "incore-dsl-body",
+        program("""\
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.InCore)
+            def step(self, x: pl.Tensor[[8, 64], pl.FP32], y: pl.Out[pl.Tensor[[8, 64], pl.FP32]]):
+                tile = pl.load(x, [0, 0], [8, 64])
+                y = pl.store(tile, [0, 0], y)
+        """),
+        (6, 5),
+        "kernel 'step' (InCore) has a DSL body, which pypto-build does not compile: upstream "
+        "generates such kernels with its PTO backend and ptoas, which a build here does not run "
+        "(docs/incore.md). Write the kernel in C++ against the kernel ABI (docs/dsl.md) and name "
+        "it with external_source=\"kernels/step.cpp\", with '...' as its body",
+    ),
+    Case(
+        "aiv-dsl-body",
+        program("""\
+        @pl.program
+        class P:
+            @pl.function(type=pl.FunctionType.AIV)
+            def step(self, x: pl.Tensor[[8], pl.FP32]):
+                v = pl.read(x, [0])
+        """),
+        (6, 5),
+        "kernel 'step' (AIV) has a DSL body",
+    ),
+    Case(
         "tensor-subscript-reads-an-element",
         orch("z = x[0]"),
         (BODY, 13),

@@ -74,6 +74,8 @@ def parse_function(node: ast.FunctionDef, ctx: ModuleContext) -> ParsedFunction:
     if func_attr is not None:
         attrs.extend(_func_attrs(func_attr, ctx))
         body = body[1:]
+    if options.external_source is None and options.func_type.is_kernel:
+        _refuse_dsl_body(node, options.func_type, body, ctx)
     if options.external_source is not None:
         for stmt in body:
             if not is_no_op(stmt):
@@ -93,6 +95,23 @@ def parse_function(node: ast.FunctionDef, ctx: ModuleContext) -> ParsedFunction:
         ctx.source.span(node),
     )
     return ParsedFunction(signature, body, receiver)
+
+
+def _refuse_dsl_body(
+    node: ast.FunctionDef, func_type: FunctionType, body: list[ast.stmt], ctx: ModuleContext
+) -> None:
+    """A kernel written in the DSL (``pl.load``, ``pl.store``, tile ops): one diagnostic at the
+    function, rather than one about the first op of its body that has no meaning here."""
+    if all(is_no_op(stmt) for stmt in body):
+        return
+    ctx.source.error(
+        node,
+        f"kernel '{node.name}' ({func_type.value}) has a DSL body, which pypto-build does not "
+        "compile: upstream generates such kernels with its PTO backend and ptoas, which a build "
+        "here does not run (docs/incore.md). Write the kernel in C++ against the kernel ABI "
+        f'(docs/dsl.md) and name it with external_source="kernels/{node.name}.cpp", with '
+        "'...' as its body",
+    )
 
 
 # --- decorator -------------------------------------------------------------------------------
