@@ -35,8 +35,11 @@ from pypto_build.lowering.ir import (
     Var,
 )
 from pypto_build.lowering.ir.names import FunctionAttr
+from pypto_build.lowering.ops import resolve_dsl_name
 
 _OPTIONS = ("type", "level", "role", FunctionAttr.EXTERNAL_SOURCE)
+#: DSL names a body may call that are not ops.
+_BODY_NAMES = frozenset({"pl.range", "pl.submit"})
 _E = TypeVar("_E")
 
 
@@ -101,8 +104,16 @@ def _refuse_dsl_body(
     node: ast.FunctionDef, func_type: FunctionType, body: list[ast.stmt], ctx: ModuleContext
 ) -> None:
     """A kernel written in the DSL (``pl.load``, ``pl.store``, tile ops): one diagnostic at the
-    function, rather than one about the first op of its body that has no meaning here."""
-    if all(is_no_op(stmt) for stmt in body):
+    function, rather than one about the first op of its body that has no meaning here. A body
+    of program-model ops only (a managed collective, the InCore composite rail) is left to the
+    body converter and the passes."""
+    paths = (
+        ctx.dsl_path(call.func)
+        for stmt in body
+        for call in ast.walk(stmt)
+        if isinstance(call, ast.Call)
+    )
+    if all(path is None or path in _BODY_NAMES or resolve_dsl_name(path) for path in paths):
         return
     ctx.source.error(
         node,
