@@ -49,6 +49,7 @@ from pypto_build.lowering.ir import (
     Param,
     ParamDirection,
     Program,
+    ReduceOp,
     ReturnStmt,
     ScalarType,
     SeqStmts,
@@ -290,6 +291,8 @@ def _literal(value: AttrValue) -> str:
         return f"pl.{value.value}"
     if isinstance(value, ParamDirection):
         return quote(value.value)
+    if isinstance(value, ReduceOp):
+        return f"pld.ReduceOp.{value.name}"
     if isinstance(value, float):
         return _float_text(value)
     # bool, int and None print as Python does.

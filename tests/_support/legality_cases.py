@@ -259,7 +259,9 @@ CASES: tuple[Case, ...] = (
             "    self.fill(rows, w, device=0)\n"
             "    w = pl.slice(stage, [4, 64], [4, 0])\n"
         ),
-        "rebinding window 'w' inside a loop is not supported in a HOST orchestrator",
+        "window 'w' denotes a different view in a later iteration of the loop at line 24 than "
+        "in the first (a [4, 64] FP32 view of buffer 'stage_buf', then a [4, 64] FP32 view of "
+        "buffer 'stage_buf' at element offset 256: they differ in offset)",
     ),
     Case(
         "host-window-differs-by-path",
@@ -270,8 +272,9 @@ CASES: tuple[Case, ...] = (
             "    w = pl.slice(stage, [4, 64], [4, 0])\n"
             "self.fill(rows, w, device=0)\n"
         ),
-        "'w', bound to different windows on different paths, is not supported in a HOST "
-        "orchestrator",
+        "'w', bound to different windows on different paths (a [4, 64] FP32 view of buffer "
+        "'stage_buf', then a [4, 64] FP32 view of buffer 'stage_buf' at element offset 256: "
+        "they differ in offset), is not supported in a HOST orchestrator",
     ),
     # --- programs sharing a tree ----------------------------------------------------------------
     Case(

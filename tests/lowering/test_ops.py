@@ -30,6 +30,7 @@ from pypto_build.lowering.ir import (
     GlobalVar,
     Layout,
     MakeTuple,
+    ReduceOp,
     ScalarType,
     TensorType,
     Type,
@@ -163,6 +164,7 @@ def test_managed_collectives() -> None:
         "pld.tensor.all_to_all_v",
         "pld.tensor.allgather",
         "pld.tensor.allreduce",
+        "pld.tensor.barrier",
         "pld.tensor.batch_matmul_reduce_scatter_all_to_all",
         "pld.tensor.broadcast",
         "pld.tensor.indexed_all_to_all_v",
@@ -1153,25 +1155,63 @@ def test_indexed_missing_index() -> None:
 # ---- parse-only collectives
 
 
-@pytest.mark.parametrize(
-    ("op", "keywords"),
-    [
-        ("pld.tensor.allreduce", {"op": "sum"}),
-        ("pld.tensor.allgather", {}),
-        ("pld.tensor.reduce_scatter", {"op": "max"}),
-        ("pld.tensor.broadcast", {"root": 0}),
-        ("pld.tensor.all_to_all", {}),
-    ],
-)
-def test_parse_only_collectives_return_target_type(op: str, keywords: dict[str, AttrValue]) -> None:
-    inp = Var("a", tensor(8, 16), at(10))
-    target = Var("b", window(8, 16), at(11))
-    signal = Var("s", window(4, 1, dtype=INT32), at(12))
-    result = make_call(op, (inp, target, signal), tuple(keywords.items()), CALL_SPAN)
-    assert result.type == target.type
-    assert result.args == (inp, target, signal)
-    assert result.kwargs == tuple(keywords.items())
-    assert deduce_type(result) == result.type
+#: Upstream's spellings of the collectives without a package (hw-native-sys/pypto e2d0f78,
+#: python/pypto/language/distributed/op/tensor_ops.py): operands, keywords, the rebound window.
+UPSTREAM_COLLECTIVES = [
+    ("pld.tensor.allreduce", ("b",), {}, "b"),
+    ("pld.tensor.allreduce", ("b", "s"), {"op": ReduceOp.Sum}, "b"),
+    ("pld.tensor.allreduce", ("b", "s"), {"op": ReduceOp.Max, "mode": "ring", "core_num": 2}, "b"),
+    ("pld.tensor.allgather", ("a", "b", "s"), {}, "b"),
+    ("pld.tensor.reduce_scatter", ("b", "s"), {"op": ReduceOp.Prod}, "b"),
+    ("pld.tensor.reduce_scatter", ("b", "s"), {}, "b"),
+    ("pld.tensor.broadcast", ("b", "s"), {"root": 0}, "b"),
+    ("pld.tensor.all_to_all", ("a", "b", "s"), {}, "b"),
+    ("pld.tensor.barrier", ("s",), {}, "s"),
+]
+
+
+@pytest.mark.parametrize(("op", "names", "keywords", "result"), UPSTREAM_COLLECTIVES)
+def test_parse_only_collectives_take_upstreams_operands(
+    op: str, names: tuple[str, ...], keywords: dict[str, AttrValue], result: str
+) -> None:
+    values = {
+        "a": Var("a", tensor(8, 16), at(10)),
+        "b": Var("b", window(8, 16), at(11)),
+        "s": Var("s", window(4, 1, dtype=INT32), at(12)),
+    }
+    args = tuple(values[name] for name in names)
+    call = make_call(op, args, tuple(keywords.items()), CALL_SPAN)
+    assert call.type == values[result].type
+    # A required operand is an arg; allreduce's optional signal is a keyword operand.
+    operands = [*call.args, *(value for _, value in call.kwargs if isinstance(value, Expr))]
+    assert operands == [*args]
+    assert {k: v for k, v in call.kwargs if not isinstance(v, Expr)} == keywords
+    assert deduce_type(call) == call.type
+
+
+def test_allreduce_signal_is_optional_and_takes_no_third_operand() -> None:
+    args = [Var(n, window(8, 16), at(10)) for n in ("a", "b", "s")]
+    err = error_of("pld.tensor.allreduce", *args)
+    assert err.message == (
+        "pld.tensor.allreduce() takes from 1 to 2 positional arguments but 3 were given"
+    )
+
+
+def test_broadcast_needs_its_root() -> None:
+    args = [Var(n, window(8, 16), at(10)) for n in ("b", "s")]
+    err = error_of("pld.tensor.broadcast", *args)
+    assert err.message == "pld.tensor.broadcast() missing required argument 'root'"
+
+
+def test_reduction_must_be_a_reduce_op() -> None:
+    args = [Var(n, window(8, 16), at(10)) for n in ("b", "s")]
+    with pytest.raises(ProgramError) as info:
+        make_call("pld.tensor.reduce_scatter", args, (("op", "sum"),), CALL_SPAN)
+    err = info.value
+    assert err.message == (
+        "pld.tensor.reduce_scatter() argument 'op' must be a reduction (pld.ReduceOp.Sum, Max, "
+        "Min or Prod), got 'sum'"
+    )
 
 
 def test_parse_only_collective_rejects_unknown_keyword() -> None:

@@ -446,7 +446,7 @@ def test_signal_of_other_rank_is_rejected() -> None:
 
 
 INDEXED = "pld.tensor.indexed_all_to_all_v(inp, data, signal, counts, recv, idx)"
-ALLREDUCE = "pld.tensor.allreduce(inp, data, signal)"
+ALLREDUCE = "pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)"
 
 
 @pytest.mark.parametrize(

@@ -299,7 +299,7 @@ def test_host_orchestrator_is_left_to_the_host_rail() -> None:
         counts = pld.window(counts_buf, [NR], dtype=pl.INT32)
         recv = pld.window(recv_buf, [NR, 1], dtype=pl.INT32)
         data = pld.tensor.all_to_all_v(stage, data, signal, counts, recv, core_num=3)
-        pld.tensor.allreduce(stage, data, signal)
+        data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)
 """
     program = parse_one(chip_source(functions=functions))
     lowered = LowerL2TensorCollectives().apply(program)
@@ -479,10 +479,35 @@ RESIDUAL = (
 
 
 def test_other_collective_in_chip_orchestration_is_not_lowered() -> None:
-    source = chip_source("pld.tensor.allreduce(stage, data, signal)\nreturn out")
+    source = chip_source(
+        "data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)\nreturn out"
+    )
     error = lowering_error(source)
     assert error.message == "pld.tensor.allreduce" + RESIDUAL
     assert located(error) == position(source, "pld.tensor.allreduce(")
+
+
+#: Every collective of upstream's DSL without a CHIP rail here, as upstream spells it
+#: (hw-native-sys/pypto e2d0f78, python/pypto/language/distributed/op/tensor_ops.py).
+UPSTREAM_SPELLINGS = [
+    "data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Sum)",
+    'data = pld.tensor.allreduce(data, signal, op=pld.ReduceOp.Max, mode="ring", core_num=2)',
+    "data = pld.tensor.allreduce(data)",
+    "data = pld.tensor.allgather(stage, data, signal)",
+    "data = pld.tensor.reduce_scatter(data, signal, op=pld.ReduceOp.Sum)",
+    "data = pld.tensor.broadcast(data, signal, root=0)",
+    "data = pld.tensor.all_to_all(stage, data, signal)",
+    "signal = pld.tensor.barrier(signal)",
+]
+
+
+@pytest.mark.parametrize("statement", UPSTREAM_SPELLINGS)
+def test_upstream_spelling_reaches_the_residual_check(statement: str) -> None:
+    source = chip_source(f"{statement}\nreturn out")
+    error = lowering_error(source)
+    op = statement.split("= ", 1)[1].split("(", 1)[0]
+    assert error.message == op + RESIDUAL
+    assert located(error) == position(source, op + "(")
 
 
 @pytest.mark.parametrize("func_type", ["Orchestration", "Graph"])

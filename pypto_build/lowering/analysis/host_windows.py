@@ -8,8 +8,9 @@ a dispatch uses it. For that, every use of a window name must denote one view â€
 strides and element offset â€” whatever path reached it. This analysis computes that binding on
 the forward driver and rejects, at the construct, everything a HOST orchestrator cannot run:
 
-* a window name bound to different views on different paths (once used), or rebound inside a
-  loop (a later iteration would see another view);
+* a window name bound to different views on different paths, or to a different view in a later
+  iteration of a loop than in the first, once a use could see either (a name bound to the same
+  view in every iteration, as upstream's per-device loops bind theirs, is one binding);
 * an op other than the views (``pl.slice``, ``pl.reshape``, ``pl.view``, ``pl.set_validshape``),
   ``pld.window``, ``pld.world_size`` and, as a dispatch argument, ``pld.get_comm_ctx``;
 * a call of anything but a CHIP orchestration, or a dispatch without ``device=``, or one whose
@@ -60,7 +61,6 @@ from pypto_build.lowering.ir import (
     WhileStmt,
 )
 from pypto_build.lowering.ir.names import Kwarg, Op, arg_directions, device, kwarg
-from pypto_build.lowering.ir.walk import defined_names
 from pypto_build.lowering.legality.runtime import BINARY_OPERATORS, RUNTIME_DTYPES
 from pypto_build.lowering.ops.signature import expr_span
 
@@ -145,20 +145,75 @@ class WindowView:
 
 @dataclass(frozen=True)
 class Conflict:
-    """A name bound to different windows on different paths, joined at ``span``: an error
-    once used."""
+    """A name bound to different values on two paths joined at ``span`` (``first`` on one,
+    ``second`` on the other): an error once used. At a loop's head the paths are the loop's
+    entry and the end of an iteration, so the name would denote another view in a later
+    iteration than in the first."""
 
     span: Span
+    first: HostValue
+    second: HostValue
+    loop: bool = False
     name: str = ""
 
-    def error(self) -> ProgramError:
-        what = f"'{self.name}', bound to different windows on different paths,"
-        return unsupported(what, self.span)
+    def error(self, use: Span) -> ProgramError:
+        difference = _difference(self.first, self.second)
+        if not self.loop:
+            what = f"'{self.name}', bound to different windows on different paths ({difference}),"
+            return unsupported(what, self.span)
+        return ProgramError(
+            f"window '{self.name}' denotes a different view in a later iteration of the loop at "
+            f"line {self.span.line} than in the first ({difference}): a HOST orchestrator "
+            "rebuilds a window where it is used, so every use must denote one view (bind it to "
+            "the same view in every iteration, or give each view its own name)",
+            use,
+            PHASE,
+        )
 
 
 HostValue: TypeAlias = Scalar | HostTensor | WindowBuffer | WindowView | Conflict
 SCALAR = Scalar()
 _Value: TypeAlias = Value[HostValue]
+
+
+def _describe(value: HostValue) -> str:
+    """``value`` in a diagnostic's words."""
+    if isinstance(value, WindowView):
+        shape = list(value.shape)
+        where = ""
+        if value.offset:
+            constant = all(isinstance(term, int) for term in value.offset)
+            where = (
+                f" at element offset {sum(t for t in value.offset if isinstance(t, int))}"
+                if constant
+                else " at an offset computed at run time"
+            )
+        strided = "" if value.is_packed else f" with strides {list(value.strides)}"
+        return f"a {shape} {value.dtype.name} view of buffer '{value.buffer}'{where}{strided}"
+    if isinstance(value, WindowBuffer):
+        return f"window buffer '{value.name}'"
+    if isinstance(value, HostTensor):
+        return f"a {list(value.shape)} host tensor"
+    if isinstance(value, Conflict):
+        return "a value that differs by path"
+    return "a scalar"
+
+
+def _difference(first: HostValue, second: HostValue) -> str:
+    """What tells two values apart, for the diagnostic of a name bound to both."""
+    text = f"{_describe(first)}, then {_describe(second)}"
+    if isinstance(first, WindowView) and isinstance(second, WindowView):
+        fields = (
+            ("buffer", first.buffer, second.buffer),
+            ("shape", first.shape, second.shape),
+            ("element type", first.dtype, second.dtype),
+            ("strides", first.strides, second.strides),
+            ("offset", first.offset, second.offset),
+        )
+        differ = [label for label, one, other in fields if one != other]
+        if differ:
+            text += f": they differ in {' and '.join(differ)}"
+    return text
 
 
 def row_major(shape: Sequence[int]) -> tuple[int, ...]:
@@ -199,8 +254,9 @@ class HostWindows(ForwardAnalysis[HostValue, _State]):
 
     def __init__(self, program: Program, func: Function) -> None:
         super().__init__(program, func)
-        #: Where the state is joined (the innermost ``if`` or loop being walked).
-        self._joins: list[Span] = [func.span]
+        #: Where the state is joined (the innermost ``if`` or loop being walked), and whether
+        #: that is a loop.
+        self._joins: list[tuple[Span, bool]] = [(func.span, False)]
         self._stmt: Stmt | None = None
         #: Expressions evaluated for their effect (a dispatch), by identity.
         self._effects: set[int] = set()
@@ -229,7 +285,8 @@ class HostWindows(ForwardAnalysis[HostValue, _State]):
             return a
         if isinstance(b, Conflict):
             return b
-        return Conflict(self._joins[-1])
+        span, loop = self._joins[-1]
+        return Conflict(span, a, b, loop)
 
     def bottom(self) -> HostValue:
         return SCALAR
@@ -245,7 +302,9 @@ class HostWindows(ForwardAnalysis[HostValue, _State]):
                 state.env[buffer] = WindowBuffer(buffer, stmt.name)
         joins = isinstance(stmt, IfStmt | ForStmt | WhileStmt)
         if joins:
-            self._joins.append(expr_span(stmt, self.func.span))
+            self._joins.append(
+                (expr_span(stmt, self.func.span), isinstance(stmt, ForStmt | WhileStmt))
+            )
         try:
             return super().exec_stmt(stmt, state)
         finally:
@@ -280,23 +339,12 @@ class HostWindows(ForwardAnalysis[HostValue, _State]):
             raise InternalError(f"{PHASE}: window buffer '{target.name}' has no scope")
         return state
 
-    def after_iteration(self, stmt: ForStmt | WhileStmt, head: _State, after: _State) -> None:
-        """A window name must denote the same view in every iteration: it is rebuilt per use,
-        not held in a variable that a later iteration could see reassigned."""
-        for name in sorted(defined_names(stmt.body)):
-            before, now = head.env.get(name), after.env.get(name)
-            symbolic = (WindowView, WindowBuffer)
-            if before != now and (isinstance(before, symbolic) or isinstance(now, symbolic)):
-                raise unsupported(
-                    f"rebinding window '{name}' inside a loop", expr_span(stmt, self.func.span)
-                )
-
     # -- transfer functions -------------------------------------------------------------------
 
     def eval(self, expr: Expr, state: _State) -> _Value:
         value = super().eval(expr, state)
         if isinstance(value, Conflict):
-            raise value.error()
+            raise value.error(expr_span(expr, self._span()))
         if self._stmt is not None:
             self._values[(id(self._stmt), id(expr))] = value
         return value

@@ -12,6 +12,8 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pypto_build.lowering.frontend.constants import element_size
+from pypto_build.lowering.frontend.literals import element_size_call
 from pypto_build.lowering.frontend.source import keyword_name, text
 from pypto_build.lowering.frontend.typecheck import compatible
 from pypto_build.lowering.ir import (
@@ -19,6 +21,7 @@ from pypto_build.lowering.ir import (
     AttrValue,
     Call,
     ConstFloat,
+    ConstInt,
     Expr,
     GlobalVar,
     ParamDirection,
@@ -56,6 +59,9 @@ def convert_call(conv: ExprConverter, node: ast.Call) -> Expr:
         return _submit(conv, node)
     if path in _PLACED:
         conv.source.error(node, _PLACED[path])
+    dtype = element_size_call(node, conv.dsl_path)
+    if dtype is not None:
+        return ConstInt(element_size(node, dtype, conv.source), span=conv.source.span(node))
     if path is not None:
         op = resolve_dsl_name(path)
         if op is None:

@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pypto_build.lowering.diagnostics import ProgramError
+from pypto_build.lowering.frontend.literals import element_size_call
 from pypto_build.lowering.frontend.source import Source
+from pypto_build.lowering.ir import DataType
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -72,7 +74,11 @@ class ConstantTable:
     unfoldable: frozenset[str]
 
 
-def collect_constants(module: ast.Module, source: Source) -> ConstantTable:
+#: Resolves a dotted name to its canonical DSL path (``pl.FP32``), or None.
+DslPath = Callable[[ast.expr], str | None]
+
+
+def collect_constants(module: ast.Module, source: Source, dsl_path: DslPath) -> ConstantTable:
     """Fold every module-level ``NAME = <int expr>`` in source order (later bindings win)."""
     values: dict[str, int] = {}
     unfoldable: set[str] = set()
@@ -84,7 +90,7 @@ def collect_constants(module: ast.Module, source: Source) -> ConstantTable:
         else:
             continue
         names = [target.id for target in targets if isinstance(target, ast.Name)]
-        folded = _try_fold(value, ConstantTable(values, frozenset(unfoldable)), source)
+        folded = _try_fold(value, ConstantTable(values, frozenset(unfoldable)), source, dsl_path)
         for name in names:
             if folded is None:
                 values.pop(name, None)
@@ -95,15 +101,18 @@ def collect_constants(module: ast.Module, source: Source) -> ConstantTable:
     return ConstantTable(values, frozenset(unfoldable))
 
 
-def _try_fold(node: ast.expr, table: ConstantTable, source: Source) -> int | None:
+def _try_fold(
+    node: ast.expr, table: ConstantTable, source: Source, dsl_path: DslPath
+) -> int | None:
     try:
-        return fold_int(node, table, source)
+        return fold_int(node, table, source, dsl_path)
     except ProgramError:
         return None
 
 
-def fold_int(node: ast.expr, table: ConstantTable, source: Source) -> int:
-    """Fold a compile-time integer expression (a shape dimension, a module constant)."""
+def fold_int(node: ast.expr, table: ConstantTable, source: Source, dsl_path: DslPath) -> int:
+    """Fold a compile-time integer expression (a shape dimension, a module constant), including
+    ``pl.FP32.get_byte()``, the element size upstream's programs size buffers with."""
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return _checked(node, node.value, source)
     if isinstance(node, ast.Name):
@@ -113,16 +122,27 @@ def fold_int(node: ast.expr, table: ConstantTable, source: Source) -> int:
             source.error(node, f"module constant '{node.id}' is not a compile-time integer")
         source.error(node, f"'{node.id}' is not a compile-time integer constant")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        operand = fold_int(node.operand, table, source)
+        operand = fold_int(node.operand, table, source, dsl_path)
         return _checked(node, -operand if isinstance(node.op, ast.USub) else operand, source)
     if isinstance(node, ast.BinOp) and type(node.op) in INT_OPERATORS:
-        lhs = fold_int(node.left, table, source)
-        rhs = fold_int(node.right, table, source)
+        lhs = fold_int(node.left, table, source, dsl_path)
+        rhs = fold_int(node.right, table, source, dsl_path)
         try:
             return apply_int_op(INT_OPERATORS[type(node.op)], lhs, rhs)
         except FoldError as exc:
             source.error(node, str(exc))
+    dtype = element_size_call(node, dsl_path)
+    if dtype is not None:
+        assert isinstance(node, ast.Call)
+        return element_size(node, dtype, source)
     source.error(node, f"'{ast.unparse(node)}' is not a compile-time integer expression")
+
+
+def element_size(node: ast.Call, dtype: DataType, source: Source) -> int:
+    """``dtype.get_byte()``: the element size of ``dtype`` in bytes; it takes no arguments."""
+    if node.args or node.keywords:
+        source.error(node, f"{ast.unparse(node.func)}() takes no arguments")
+    return dtype.byte_size
 
 
 def _checked(node: ast.expr, value: int, source: Source) -> int:

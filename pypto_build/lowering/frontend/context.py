@@ -23,7 +23,7 @@ class ModuleContext:
         return self.imports.dsl_path(node)
 
     def fold(self, node: ast.expr) -> int:
-        return fold_int(node, self.constants, self.source)
+        return fold_int(node, self.constants, self.source, self.imports.dsl_path)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pypto_build.lowering.frontend.imports import dotted_parts
 from pypto_build.lowering.frontend.literals import literal_of
 from pypto_build.lowering.frontend.scope import Scope
 from pypto_build.lowering.frontend.source import Source, text
+from pypto_build.lowering.frontend.subscripts import tensor_subscript
 from pypto_build.lowering.ir import (
     BOOL,
     INDEX,
@@ -276,7 +277,7 @@ class ExprConverter:
     def _subscript(self, node: ast.Subscript) -> Expr:
         base = self.expr(node.value)
         if isinstance(base.type, TensorType):
-            self.source.error(node, "subscripting a tensor is not supported; use pl.slice(...)")
+            return tensor_subscript(self, node, base)
         if not isinstance(base.type, TupleType):
             self.source.error(
                 node, f"a value of type {format_type(base.type)} is not subscriptable"

@@ -35,8 +35,11 @@ from pypto_build.lowering.ir import (
     Var,
 )
 from pypto_build.lowering.ir.names import FunctionAttr
+from pypto_build.lowering.ops import resolve_dsl_name
 
 _OPTIONS = ("type", "level", "role", FunctionAttr.EXTERNAL_SOURCE)
+#: DSL names a body may call that are not ops.
+_BODY_NAMES = frozenset({"pl.range", "pl.submit"})
 _E = TypeVar("_E")
 
 
@@ -74,6 +77,8 @@ def parse_function(node: ast.FunctionDef, ctx: ModuleContext) -> ParsedFunction:
     if func_attr is not None:
         attrs.extend(_func_attrs(func_attr, ctx))
         body = body[1:]
+    if options.external_source is None and options.func_type.is_kernel:
+        _refuse_dsl_body(node, options.func_type, body, ctx)
     if options.external_source is not None:
         for stmt in body:
             if not is_no_op(stmt):
@@ -93,6 +98,31 @@ def parse_function(node: ast.FunctionDef, ctx: ModuleContext) -> ParsedFunction:
         ctx.source.span(node),
     )
     return ParsedFunction(signature, body, receiver)
+
+
+def _refuse_dsl_body(
+    node: ast.FunctionDef, func_type: FunctionType, body: list[ast.stmt], ctx: ModuleContext
+) -> None:
+    """A kernel written in the DSL (``pl.load``, ``pl.store``, tile ops): one diagnostic at the
+    function, rather than one about the first op of its body that has no meaning here. A body
+    of program-model ops only (a managed collective, the InCore composite rail) is left to the
+    body converter and the passes."""
+    paths = (
+        ctx.dsl_path(call.func)
+        for stmt in body
+        for call in ast.walk(stmt)
+        if isinstance(call, ast.Call)
+    )
+    if all(path is None or path in _BODY_NAMES or resolve_dsl_name(path) for path in paths):
+        return
+    ctx.source.error(
+        node,
+        f"kernel '{node.name}' ({func_type.value}) has a DSL body, which pypto-build does not "
+        "compile: upstream generates such kernels with its PTO backend and ptoas, which a build "
+        "here does not run (docs/incore.md). Write the kernel in C++ against the kernel ABI "
+        f'(docs/dsl.md) and name it with external_source="kernels/{node.name}.cpp", with '
+        "'...' as its body",
+    )
 
 
 # --- decorator -------------------------------------------------------------------------------

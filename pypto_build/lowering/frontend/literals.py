@@ -6,9 +6,10 @@ through any alias resolve here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ast
+from collections.abc import Callable, Mapping
 
-from pypto_build.lowering.ir import DataType, FunctionType, Layout, Level, Role
+from pypto_build.lowering.ir import DataType, FunctionType, Layout, Level, ReduceOp, Role
 
 #: Element types a program may name (``TASK_ID`` is produced by ``pl.submit``, never written).
 _USER_DTYPES = tuple(dtype for dtype in DataType if dtype is not DataType.TASK_ID)
@@ -29,6 +30,25 @@ LEVELS: Mapping[str, Level] = {f"pl.Level.{level.name}": level for level in Leve
 ROLES: Mapping[str, Role] = {f"pl.Role.{role.name}": role for role in Role}
 
 
-def literal_of(path: str) -> DataType | Layout | None:
-    """The data type or layout a canonical DSL path names, if any."""
-    return DTYPES.get(path) or LAYOUTS.get(path)
+REDUCE_OPS: Mapping[str, ReduceOp] = {f"pld.ReduceOp.{op.name}": op for op in ReduceOp}
+
+
+def literal_of(path: str) -> DataType | Layout | ReduceOp | None:
+    """The data type, layout or reduction a canonical DSL path names, if any."""
+    return DTYPES.get(path) or LAYOUTS.get(path) or REDUCE_OPS.get(path)
+
+
+#: The method of a data type that folds to its element size in bytes (``pl.FP32.get_byte()``).
+GET_BYTE = "get_byte"
+
+
+def element_size_call(
+    node: ast.expr, dsl_path: Callable[[ast.expr], str | None]
+) -> DataType | None:
+    """The data type of ``<dtype>.get_byte(...)`` (upstream's element size in bytes, which
+    program files multiply into byte sizes), else None; the caller checks the arguments."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    if node.func.attr != GET_BYTE:
+        return None
+    return DTYPES.get(dsl_path(node.func.value) or "")

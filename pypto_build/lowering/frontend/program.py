@@ -25,7 +25,8 @@ from pypto_build.lowering.ir import Program
 
 
 def parse_module(module: ast.Module, source: Source) -> tuple[Program, ...]:
-    ctx = ModuleContext(source, ImportTable.from_module(module), collect_constants(module, source))
+    imports = ImportTable.from_module(module)
+    ctx = ModuleContext(source, imports, collect_constants(module, source, imports.dsl_path))
     programs: list[Program] = []
     for stmt in module.body:
         if isinstance(stmt, ast.ClassDef) and _is_program(stmt, ctx):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 
-from pypto_build.lowering.diagnostics import SYNTHETIC
+from pypto_build.lowering.diagnostics import SYNTHETIC, Span
 from pypto_build.lowering.frontend.annotations import value_type
 from pypto_build.lowering.frontend.comm_domain import (
     COMM_DOMAIN,
@@ -27,6 +27,7 @@ from pypto_build.lowering.frontend.typecheck import compatible
 from pypto_build.lowering.ir import (
     INDEX,
     AssignStmt,
+    Call,
     CommDomainScopeStmt,
     ConstInt,
     EvalStmt,
@@ -97,11 +98,13 @@ class BodyConverter:
         out: list[Stmt] = []
         for stmt in stmts:
             converted = self._stmt(stmt, scope)
-            if converted is not None:
+            if isinstance(converted, list):
+                out.extend(converted)
+            elif converted is not None:
                 out.append(converted)
         return SeqStmts(tuple(out), self.source.span(stmts[0]) if stmts else SYNTHETIC)
 
-    def _stmt(self, stmt: ast.stmt, scope: Scope) -> Stmt | None:
+    def _stmt(self, stmt: ast.stmt, scope: Scope) -> Stmt | list[Stmt] | None:
         if is_no_op(stmt):
             return None
         conv = ExprConverter(self.ctx, scope)
@@ -184,15 +187,29 @@ class BodyConverter:
 
     # --- return ------------------------------------------------------------------------------
 
-    def _return(self, stmt: ast.Return, conv: ExprConverter) -> Stmt:
+    def _return(self, stmt: ast.Return, conv: ExprConverter) -> Stmt | list[Stmt]:
         nodes: list[ast.expr] = []
         if isinstance(stmt.value, ast.Tuple):
             nodes = list(stmt.value.elts)
         elif stmt.value is not None:
             nodes = [stmt.value]
         values = tuple(conv.expr(node) for node in nodes)
+        span = self.source.span(stmt)
+        if not self.ctx.function.return_types:
+            return self._unannotated_return(values, span)
         self._check_return(stmt, nodes, values)
-        return ReturnStmt(values, self.source.span(stmt))
+        return ReturnStmt(values, span)
+
+    def _unannotated_return(self, values: tuple[Expr, ...], span: Span) -> list[Stmt]:
+        """``return v`` in a function without a return annotation, as upstream writes
+        ``return 0`` at the end of a HOST orchestrator or ``return data`` at the end of a chip
+        orchestration. Upstream declares no result for such a function either (its callers
+        only see a type derived from the body); nothing here can use one, since a dispatch's
+        result is not a value and an orchestration is called only by dispatch. So the values
+        are evaluated for their effect (a returned task call still runs) and the function
+        returns nothing."""
+        effects: list[Stmt] = [EvalStmt(value, span) for value in values if isinstance(value, Call)]
+        return [*effects, ReturnStmt((), span)]
 
     def _check_return(
         self, stmt: ast.Return, nodes: list[ast.expr], values: tuple[Expr, ...]
@@ -200,14 +217,6 @@ class BodyConverter:
         declared = self.ctx.function.return_types
         name = self.ctx.function.name
         where = stmt.value if stmt.value is not None else stmt
-        if not declared:
-            if values:
-                self.source.error(
-                    where,
-                    f"'{name}' returns a value but has no return annotation "
-                    "(add one, e.g. -> pl.Tensor[[M, N], pl.FP32])",
-                )
-            return
         if len(values) == 1 and len(declared) > 1:
             if not compatible(TupleType(declared), values[0].type):
                 self.source.error(

@@ -19,12 +19,13 @@ from pypto_build.lowering.ir.types import (
     DataType,
     Layout,
     ParamDirection,
+    ReduceOp,
     TupleType,
     Type,
 )
 
 #: A literal keyword/attribute value that is not an expression.
-Literal = int | float | bool | str | DataType | Layout | ParamDirection | None
+Literal = int | float | bool | str | DataType | Layout | ParamDirection | ReduceOp | None
 
 
 class Expr:

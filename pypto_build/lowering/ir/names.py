@@ -42,6 +42,7 @@ class Op(enum.StrEnum):
     REDUCE_SCATTER = "pld.tensor.reduce_scatter"
     BROADCAST = "pld.tensor.broadcast"
     ALL_TO_ALL = "pld.tensor.all_to_all"
+    BARRIER = "pld.tensor.barrier"
 
 
 class CallAttr(enum.StrEnum):

@@ -47,6 +47,11 @@ class DataType(enum.Enum):
     def byte_size(self) -> int:
         return _BYTE_SIZES[self]
 
+    def get_byte(self) -> int:
+        """The element size in bytes, as upstream spells it (``pl.FP32.get_byte()``); the front
+        end folds the call in a program file, this is its meaning for a type checker."""
+        return self.byte_size
+
     @property
     def is_integer(self) -> bool:
         """An integer element type (``INDEX`` included: integer literals are typed ``INDEX``)."""
@@ -113,6 +118,15 @@ _BYTE_SIZES = {
     DataType.BOOL: 1,
     DataType.TASK_ID: 8,
 }
+
+
+class ReduceOp(enum.Enum):
+    """The element-wise reduction of a reducing collective (``op=pld.ReduceOp.Sum``)."""
+
+    Sum = "Sum"
+    Max = "Max"
+    Min = "Min"
+    Prod = "Prod"
 
 
 class Layout(enum.Enum):

@@ -21,6 +21,7 @@ from pypto_build.lowering.ir import (
     Expr,
     GlobalVar,
     Layout,
+    ReduceOp,
     Type,
 )
 from pypto_build.lowering.ops.checks import expr_text
@@ -34,7 +35,12 @@ from pypto_build.lowering.ops.signature import (
     fail,
 )
 
-_LITERAL_TYPES: dict[Kind, type] = {Kind.DTYPE: DataType, Kind.LAYOUT: Layout, Kind.STR: str}
+_LITERAL_TYPES: dict[Kind, type] = {
+    Kind.DTYPE: DataType,
+    Kind.LAYOUT: Layout,
+    Kind.STR: str,
+    Kind.REDUCE_OP: ReduceOp,
+}
 
 
 def _value_text(value: AttrValue) -> str:

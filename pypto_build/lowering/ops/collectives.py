@@ -2,42 +2,71 @@
 
 They only parse, so that the passes can reject them with their own diagnostics (or a builtin
 package can implement one and take its place, ``ops/registry.py``); their result is the type of
-their ``target`` operand. The collectives backed by a package are typed by the package's
-contract (:mod:`pypto_build.lowering.contracts`).
+the window they rebind. Each takes the operands and keywords upstream's DSL gives it
+(``python/pypto/language/distributed/op/tensor_ops.py`` of hw-native-sys/pypto at e2d0f78), so
+that a program written for upstream reaches the residual check, which names what this build
+lowers, instead of failing on its spelling. The collectives backed by a package are typed by the
+package's contract (:mod:`pypto_build.lowering.contracts`).
 """
 
 from __future__ import annotations
 
-from pypto_build.lowering.ir import Type
-from pypto_build.lowering.ir.names import Op
-from pypto_build.lowering.ops.signature import Effects, Kind, OpDef, Operand, Operands, optional
+from pypto_build.lowering.ir import ReduceOp, Type
+from pypto_build.lowering.ir.names import Kwarg, Op
+from pypto_build.lowering.ops.signature import (
+    Deducer,
+    Effects,
+    Kind,
+    OpDef,
+    Operand,
+    Operands,
+    optional,
+)
 
 
-def _target_type(ops: Operands) -> Type:
-    return ops.expr("target").type
+def _type_of(operand: str) -> Deducer:
+    def deduce(ops: Operands) -> Type:
+        return ops.expr(operand).type
+
+    return deduce
 
 
-#: Collectives that only parse (a later pass rejects them), with their optional keywords.
-_PARSE_ONLY: dict[Op, tuple[str, ...]] = {
-    Op.ALLREDUCE: ("op",),
-    Op.ALLGATHER: (),
-    Op.REDUCE_SCATTER: ("op",),
-    Op.BROADCAST: ("root",),
-    Op.ALL_TO_ALL: (),
-}
+def _reduction() -> Operand:
+    return optional("op", Kind.REDUCE_OP, keyword_only=True, default=ReduceOp.Sum)
+
+
+def _parse_only(name: Op, operands: tuple[Operand, ...], result: str) -> OpDef:
+    """A collective that returns (and writes in place) its ``result`` window and its signal."""
+    args = [spec.name for spec in operands if spec.is_arg]
+    written = tuple(args.index(role) for role in (result, "signal") if role in args)
+    return OpDef(
+        name, operands, _type_of(result), Effects(view_of=args.index(result), writes=written)
+    )
+
 
 #: The collectives that only parse, as ops; a builtin package may implement any of them.
-PARSE_ONLY_OPS: tuple[OpDef, ...] = tuple(
-    OpDef(
-        name,
+PARSE_ONLY_OPS: tuple[OpDef, ...] = (
+    # allreduce(target, signal=<synthesized on the HOST rail>, *, op, mode, core_num)
+    _parse_only(
+        Op.ALLREDUCE,
         (
-            Operand("input"),
             Operand("target"),
-            Operand("signal"),
-            *(optional(key, Kind.ANY, keyword_only=True) for key in keywords),
+            optional("signal"),
+            _reduction(),
+            optional("mode", Kind.STR, keyword_only=True, default="mesh"),
+            optional(Kwarg.CORE_NUM, Kind.ANY, keyword_only=True, default=1, none_omits=False),
         ),
-        _target_type,
-        Effects(view_of=1, writes=(1, 2)),
-    )
-    for name, keywords in _PARSE_ONLY.items()
+        "target",
+    ),
+    _parse_only(
+        Op.ALLGATHER, (Operand("local_data"), Operand("target"), Operand("signal")), "target"
+    ),
+    _parse_only(Op.REDUCE_SCATTER, (Operand("target"), Operand("signal"), _reduction()), "target"),
+    _parse_only(
+        Op.BROADCAST,
+        (Operand("target"), Operand("signal"), Operand("root", Kind.ANY, keyword_only=True)),
+        "target",
+    ),
+    _parse_only(Op.ALL_TO_ALL, (Operand("input"), Operand("target"), Operand("signal")), "target"),
+    _parse_only(Op.BARRIER, (Operand("signal"),), "signal"),
 )

@@ -85,6 +85,7 @@ DISTRIBUTED_OPS: tuple[OpDef, ...] = (
         ),
         _alloc_window_buffer,
         Effects(allocates=True),
+        spellings=("pld.tensor.alloc_window_buffer",),
     ),
     OpDef(
         Op.WINDOW,
@@ -95,7 +96,14 @@ DISTRIBUTED_OPS: tuple[OpDef, ...] = (
         ),
         _window,
         Effects(view_of=0, dense=True),
+        spellings=("pld.tensor.window",),
     ),
-    OpDef(Op.WORLD_SIZE, (), _world_size),
-    OpDef(Op.GET_COMM_CTX, (Operand("tensor"),), _get_comm_ctx),
+    # Upstream's three-segment spellings (pld.system.*, pld.tensor.*) name the same ops.
+    OpDef(Op.WORLD_SIZE, (), _world_size, spellings=("pld.system.world_size",)),
+    OpDef(
+        Op.GET_COMM_CTX,
+        (Operand("tensor"),),
+        _get_comm_ctx,
+        spellings=("pld.system.get_comm_ctx",),
+    ),
 )

@@ -26,6 +26,7 @@ class Kind(enum.Enum):
     DTYPE = "a data type (e.g. pl.FP32)"
     LAYOUT = "a tensor layout (ND, DN or NZ)"
     STR = "a string literal"
+    REDUCE_OP = "a reduction (pld.ReduceOp.Sum, Max, Min or Prod)"
     ANY = "any value"
 
 
