@@ -51,7 +51,7 @@ SCHEMA_PATH = Path(__file__).with_name("settings.schema.json")
 #: The schema's identifier. validate-pyproject keys every registered schema by its ``$id``;
 #: nothing is ever fetched from it.
 SCHEMA_ID = "https://pypto-build.invalid/schema/settings.schema.json"
-_CHIP_NAMES = tuple(chip.name for chip in CHIPS)
+CHIP_NAMES = tuple(chip.name for chip in CHIPS)
 
 ToolchainSetting = Literal["auto", "cann", "sim"]
 
@@ -87,9 +87,9 @@ def _relative_path(value: str, where: str) -> None:
 
 
 def _chip(value: str, where: str) -> None:
-    if value not in _CHIP_NAMES:
+    if value not in CHIP_NAMES:
         raise SettingsError(
-            f"{where}: unknown chip '{value}'; valid chips: {', '.join(_CHIP_NAMES)}"
+            f"{where}: unknown chip '{value}'; valid chips: {', '.join(CHIP_NAMES)}"
         )
 
 
@@ -225,22 +225,26 @@ class PyptoSettings:
         default=None,
         metadata=_meta(
             "Where the chip trees land inside the wheel, as <package>/<chip>/ (a package path "
-            "such as 'moe/_kernels'); an editable install builds them into its source folder.",
+            "such as 'moe/_kernels'); an editable install builds them into its source folder. "
+            "Only a wheel reads it.",
             check=_relative_path,
-            required=True,
             schema=_RELATIVE_PATH_SCHEMA,
             value="package path",
+            default="`<import package>/_kernels`, the import package being the one hatchling "
+            'puts in the wheel (`my_model/_kernels` for `packages = ["src/my_model"]`)',
         ),
     )
-    chips: tuple[str, ...] = field(
-        default=_CHIP_NAMES,
+    chips: tuple[str, ...] | None = field(
+        default=None,
         metadata=_meta(
-            "Chips to build a sub-build for; each gets <package>/<chip>/ in the wheel.",
+            "Chips to build a sub-build for; each gets <package>/<chip>/ in the wheel. A chip "
+            "that an op of the programs does not support is an error naming the op.",
             check=_chip,
             unique=True,
             non_empty=True,
-            schema={"items": {"enum": list(_CHIP_NAMES)}},
-            value="list of " + "/".join(f"`{name}`" for name in _CHIP_NAMES),
+            schema={"items": {"enum": list(CHIP_NAMES)}},
+            value="list of " + "/".join(f"`{name}`" for name in CHIP_NAMES),
+            default="every chip that all the ops of the programs support",
         ),
     )
     toolchain: ToolchainSetting = field(

@@ -192,18 +192,36 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     return ChipBuild(root, get_chip(chip_name), sub_builds, hosts)
 
 
+def _no_kernels(build_dir: Path) -> str:
+    """The likely cause when ``build_dir`` does not exist at all: a wheel built by
+    ``hatchling.build`` without the hook's table ships no kernels (docs/packaging.md)."""
+    if build_dir.exists():
+        return ""
+    return (
+        "; if it is a package's kernel folder, its wheel was built without pypto-build's "
+        'hook: set build-backend = "pypto_build.backend" in pyproject.toml (or add the '
+        "table [tool.hatch.build.targets.wheel.hooks.pypto]) and build it again"
+    )
+
+
 def _chip_root(build_dir: Path, chip: str | None) -> Path:
     if (build_dir / MANIFEST_NAME).is_file():
         return build_dir
     if chip is not None:
         if (build_dir / chip / MANIFEST_NAME).is_file():
             return build_dir / chip
-        raise BuildTreeError(f"{build_dir} has no tree for chip {chip} ({chip}/{MANIFEST_NAME})")
+        raise BuildTreeError(
+            f"{build_dir} has no tree for chip {chip} ({chip}/{MANIFEST_NAME})"
+            + _no_kernels(build_dir)
+        )
     chips = sorted(path.parent.name for path in build_dir.glob(f"*/{MANIFEST_NAME}"))
     if len(chips) == 1:
         return build_dir / chips[0]
     if not chips:
-        raise BuildTreeError(f"{build_dir} is not a build directory (no <chip>/{MANIFEST_NAME})")
+        raise BuildTreeError(
+            f"{build_dir} is not a build directory (no <chip>/{MANIFEST_NAME})"
+            + _no_kernels(build_dir)
+        )
     raise BuildTreeError(
         f"{build_dir} holds trees for chips {', '.join(chips)}; choose one with --chip "
         f"(pypto_build.sim: chip=), e.g. --chip {chips[0]}"
