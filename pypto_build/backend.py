@@ -5,7 +5,8 @@ A model package that names ``build-backend = "pypto_build.backend"`` needs no
 leaves that table out gets a wheel without kernels, and hatchling never calls pypto-build to
 say so. Everything else is hatchling's: the same configuration (``[tool.hatch.build...]``), the
 same sdists and metadata, and wheels byte-identical to those of ``hatchling.build`` with the
-table (docs/packaging.md).
+table (docs/packaging.md). Unlike hatchling it passes the front end's ``config_settings``
+(``-C``) on to the hook (:mod:`pypto_build.plugin.config_settings`).
 
 The hook stays off when hatchling's own switch turns every hook off
 (``HATCH_BUILD_NO_HOOKS``), and a ``pypto`` table of the project's own is used as written
@@ -21,6 +22,7 @@ from typing import Any
 from hatchling import build as _hatchling
 from hatchling.builders.wheel import WheelBuilder, WheelBuilderConfig
 
+from pypto_build.plugin.config_settings import ConfigSettings, given
 from pypto_build.plugin.hatch import PLUGIN_NAME
 
 __all__ = [
@@ -79,9 +81,11 @@ class HookedWheelBuilder(WheelBuilder):
         return HookedWheelConfig
 
 
-def _build(wheel_directory: str, version: str) -> str:
+def _build(wheel_directory: str, version: str, config: ConfigSettings | None) -> str:
     builder = HookedWheelBuilder(os.getcwd())
-    return os.path.basename(next(builder.build(directory=wheel_directory, versions=[version])))
+    with given(config):
+        built = next(builder.build(directory=wheel_directory, versions=[version]))
+    return os.path.basename(built)
 
 
 def build_wheel(
@@ -89,8 +93,9 @@ def build_wheel(
     config_settings: dict[str, Any] | None = None,
     metadata_directory: str | None = None,
 ) -> str:
-    """PEP 517's ``build_wheel``: hatchling's, with the kernels built in."""
-    return _build(wheel_directory, "standard")
+    """PEP 517's ``build_wheel``: hatchling's, with the kernels built in; ``config_settings``
+    override ``[tool.pypto]`` (``-C chips=a3``)."""
+    return _build(wheel_directory, "standard", config_settings)
 
 
 def build_editable(
@@ -99,4 +104,4 @@ def build_editable(
     metadata_directory: str | None = None,
 ) -> str:
     """PEP 660's ``build_editable``: hatchling's, with the kernels built in place."""
-    return _build(wheel_directory, "editable")
+    return _build(wheel_directory, "editable", config_settings)

@@ -294,9 +294,11 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         return f"tool.hatch.build.hooks.{PLUGIN_NAME}"
 
     def _settings(self) -> PyptoSettings:
+        from pypto_build.plugin.config_settings import current
         from pypto_build.plugin.settings import (
             TABLE,
             SettingsError,
+            apply_config_settings,
             apply_environment,
             pypto_table,
             settings_from_table,
@@ -317,7 +319,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 f"pyproject.toml: no [{TABLE}] table; the {PLUGIN_NAME} build hook needs one "
                 "naming at least the program files and the package the kernels go to"
             )
-        return apply_environment(settings_from_table(table))
+        settings = apply_environment(settings_from_table(table), warn=self._warn)
+        return apply_config_settings(settings, current(), warn=self._warn)
 
     def _package(self, settings: PyptoSettings) -> str:
         """Where the chip trees go in the wheel: the ``package`` setting, else ``_kernels``

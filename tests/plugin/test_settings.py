@@ -21,10 +21,12 @@ from pypto_build.plugin import settings as settings_module
 from pypto_build.plugin.settings import (
     DOCS_BEGIN,
     DOCS_END,
+    OTHER_VARIABLES,
     SCHEMA_ID,
     SCHEMA_PATH,
     PyptoSettings,
     SettingsError,
+    apply_config_settings,
     apply_environment,
     load_settings,
     override,
@@ -368,3 +370,65 @@ def test_the_settings_reference_in_the_docs_is_generated_from_the_model(repo_roo
     table = docs[docs.index(DOCS_BEGIN) : docs.index(DOCS_END)]
     assert table.count("\n| `") == len(settings_schema()["properties"])
     assert "| `platform-tag` | string | `auto` | `PYPTO_PLATFORM_TAG` |" in reference_table()
+
+
+# --- unknown overrides ----------------------------------------------------------------------
+
+
+def test_an_unknown_pypto_variable_is_a_warning_with_a_did_you_mean() -> None:
+    warned: list[str] = []
+    settings = apply_environment(
+        settings_from_table({"programs": ["p.py"]}),
+        {"PYPTO_CHIP": "a3", "PYPTO_CACHE_DIR": "/c", "PYPTO_BUILD_TEST_KILL_AT": "x"},
+        warn=warned.append,
+    )
+    assert settings.chips is None  # the misspelt variable changed nothing
+    assert warned == [
+        "PYPTO_CHIP: unknown variable; did you mean PYPTO_CHIPS? (docs/settings.md lists "
+        "them); ignored"
+    ]
+
+
+def test_strict_makes_an_unknown_variable_an_error() -> None:
+    with pytest.raises(SettingsError) as caught:
+        apply_environment(
+            settings_from_table({"programs": ["p.py"], "strict": True}),
+            {"PYPTO_TOOLCHIAN": "sim"},
+        )
+    assert caught.value.errors == (
+        "PYPTO_TOOLCHIAN: unknown variable; did you mean PYPTO_TOOLCHAIN? (docs/settings.md "
+        "lists them) [strict]",
+    )
+    with pytest.raises(SettingsError, match=r"^PYPTO_CHIP: unknown variable"):
+        apply_environment(
+            settings_from_table({"programs": ["p.py"]}), {"PYPTO_CHIP": "a3", "PYPTO_STRICT": "1"}
+        )
+
+
+def test_the_other_variables_are_those_their_modules_read() -> None:
+    from pypto_build.chip_build import remote_cache
+    from pypto_build.chip_build.sim.world import TIMEOUT_ENV
+
+    assert set(OTHER_VARIABLES) == {
+        "PYPTO_CACHE_DIR",
+        TIMEOUT_ENV,
+        remote_cache.USERNAME_VARIABLE,
+        remote_cache.PASSWORD_VARIABLE,
+        remote_cache.TOKEN_VARIABLE,
+    }
+
+
+def test_config_settings_override_the_table_and_name_the_option() -> None:
+    base = settings_from_table({"programs": ["p.py"], "chips": ["a3"]})
+    warned: list[str] = []
+    settings = apply_config_settings(
+        base, {"chips": ["a3", "a5"], "toolchain": "sim", "chip": "a2"}, warn=warned.append
+    )
+    assert (settings.chips, settings.toolchain) == (("a3", "a5"), "sim")
+    assert warned == ["-C chip: unknown key; did you mean 'chips'?; ignored"]
+    with pytest.raises(SettingsError) as caught:
+        apply_config_settings(base, {"jobs": "many", "strict": "1", "chps": "a3"})
+    assert caught.value.errors == (
+        "-C jobs: 'many' is not a whole number",
+        "-C chps: unknown key; did you mean 'chips'? [strict]",
+    )
