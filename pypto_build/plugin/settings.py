@@ -565,7 +565,7 @@ def apply_environment(
         try:
             if text:
                 changes[name] = _convert(name, _from_text(name, text, variable), variable)
-            elif _optional_inner(_TYPES[name]) is not None and not spec.metadata["required"]:
+            elif _can_turn_off(name):
                 changes[name] = None
         except SettingsError as err:
             errors += err.errors
@@ -604,6 +604,13 @@ def apply_config_settings(
     if errors:
         raise SettingsError(errors)
     return dataclasses.replace(settings, **changes)
+
+
+def _can_turn_off(name: str) -> bool:
+    """Whether an empty variable turns field ``name`` off: an optional setting whose None
+    means none (no launcher), not a list, whose None means the computed default."""
+    inner = _optional_inner(_TYPES[name])
+    return inner is not None and typing.get_origin(inner) is not tuple
 
 
 def _from_text(name: str, text: str, variable: str) -> object:

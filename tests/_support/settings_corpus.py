@@ -50,7 +50,7 @@ CASES = [
     Case("platform-tag-any", _with(platform_tag="any"), True),
     Case("empty-launcher", _with(compiler_launcher=""), True),
     Case("no-programs-key", _without("programs"), False),
-    Case("no-package-key", _without("package"), False),
+    Case("no-package-key", _without("package"), True),
     Case("empty-programs", _with(programs=[]), False),
     Case("program-not-a-list", _with(programs="a.py"), False),
     Case("program-not-a-string", _with(programs=[1]), False),

@@ -24,6 +24,7 @@ from pypto_build.chip_build.sim.program import BuildTreeError, open_chip_build
 from pypto_build.chip_build.subbuild import programs_default_chips
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.lower import lower_path
+from pypto_build.plugin.config_settings import given
 from pypto_build.plugin.hatch import PyptoBuildError, default_package
 from pypto_build.plugin.settings import SettingsError
 
@@ -148,3 +149,12 @@ def test_a_user_error_is_a_system_exit_carrying_the_message_alone() -> None:
     error = PyptoBuildError("tool.pypto.chips[0]: unknown chip 'a9'")
     assert isinstance(error, SystemExit)
     assert error.code == str(error) == "tool.pypto.chips[0]: unknown chip 'a9'"
+
+
+def test_config_settings_reach_the_hook_through_the_backend(tmp_path: Path) -> None:
+    """``pip wheel -C chips=a9``: the backend hands the hook what hatchling would drop."""
+    project = copy_sample(tmp_path / "moe_a2a")
+    use_backend(project)
+    with given({"chips": "a9"}), pytest.raises(PyptoBuildError) as caught:
+        build_wheel(project, tmp_path / "dist", builder=HookedWheelBuilder)
+    assert str(caught.value) == "-C chips[0]: unknown chip 'a9'; valid chips: a2, a3, a5"

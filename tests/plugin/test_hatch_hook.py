@@ -277,8 +277,7 @@ def test_pip_shows_a_program_error_as_a_compiler_diagnostic(tmp_path: Path) -> N
     assert result.returncode != 0
     line = next(i for i, text in enumerate(program.read_text().splitlines(), 1) if "stpe" in text)
     diagnostic = (
-        f"{program}:{line}:30: error: program 'MoeDispatch' has no function 'stage_stpe' "
-        "[frontend]"
+        f"{program}:{line}:30: error: program 'MoeDispatch' has no function 'stage_stpe' [frontend]"
     )
     output = result.stdout + result.stderr
     assert diagnostic in output

@@ -61,12 +61,16 @@ def test_a_full_table() -> None:
 
 
 def test_defaults() -> None:
-    settings = settings_from_table({"programs": ["p.py"], "package": "p/_kernels"})
-    assert (settings.chips, settings.toolchain, settings.platform_tag) == (
-        ("a2", "a3", "a5"),
+    """Only ``programs`` is required; ``package`` and ``chips`` are found at build time (the
+    wheel's import package, the chips the programs' ops support: tests/plugin/test_backend.py)."""
+    settings = settings_from_table({"programs": ["p.py"]})
+    assert (settings.package, settings.chips, settings.toolchain, settings.platform_tag) == (
+        None,
+        None,
         "auto",
         "auto",
     )
+    assert settings.strict is False
     assert (settings.compiler_launcher, settings.jobs, settings.runtime_root) == (None, None, None)
     assert (settings.runtime_revision, settings.pto_isa_root, settings.pto_isa_revision) == (
         None,
@@ -120,13 +124,10 @@ def test_errors_name_the_key_path(change: dict[str, object], message: str) -> No
     assert str(caught.value).startswith(message)
 
 
-def test_programs_and_package_are_required() -> None:
+def test_programs_alone_are_required() -> None:
     with pytest.raises(SettingsError) as caught:
         settings_from_table({"chips": ["a3"]})
-    assert caught.value.errors == (
-        "tool.pypto: missing required key 'programs'",
-        "tool.pypto: missing required key 'package'",
-    )
+    assert caught.value.errors == ("tool.pypto: missing required key 'programs'",)
 
 
 def test_every_error_of_a_table_is_reported_together() -> None:
@@ -146,7 +147,6 @@ def test_every_error_of_a_table_is_reported_together() -> None:
         "tool.pypto: unknown key 'runtime_root'; did you mean 'runtime-root'? (keys are spelled "
         "in kebab-case)",
         "tool.pypto.jobs: 0 is not allowed; at least 1 is needed",
-        "tool.pypto: missing required key 'package'",
     )
     assert str(caught.value) == "\n".join(caught.value.errors)
 
@@ -190,9 +190,17 @@ def test_every_key_has_a_derived_environment_override() -> None:
         pto_isa_root="../pto-isa",
         pto_isa_revision=commit,
     )
-    # An empty variable turns an optional setting off, and leaves a required one as it is.
-    cleared = {"PYPTO_RUNTIME_ROOT": "", "PYPTO_PROGRAMS": "", "PYPTO_PACKAGE": ""}
-    assert apply_environment(changed, cleared) == dataclasses.replace(changed, runtime_root=None)
+    # An empty variable turns an optional setting off (package: back to its default), and
+    # leaves a required one, or a list, as it is.
+    cleared = {
+        "PYPTO_RUNTIME_ROOT": "",
+        "PYPTO_PROGRAMS": "",
+        "PYPTO_PACKAGE": "",
+        "PYPTO_CHIPS": "",
+    }
+    assert apply_environment(changed, cleared) == dataclasses.replace(
+        changed, runtime_root=None, package=None
+    )
     assert apply_environment(changed, {"PYPTO_PLATFORM_TAG": "any"}).platform_tag == "any"
 
 
@@ -290,9 +298,10 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "remote-cache-read-only",
         "remote-cache-fallback-url",
         "remote-cache-timeout",
+        "strict",
     ]
     assert schema["additionalProperties"] is False
-    assert schema["required"] == ["programs", "package"]
+    assert schema["required"] == ["programs"]
     assert "default" not in properties["programs"]
     assert properties["programs"]["minItems"] == 1
     assert properties["chips"]["items"] == {"type": "string", "enum": ["a2", "a3", "a5"]}
