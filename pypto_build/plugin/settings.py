@@ -557,7 +557,7 @@ def apply_environment(
     environ = os.environ if environ is None else environ
     changes: dict[str, Any] = {}
     errors: list[str] = []
-    for name, spec in _FIELDS.items():
+    for name in _FIELDS:
         variable = environment_variable(name)
         if variable not in environ:
             continue
