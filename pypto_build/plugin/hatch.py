@@ -1,10 +1,12 @@
 """The hatchling build hook: ``pip wheel`` of a model package builds its kernels and ships them
 (DESIGN §1, §10).
 
-A model package turns the hook on with an empty ``[tool.hatch.build.targets.wheel.hooks.pypto]``
-table and lists ``pypto-build`` in ``build-system.requires``; the hook reads ``[tool.pypto]``
-(:mod:`pypto_build.plugin.settings`, with the ``PYPTO_*`` environment overrides, since hatchling
-hands hooks no ``config_settings``) and runs the engine.
+A model package turns the hook on with ``build-backend = "pypto_build.backend"``
+(:mod:`pypto_build.backend`), or under ``hatchling.build`` with an empty
+``[tool.hatch.build.targets.wheel.hooks.pypto]`` table, and lists ``pypto-build`` in
+``build-system.requires``; the hook reads ``[tool.pypto]`` (:mod:`pypto_build.plugin.settings`,
+with the ``PYPTO_*`` environment overrides and, under that backend, the front end's ``-C``
+config settings, which hatchling itself hands hooks none of) and runs the engine.
 
 * **Wheel target only.** An sdist ships the program files and kernel sources, never build
   output; the hook does nothing for any other target.
@@ -38,7 +40,7 @@ hands hooks no ``config_settings``) and runs the engine.
 
 Every failure is raised as :class:`PyptoBuildError`, whose message is what the user must read:
 the settings key path at fault, a program diagnostic in compiler style, or the failed compiles
-with the log's path. hatchling (and pip) print it.
+with the log's path. It ends the backend's process with that message and no traceback.
 """
 
 from __future__ import annotations
