@@ -42,6 +42,7 @@ from pypto_build.chip_build.kernel_config import (
 from pypto_build.chip_build.manifest import MANIFEST_NAME, verify_manifest
 from pypto_build.chip_build.sim.host_env import HostModuleError, load_host_module
 from pypto_build.chip_build.sim.runtime import KernelBinary
+from pypto_build.chip_build.stale_tree import warn_if_stale
 
 NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
@@ -161,6 +162,7 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     root = _chip_root(Path(build_dir), chip)
     _verify(root)
     manifest = _read_manifest(root)
+    warn_if_stale(root, manifest)
     chip_name = manifest.get("chip")
     if not isinstance(chip_name, str):
         raise BuildTreeError(f"{root / MANIFEST_NAME} names no chip")
