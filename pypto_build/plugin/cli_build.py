@@ -24,6 +24,7 @@ from pypto_build.plugin.cli_common import (
     UsageError,
     add_chip_option,
     add_json_option,
+    add_verbose_option,
     print_error,
     print_json,
     print_warnings,
@@ -115,6 +116,11 @@ def _add_build(commands: Subparsers) -> None:
         help="also write a Make-style dependency file listing every input, for the --stamp FILE",
     )
     add_json_option(parser)
+    add_verbose_option(
+        parser,
+        "print each compile's command lines and wall time on stderr (setting verbose); the "
+        "log is OUT/.pypto-build-logs/<chip>.log",
+    )
     parser.set_defaults(command=_build)
 
 
@@ -258,6 +264,8 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
         settings = override(
             settings, "--launcher", "compiler_launcher", args.launcher.strip() or None
         )
+    if args.verbose:
+        settings = override(settings, "--verbose", "verbose", True)
     return project, _with_runtime_root(settings, args.runtime_root)
 
 

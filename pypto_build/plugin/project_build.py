@@ -64,9 +64,9 @@ def build_project(
 ) -> BuildResult:
     """Lower, render and compile the programs of ``project`` into ``out_dir/<chip>`` as
     ``settings`` say, with ``toolchain`` (from :func:`.project_target.project_toolchain`).
-    ``progress`` gets the compile progress and, for a CANN build whose runtime or PTO-ISA
-    revision is unknown, one warning line: PyPTO's runtime will not reuse binaries without
-    them.
+    ``progress`` gets the compile progress, each compile's command lines and wall time under
+    the ``verbose`` setting, and, for a CANN build whose runtime or PTO-ISA revision is
+    unknown, one warning line: PyPTO's runtime will not reuse binaries without them.
 
     Without a ``chips`` setting, the build targets every chip the ops of the programs support
     (:func:`~pypto_build.chip_build.subbuild.programs_default_chips`).
@@ -94,4 +94,5 @@ def build_project(
         cache=cache,
         launcher=launcher,
         progress=progress,
+        verbose=progress if settings.verbose else None,
     )

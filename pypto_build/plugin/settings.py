@@ -54,6 +54,7 @@ SCHEMA_ID = "https://pypto-build.invalid/schema/settings.schema.json"
 CHIP_NAMES = tuple(chip.name for chip in CHIPS)
 
 ToolchainSetting = Literal["auto", "cann", "sim"]
+BuildTypeSetting = Literal["release", "debug"]
 
 
 class SettingsError(ValueError):
@@ -77,6 +78,8 @@ _PLATFORM_TAG_PATTERN = r"^[a-z0-9_]+$"
 #: An http(s) URL with a host and no user name, password, query or fragment (the schema's
 #: approximation of :func:`~pypto_build.chip_build.remote_cache.url_problem`).
 _URL_PATTERN = r"^https?://[^/?#@\s]+(?:/[^?#\s]*)?$"
+#: A preprocessor definition as ``-D`` takes it: ``NAME`` or ``NAME=VALUE``.
+_DEFINE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(?:=.*)?$"
 
 
 def _relative_path(value: str, where: str) -> None:
@@ -134,6 +137,14 @@ def _command(value: str, where: str) -> None:
         raise SettingsError(
             f"{where}: {value!r} is not a command line ({exc}); quote as a shell does"
         ) from None
+
+
+def _define(value: str, where: str) -> None:
+    if re.fullmatch(_DEFINE_PATTERN, value) is None:
+        raise SettingsError(
+            f"{where}: '{value}' is not a definition; give NAME or NAME=VALUE (without -D), "
+            "NAME an identifier"
+        )
 
 
 def _url(value: str, where: str) -> None:
@@ -203,6 +214,7 @@ def _meta(
 _RELATIVE_PATH_SCHEMA = {"pattern": _RELATIVE_PATH_PATTERN}
 _COMMIT_SCHEMA = {"pattern": _COMMIT_PATTERN}
 _URL_SCHEMA = {"pattern": _URL_PATTERN}
+_DEFINES_SCHEMA = {"items": {"pattern": _DEFINE_PATTERN}}
 
 
 @dataclass(frozen=True)
@@ -286,6 +298,54 @@ class PyptoSettings:
             default="the CPU count, at most one per GiB of available memory",
         ),
     )
+    build_type: BuildTypeSetting = field(
+        default="release",
+        metadata=_meta(
+            "How the sim toolchain optimizes: 'release' compiles with -O2 -DNDEBUG, 'debug' "
+            "with -O0 -g (asserts kept, the tree recorded as '.' in the debug information) "
+            "for a debugger. CANN builds keep upstream's flags; use cann-cxxflags there.",
+        ),
+    )
+    sim_defines: tuple[str, ...] = field(
+        default=(),
+        metadata=_meta(
+            "Preprocessor definitions (NAME or NAME=VALUE) added to every sim compile as -DNAME.",
+            check=_define,
+            schema=_DEFINES_SCHEMA,
+            value="list of `NAME[=VALUE]`",
+            default="none",
+        ),
+    )
+    sim_cxxflags: str | None = field(
+        default=None,
+        metadata=_meta(
+            "Flags added to every sim compile and link after pypto-build's own, split as a "
+            "shell does (e.g. '-fsanitize=address -fno-omit-frame-pointer'); $CXXFLAGS comes "
+            "before them.",
+            check=_command,
+            value="flags",
+        ),
+    )
+    cann_defines: tuple[str, ...] = field(
+        default=(),
+        metadata=_meta(
+            "Preprocessor definitions (NAME or NAME=VALUE) added to every CANN compile (ccec "
+            "for kernels, the aarch64 g++ for orchestrations) as -DNAME.",
+            check=_define,
+            schema=_DEFINES_SCHEMA,
+            value="list of `NAME[=VALUE]`",
+            default="none",
+        ),
+    )
+    cann_cxxflags: str | None = field(
+        default=None,
+        metadata=_meta(
+            "Flags added to every CANN compile (ccec and the aarch64 g++) after upstream's, "
+            "split as a shell does; $CXXFLAGS is not read, being the host compiler's.",
+            check=_command,
+            value="flags",
+        ),
+    )
     runtime_root: str | None = field(
         default=None,
         metadata=_meta(
@@ -365,6 +425,14 @@ class PyptoSettings:
             schema={"exclusiveMinimum": 0, "maximum": MAX_SECONDS},
             value="seconds > 0, at most a day",
             default="`10`",
+        ),
+    )
+    verbose: bool = field(
+        default=False,
+        metadata=_meta(
+            "Print each compile's command line and wall time (and each step's time) on "
+            "stderr, as -v does; under pip, pip -v shows it.",
+            default="`false`",
         ),
     )
     strict: bool = field(

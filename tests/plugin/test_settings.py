@@ -290,6 +290,11 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "platform-tag",
         "compiler-launcher",
         "jobs",
+        "build-type",
+        "sim-defines",
+        "sim-cxxflags",
+        "cann-defines",
+        "cann-cxxflags",
         "runtime-root",
         "runtime-revision",
         "pto-isa-root",
@@ -298,6 +303,7 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "remote-cache-read-only",
         "remote-cache-fallback-url",
         "remote-cache-timeout",
+        "verbose",
         "strict",
     ]
     assert schema["additionalProperties"] is False
