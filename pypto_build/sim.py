@@ -26,8 +26,9 @@ so a program gives each rank its own region by slicing (``inp[r]``). A chip orch
 ranks each have their own tensors: an input with a leading axis of ``ranks`` gives rank r its
 ``[r]``, one of the parameter's own shape gives every rank the same; every tensor comes back
 with the rank axis. Inputs are checked before anything runs (:class:`InputError`, a
-``ValueError``). A failed run raises :class:`SimulationError` with each failed rank's error code
-and message, and its ``result``: the tensors and windows as the failure left them. A tree that
+``ValueError`` naming every problem, one per line, its ``problems`` the lines). A failed run
+raises :class:`SimulationError` with each failed rank's error code and message, and its
+``result``: the tensors and windows as the failure left them. A tree that
 differs from its ``manifest.json`` (a file changed, removed or added since the build) is not
 opened: :class:`BuildTreeError` names each file. A rank count other than the one the program's
 windows were sized for is refused before anything runs (:class:`RankCountError`, a

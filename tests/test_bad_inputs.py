@@ -198,7 +198,6 @@ CASES = (
     Bad("unknown-key", _settings("chip = 'a3'\n"), 2, "did you mean 'chips'?"),
     Bad("snake-case-key", _settings("compiler_launcher = 'x'\n"), 2, "kebab-case"),
     Bad("missing-programs", _project("[tool.pypto]\npackage = 'p'\n"), 2, "'programs'"),
-    Bad("missing-package", _project("[tool.pypto]\nprograms = ['tiny.py']\n"), 2, "'package'"),
     Bad(
         "unknown-chip",
         _project('[tool.pypto]\nprograms = ["tiny.py"]\npackage = "p"\nchips = ["a9"]\n'),

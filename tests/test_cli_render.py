@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -25,6 +26,25 @@ def test_render_writes_a_tree_per_chip(capsys: pytest.CaptureFixture[str], tmp_p
     assert stdout == f"a5: 12 files in {out / 'a5'}\n"
     assert (out / "a5/next_levels/chip_pipeline/kernel_config.py").is_file()
     assert sorted(p.name for p in out.iterdir()) == ["a5"]
+
+
+def test_verbose_render_and_lower_tell_each_step_and_its_time(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    argv = ("render", str(CHIP_PIPELINE), "--out", str(out), "--chip", "a5")
+    code, stdout, stderr = run_cli(capsys, *argv, "-v")
+    assert (code, stdout) == (ExitCode.OK, f"a5: 12 files in {out / 'a5'}\n")
+    assert re.fullmatch(
+        rf"pypto-build: lowered {re.escape(str(CHIP_PIPELINE))} for a5 \(\d+\.\d\d s\)\n"
+        rf"pypto-build: rendered 1 program\(s\) into {re.escape(str(out))} \(\d+\.\d\d s\)\n",
+        stderr,
+    )
+    code, _, stderr = run_cli(capsys, "lower", str(CHIP_PIPELINE), "--after", "all", "--verbose")
+    assert code == ExitCode.OK
+    assert stderr.startswith(f"pypto-build: parsed {CHIP_PIPELINE} (")
+    assert "pypto-build: ran the passes up to all on 1 program(s) (" in stderr
+    assert run_cli(capsys, "lower", str(CHIP_PIPELINE))[2] == ""
 
 
 def test_render_defaults_to_every_supporting_chip_and_prints_json(

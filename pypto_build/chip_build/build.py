@@ -92,13 +92,16 @@ def build(
     cache: CompileCache | None = None,
     launcher: Launcher | None = None,
     progress: TextIO | None = sys.stderr,
+    verbose: TextIO | None = None,
 ) -> BuildResult:
     """Lower ``program_files``, render a tree per chip into ``out_dir/<chip>`` and compile it.
 
     ``source_root`` is the folder inputs are recorded relative to (the project). The trees are
     rendered and compiled in a staging folder that then replaces ``out_dir`` whole
     (:mod:`.publish`): a failed or killed build leaves ``out_dir`` as it was, except that failed
-    compiles leave their logs in ``out_dir/.pypto-build-logs``. The cache, if given, remembers
+    compiles leave their logs in ``out_dir/.pypto-build-logs`` (a successful build's logs are
+    published there with the trees). ``verbose``, when given, gets each compile's command lines
+    and wall time (:func:`.compile.compile_tree`). The cache, if given, remembers
     this build's hits and misses for ``pypto-build cache stats``, and its remote tier's uploads
     have landed (or been given up) when this returns.
     """
@@ -110,7 +113,15 @@ def build(
             write_trees(trees, staging)
             try:
                 reports = _compile(
-                    staging, chips, toolchain, jobs, cache, launcher, progress, source_root
+                    staging,
+                    chips,
+                    toolchain,
+                    jobs,
+                    cache,
+                    launcher,
+                    progress,
+                    source_root,
+                    verbose,
                 )
             except BuildFailed as failed:
                 raise failed.moved(_keep_logs(staging, out_dir)) from None
@@ -136,6 +147,7 @@ def _compile(
     launcher: Launcher | None,
     progress: TextIO | None,
     source_root: Path,
+    verbose: TextIO | None,
 ) -> tuple[CompileReport, ...]:
     """Compile each chip's tree in ``staging``, in order."""
     reports = []
@@ -150,6 +162,7 @@ def _compile(
                 launcher=launcher,
                 progress=progress,
                 source_root=source_root,
+                verbose=verbose,
             )
         )
         step("compiled")

@@ -28,6 +28,7 @@ import shlex
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -184,12 +185,16 @@ def _jobs_of(
 
 
 class _Progress:
-    """One self-overwriting status line on a terminal; nothing when not on one."""
+    """One self-overwriting status line on a terminal (nothing when not on one), and, when
+    ``verbose`` is given, each compile's command lines and wall time there, printed above the
+    status line."""
 
-    def __init__(self, total: int, stream: TextIO | None) -> None:
+    def __init__(self, total: int, stream: TextIO | None, verbose: TextIO | None) -> None:
         self._total = total
         self._stream = stream if stream is not None and stream.isatty() else None
+        self._verbose = verbose
         self._started = 0
+        self._line = ""
         self._lock = threading.Lock()
 
     def start(self, job: CompileJob) -> None:
@@ -197,9 +202,23 @@ class _Progress:
             return
         with self._lock:
             self._started += 1
-            line = f"[{self._started}/{self._total}] compiling {job.source.as_posix()}"
-            self._stream.write(f"\r{line}\x1b[K")
+            self._line = f"[{self._started}/{self._total}] compiling {job.source.as_posix()}"
+            self._stream.write(f"\r{self._line}\x1b[K")
             self._stream.flush()
+
+    def done(self, text: str) -> None:
+        """Print ``text`` (lines) for the verbose reader, keeping the status line below it."""
+        if self._verbose is None:
+            return
+        with self._lock:
+            if self._stream is not None and self._line:
+                self._stream.write("\r\x1b[K")
+                self._stream.flush()
+            self._verbose.write(text)
+            self._verbose.flush()
+            if self._stream is not None and self._line:
+                self._stream.write(self._line)
+                self._stream.flush()
 
     def close(self) -> None:
         if self._stream is not None and self._started:
@@ -351,6 +370,7 @@ def compile_tree(
     log: Path | None = None,
     progress: TextIO | None = sys.stderr,
     source_root: Path | None = None,
+    verbose: TextIO | None = None,
 ) -> CompileReport:
     """Compile every source of the chip tree ``tree`` (``<out>/<chip>``) with ``toolchain``.
 
@@ -363,7 +383,9 @@ def compile_tree(
     manifest are untouched, and :class:`BuildFailed` is raised. Either way the log
     (default :func:`default_log_path`) records every command and the compilers' output. A
     failure in a copied external kernel names the user's file (under ``source_root``, the
-    project) rather than the tree's copy (:mod:`.source_origins`).
+    project) rather than the tree's copy (:mod:`.source_origins`). ``progress`` gets a status
+    line when it is a terminal; ``verbose``, when given, each compile's command lines (as the
+    log has them) and wall time as it finishes.
     """
     log = default_log_path(tree, chip) if log is None else log
     catalog_chip = get_chip(chip)
@@ -371,11 +393,21 @@ def compile_tree(
     all_jobs = _jobs_of(tree, chip, configs)
     identity = toolchain.identity()
     compiler = _Compiler(toolchain, identity, cache, launcher, FileDigests(), _Folders())
-    status = _Progress(len(all_jobs), progress)
+    status = _Progress(len(all_jobs), progress, verbose)
     origins = source_origins(tree, source_root)
 
     def run(job: CompileJob) -> CompileResult | str:
         status.start(job)
+        started = time.perf_counter()
+        outcome = compile_one(job)
+        if verbose is not None:
+            seconds = time.perf_counter() - started
+            head, *rest = _job_lines(job, outcome, launcher)
+            title = f"pypto-build: {chip}: {head.removeprefix('== ')} ({seconds:.2f} s)"
+            status.done("".join(f"{line}\n" for line in (title, *rest)))
+        return outcome
+
+    def compile_one(job: CompileJob) -> CompileResult | str:
         try:
             return compiler(job)
         except CompileError as exc:
@@ -483,20 +515,28 @@ def _write_log(
     launcher: Launcher | None,
 ) -> None:
     lines = [f"pypto-build compile log: {header}"]
-    prefix = () if launcher is None else launcher.argv
     for job, outcome in zip(jobs, outcomes, strict=True):
-        source = job.source.as_posix()
-        if isinstance(outcome, str):
-            lines += [f"== {source}: FAILED", outcome.rstrip("\n")]
-            continue
-        state = "compiled"
-        if outcome.cached:
-            state = "cache hit (remote)" if outcome.remote else "cache hit"
-        lines.append(f"== {source}: {state} -> {outcome.artifact.as_posix()}")
-        directory = job.source.parent.as_posix()
-        for step in outcome.plan.steps:
-            argv = (*prefix, *step.argv) if step.compiles else step.argv
-            lines.append(f"$ (cd {directory} && {shlex.join(argv)})")
-        if outcome.output:
-            lines.append(outcome.output.rstrip("\n"))
+        lines += _job_lines(job, outcome, launcher)
     atomic_write_text(log, "\n".join(lines) + "\n")
+
+
+def _job_lines(
+    job: CompileJob, outcome: CompileResult | str, launcher: Launcher | None
+) -> list[str]:
+    """The log's lines for one compile: ``== <source>: <what happened>``, each command line
+    run in the source's folder, and what the compiler printed."""
+    source = job.source.as_posix()
+    if isinstance(outcome, str):
+        return [f"== {source}: FAILED", outcome.rstrip("\n")]
+    state = "compiled"
+    if outcome.cached:
+        state = "cache hit (remote)" if outcome.remote else "cache hit"
+    lines = [f"== {source}: {state} -> {outcome.artifact.as_posix()}"]
+    prefix = () if launcher is None else launcher.argv
+    directory = job.source.parent.as_posix()
+    for step in outcome.plan.steps:
+        argv = (*prefix, *step.argv) if step.compiles else step.argv
+        lines.append(f"$ (cd {directory} && {shlex.join(argv)})")
+    if outcome.output:
+        lines.append(outcome.output.rstrip("\n"))
+    return lines

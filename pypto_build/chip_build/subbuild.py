@@ -146,6 +146,21 @@ def default_chips(path: Path) -> tuple[str, ...]:
     return chips
 
 
+def programs_default_chips(paths: Sequence[Path]) -> tuple[str, ...]:
+    """The chips every file of ``paths`` can be built for (:func:`default_chips` of each, in
+    the catalog's order): what a build targets when no chip is named."""
+    supported = [default_chips(path) for path in paths]
+    chips = tuple(chip for chip in supported[0] if all(chip in other for other in supported))
+    if not chips:
+        raise RenderError(
+            "no chip supports the builtins of every program file: "
+            + "; ".join(
+                f"{path}: {', '.join(found)}" for path, found in zip(paths, supported, strict=True)
+            )
+        )
+    return chips
+
+
 @dataclass(frozen=True)
 class ChipTree:
     """The planned content of one chip's tree (without its manifest)."""

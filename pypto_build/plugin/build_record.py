@@ -244,7 +244,8 @@ def record_key(project: Path, settings: PyptoSettings) -> str:
         "project": str(project.resolve()),
         "pypto_build": pypto_build.__version__,
         "python": sys.version,
-        "settings": dataclasses.asdict(settings),
+        # What a build prints changes nothing it makes.
+        "settings": dataclasses.asdict(dataclasses.replace(settings, verbose=False)),
     }
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), default=list)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

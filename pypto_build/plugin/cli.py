@@ -23,10 +23,13 @@ from pypto_build.plugin.cli_common import (
     UsageError,
     add_chip_option,
     add_json_option,
+    add_verbose_option,
     describe_os_error,
     print_error,
     print_json,
     print_warnings,
+    timed,
+    verbose_stream,
 )
 
 if TYPE_CHECKING:
@@ -169,6 +172,7 @@ def _parser() -> argparse.ArgumentParser:
     add_chip_option(
         lower, "lower for a build targeting CHIP (repeatable; default: any chip)", repeatable=True
     )
+    add_verbose_option(lower, "print the time of parsing and of the passes on stderr")
     lower.set_defaults(command=_lower)
     _add_render(commands)
     _add_check_render(commands)
@@ -196,6 +200,7 @@ def _add_program_options(parser: argparse.ArgumentParser) -> None:
         help="the folder input paths are recorded relative to (default: PATH's folder)",
     )
     add_json_option(parser)
+    add_verbose_option(parser, "print each step and its time on stderr")
 
 
 def _add_render(commands: Subparsers) -> None:
@@ -248,15 +253,19 @@ def _lower(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.path}: {problem}")
     chips = tuple(dict.fromkeys(args.chips))
     pipeline = None if args.after is None else _pipeline(args.after, chips)
-    programs = parse_file(args.path)
+    verbose = verbose_stream(args)
+    with timed(verbose, f"parsed {args.path}"):
+        programs = parse_file(args.path)
     if not programs:
         print_error(f"{args.path} defines no @pl.program class")
         return ExitCode.PROGRAM_ERROR
     selected = _select(programs, args.class_name, args.path)
-    if args.after == "all":
-        selected = list(lower_programs(selected, chips))
-    elif pipeline is not None:
-        selected = [pipeline.run(program) for program in selected]
+    if args.after is not None:
+        with timed(verbose, f"ran the passes up to {args.after} on {len(selected)} program(s)"):
+            if args.after == "all":
+                selected = list(lower_programs(selected, chips))
+            elif pipeline is not None:
+                selected = [pipeline.run(program) for program in selected]
     text = print_programs(selected)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return ExitCode.OK
@@ -301,7 +310,8 @@ def _program_inputs(
     if not source_root.is_dir():
         raise UsageError(f"--source-root: {args.source_root}: no such directory")
     chips = tuple(dict.fromkeys(args.chips)) or default_chips(path)
-    programs = lower_file(path, chips)
+    with timed(verbose_stream(args), f"lowered {path} for {', '.join(chips)}"):
+        programs = lower_file(path, chips)
     if not programs:
         raise NoPrograms(path)
     return path, source_root, chips, programs
@@ -329,7 +339,8 @@ def _render(args: argparse.Namespace) -> int:
 
     _, source_root, chips, programs = _program_inputs(args)
     out = Path(args.out)
-    result = render_subbuilds(programs, chips, out, source_root=source_root)
+    with timed(verbose_stream(args), f"rendered {len(programs)} program(s) into {out}"):
+        result = render_subbuilds(programs, chips, out, source_root=source_root)
     print_warnings(result.warnings)
     if args.json:
         summary = {"out": str(out), "chips": {chip: list(result.paths(chip)) for chip in chips}}
@@ -349,15 +360,16 @@ def _check_render(args: argparse.Namespace) -> int:
     against = None if args.against is None else Path(args.against)
     if against is not None and not against.is_dir():
         raise UsageError(f"--against: {args.against}: no such directory")
-    result = check_render(
-        path,
-        programs,
-        chips,
-        source_root=source_root,
-        report_dir=Path(args.report),
-        against=against,
-        diffoscope=find_diffoscope(),
-    )
+    with timed(verbose_stream(args), "rendered and compared the trees"):
+        result = check_render(
+            path,
+            programs,
+            chips,
+            source_root=source_root,
+            report_dir=Path(args.report),
+            against=against,
+            diffoscope=find_diffoscope(),
+        )
     if args.json:
         print_json(result.to_json())
     else:

@@ -24,6 +24,7 @@ from pypto_build.plugin.cli_common import (
     UsageError,
     add_chip_option,
     add_json_option,
+    add_verbose_option,
     print_error,
     print_json,
     print_warnings,
@@ -115,6 +116,11 @@ def _add_build(commands: Subparsers) -> None:
         help="also write a Make-style dependency file listing every input, for the --stamp FILE",
     )
     add_json_option(parser)
+    add_verbose_option(
+        parser,
+        "print each compile's command lines and wall time on stderr (setting verbose); the "
+        "log is OUT/.pypto-build-logs/<chip>.log",
+    )
     parser.set_defaults(command=_build)
 
 
@@ -258,6 +264,8 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
         settings = override(
             settings, "--launcher", "compiler_launcher", args.launcher.strip() or None
         )
+    if args.verbose:
+        settings = override(settings, "--verbose", "verbose", True)
     return project, _with_runtime_root(settings, args.runtime_root)
 
 
@@ -269,7 +277,8 @@ def _program_settings(
     Unless the chips are ``chosen`` on the command line, they default to those the builtins of
     every file support, as for render (finding them lowers each file once more).
     """
-    from pypto_build.chip_build.subbuild import default_chips
+    from pypto_build.chip_build.errors import RenderError
+    from pypto_build.chip_build.subbuild import programs_default_chips
     from pypto_build.plugin.settings import PyptoSettings, apply_environment
 
     root = files[0].parent if source_root is None else Path(source_root)
@@ -288,10 +297,10 @@ def _program_settings(
             ) from None
     settings = PyptoSettings(programs=tuple(dict.fromkeys(relative)))
     if not chosen:
-        supported = [default_chips(path) for path in files]
-        chips = tuple(chip for chip in supported[0] if all(chip in other for other in supported))
-        if not chips:
-            raise UsageError("no chip supports the builtins of every program file; choose --chip")
+        try:
+            chips = programs_default_chips(files)
+        except RenderError as err:
+            raise UsageError(f"{err}; choose --chip") from None
         settings = dataclasses.replace(settings, chips=chips)
     return root, apply_environment(settings)
 
@@ -416,14 +425,14 @@ def _cache_prune(args: argparse.Namespace) -> int:
 
 def _doctor(args: argparse.Namespace) -> int:
     from pypto_build.plugin.project_target import target_settings
-    from pypto_build.plugin.settings import SettingsError
+    from pypto_build.plugin.settings import CHIP_NAMES, SettingsError
 
     try:
         project, settings = _doctor_settings(args.project)
     except SettingsError as err:
         raise UsageError(str(err)) from None
     settings = _with_runtime_root(settings, args.runtime_root)
-    report = _doctor_report(target_settings(project, settings), settings.chips)
+    report = _doctor_report(target_settings(project, settings), settings.chips or CHIP_NAMES)
     if args.json:
         print_json(report)
     else:

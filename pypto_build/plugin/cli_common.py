@@ -12,11 +12,13 @@ command module can use it without cycles.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import json
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from pypto_build import PROG as PROG
 
@@ -59,6 +61,27 @@ def add_json_option(
 ) -> None:
     """``--json``: print a document for machines instead of the human summary."""
     parser.add_argument("--json", action="store_true", help=help)
+
+
+def add_verbose_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``-v``/``--verbose``: say on stderr what the command does and how long each step
+    takes."""
+    parser.add_argument("-v", "--verbose", action="store_true", help=help)
+
+
+def verbose_stream(args: argparse.Namespace) -> TextIO | None:
+    """stderr under ``--verbose``, else None: where a command's steps are told."""
+    return sys.stderr if args.verbose else None
+
+
+@contextlib.contextmanager
+def timed(stream: TextIO | None, what: str) -> Iterator[None]:
+    """Print ``pypto-build: <what> (<seconds> s)`` on ``stream`` once the block has run
+    (nothing without a stream, or when the block fails: its error says enough)."""
+    started = time.perf_counter()
+    yield
+    if stream is not None:
+        print(f"{PROG}: {what} ({time.perf_counter() - started:.2f} s)", file=stream, flush=True)
 
 
 def add_chip_option(parser: argparse.ArgumentParser, help: str, *, repeatable: bool) -> None:

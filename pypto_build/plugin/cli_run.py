@@ -7,12 +7,15 @@ as a 0-d array; ``Out`` tensors and a chip orchestration's windows optional; a c
 orchestration's per-rank values with a leading rank axis), and the run's tensors and windows go
 into another: the parameters under their names, a HOST orchestrator's window buffers under
 ``window/<name>`` (a key no parameter can have), and after a failure the error under
-``run/error`` beside whatever the run had left. The outcome is printed as a short summary or,
-with ``--json``, as a document for machines with every dispatch's wall time. A run that fails on
-a rank exits 1 with each failed rank's error code and message, as does a host without a
-compiler for the runtime; a build directory the simulator cannot run or inputs that do not match
-the program's parameters (missing, unknown, or of the wrong shape or element type) are usage
-errors (exit 2). The simulator is imported only when the command runs.
+``run/error`` beside whatever the run had left. The outcome is printed as a summary line, a
+table per rank and a table of the outputs (:mod:`.run_report`) or, with ``--json``, as a
+document for machines with every dispatch's wall time; ``--expected`` compares outputs with an
+``.npz`` of the same keys and exits 1 when one differs. A run that fails on a rank exits 1 with
+each failed rank's error code and message, as does a host without a compiler for the runtime;
+a build directory the simulator cannot run, inputs that do not match the program's parameters
+(missing, unknown, or of the wrong shape or element type: every problem at once) and an
+expected name that is no output are usage errors (exit 2). The simulator is imported only when
+the command runs.
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ from pypto_build.plugin.cli_common import (
     UsageError,
     add_chip_option,
     add_json_option,
+    add_verbose_option,
     print_error,
     print_json,
+    timed,
+    verbose_stream,
     whole_number,
 )
 
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from pypto_build.plugin.cli_common import Subparsers
+    from pypto_build.plugin.run_report import Comparison
     from pypto_build.sim import DispatchRecord, SimProgram, SimResult, SimulationError
 
 
@@ -83,12 +90,21 @@ def register(commands: Subparsers) -> None:
         help="write every tensor parameter and window after the run here (also after a failure)",
     )
     parser.add_argument(
+        "--expected",
+        metavar="FILE.npz",
+        help=(
+            "compare the outputs with these arrays, by the keys --out writes (exit 1 when one "
+            "differs)"
+        ),
+    )
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         metavar="S",
         help="seconds one kernel wait may take (default: $PYPTO_SIM_TIMEOUT_S, else 10)",
     )
     add_json_option(parser)
+    add_verbose_option(parser, "print each dispatch as it ran, and the time of each step")
     parser.set_defaults(command=_run)
 
 
@@ -139,13 +155,17 @@ def _run(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.toolchains import ToolchainError
     from pypto_build.sim import BuildTreeError, SimProgram, SimulationError
 
+    verbose = verbose_stream(args)
     try:
-        program = SimProgram.open(args.build, chip=args.chip, program=args.program)
+        with timed(verbose, f"opened {args.build}"):
+            program = SimProgram.open(args.build, chip=args.chip, program=args.program)
     except BuildTreeError as exc:
         raise UsageError(str(exc)) from None
-    inputs = _read_inputs(args.inputs)
+    inputs = _read_arrays(args.inputs, "inputs")
+    expected = _read_arrays(args.expected, "expected outputs")
     try:
-        result = program.run(inputs, ranks=args.ranks, timeout=_timeout(args))
+        with timed(verbose, f"ran {program.name} on {args.ranks} simulated ranks"):
+            result = program.run(inputs, ranks=args.ranks, timeout=_timeout(args))
     except SimulationError as exc:
         if args.out is not None:
             _write_outputs(Path(args.out), exc.result, exc)
@@ -156,10 +176,48 @@ def _run(args: argparse.Namespace) -> int:
         return ExitCode.PROGRAM_ERROR
     except (ValueError, IndexError) as exc:  # inputs that do not fit the program's parameters
         raise UsageError(str(exc)) from None
+    if verbose is not None:
+        for record in result.dispatches:
+            print(f"{PROG}: {_dispatch_line(record)}", file=verbose)
     if args.out is not None:
         _write_outputs(Path(args.out), result, None)
-    _report_success(args, program, result)
+    comparisons = _compare(args, result, expected)
+    _report_success(args, program, result, comparisons)
+    if any(not comparison.equal for comparison in comparisons):
+        differing = ", ".join(c.name for c in comparisons if not c.equal)
+        print_error(f"outputs differ from {args.expected}: {differing}")
+        return ExitCode.PROGRAM_ERROR
     return ExitCode.OK
+
+
+def _dispatch_line(record: DispatchRecord) -> str:
+    """One dispatch as ``-v`` prints it."""
+    what = "skipped" if record.skipped else f"{record.tasks} tasks, code {record.code}"
+    return (
+        f"rank {record.rank} dispatch {record.index} {record.next_level}: {what} "
+        f"({record.seconds * 1000:.2f} ms)"
+    )
+
+
+def _compare(
+    args: argparse.Namespace,
+    result: SimResult,
+    expected: Mapping[str, npt.NDArray[np.generic]],
+) -> list[Comparison]:
+    """The outputs against ``--expected`` (none without it); a name that is no output is a
+    usage error listing the outputs."""
+    from pypto_build.plugin.run_report import compare
+
+    if args.expected is None:
+        return []
+    outputs = output_arrays(result, None)
+    unknown = sorted(set(expected) - set(outputs))
+    if unknown:
+        raise UsageError(
+            f"{args.expected}: {', '.join(unknown)}: not an output of the run (outputs: "
+            f"{', '.join(outputs) or 'none'})"
+        )
+    return compare(expected, outputs)
 
 
 #: The ``.npz`` key of a window buffer a HOST orchestrator allocated, and of a failed run's
@@ -195,7 +253,9 @@ def _write_outputs(path: Path, result: SimResult | None, failure: SimulationErro
         np.savez(stream, **arrays)
 
 
-def _read_inputs(path: str | None) -> dict[str, npt.NDArray[np.generic]]:
+def _read_arrays(path: str | None, what: str) -> dict[str, npt.NDArray[np.generic]]:
+    """The arrays of the ``.npz`` file ``path`` (none without one); ``what`` they are names
+    them in an error."""
     import numpy as np
 
     if path is None:
@@ -204,7 +264,7 @@ def _read_inputs(path: str | None) -> dict[str, npt.NDArray[np.generic]]:
         with np.load(path, allow_pickle=False) as archive:
             return {name: archive[name] for name in sorted(archive.files)}
     except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read the inputs: {exc}") from None
+        raise UsageError(f"{path}: cannot read the {what}: {exc}") from None
 
 
 def _summary(args: argparse.Namespace, program: SimProgram) -> dict[str, object]:
@@ -245,15 +305,37 @@ def _result_json(result: SimResult) -> dict[str, object]:
     }
 
 
-def _report_success(args: argparse.Namespace, program: SimProgram, result: SimResult) -> None:
+def _print_ranks(records: tuple[DispatchRecord, ...], ranks: int) -> None:
+    from pypto_build.plugin.run_report import rank_rows, table
+
+    header = ("rank", "dispatches", "tasks", "time", "failed")
+    print("\n".join(table(header, rank_rows(records, ranks))))
+
+
+def _report_success(
+    args: argparse.Namespace,
+    program: SimProgram,
+    result: SimResult,
+    comparisons: list[Comparison],
+) -> None:
+    from pypto_build.plugin.run_report import output_rows, table
+
     if args.json:
-        print_json({**_summary(args, program), "status": "ok", **_result_json(result)})
+        document = {**_summary(args, program), "status": "ok", **_result_json(result)}
+        if args.expected is not None:
+            document["expected"] = {c.name: c.to_json() for c in comparisons}
+            if any(not comparison.equal for comparison in comparisons):
+                document["status"] = "mismatch"
+        print_json(document)
         return
     tasks = sum(record.tasks for record in result.dispatches)
     print(
         f"{program.name} ({program.build.chip.name}) ran on {args.ranks} simulated ranks: "
         f"{len(result.dispatches)} dispatches, {tasks} kernel tasks"
     )
+    _print_ranks(result.dispatches, args.ranks)
+    header = ("output", "shape", "dtype", *(("expected",) if comparisons else ()))
+    print("\n".join(table(header, output_rows(output_arrays(result, None), comparisons))))
     for record in result.dispatches:
         for line in record.log:
             print(f"  rank {record.rank} {record.next_level}: {line}")
@@ -286,6 +368,8 @@ def _report_failure(
         if failure.result is not None:
             document.update(_result_json(failure.result))
         print_json(document)
+    else:
+        _print_ranks(failure.dispatches, args.ranks)
     print(f"{PROG}: the simulated run failed on {len(errors)} rank(s):", file=sys.stderr)
     for error in errors:
         print(f"  {error}", file=sys.stderr)

@@ -1,10 +1,12 @@
 """The hatchling build hook: ``pip wheel`` of a model package builds its kernels and ships them
 (DESIGN §1, §10).
 
-A model package turns the hook on with an empty ``[tool.hatch.build.targets.wheel.hooks.pypto]``
-table and lists ``pypto-build`` in ``build-system.requires``; the hook reads ``[tool.pypto]``
-(:mod:`pypto_build.plugin.settings`, with the ``PYPTO_*`` environment overrides, since hatchling
-hands hooks no ``config_settings``) and runs the engine.
+A model package turns the hook on with ``build-backend = "pypto_build.backend"``
+(:mod:`pypto_build.backend`), or under ``hatchling.build`` with an empty
+``[tool.hatch.build.targets.wheel.hooks.pypto]`` table, and lists ``pypto-build`` in
+``build-system.requires``; the hook reads ``[tool.pypto]`` (:mod:`pypto_build.plugin.settings`,
+with the ``PYPTO_*`` environment overrides and, under that backend, the front end's ``-C``
+config settings, which hatchling itself hands hooks none of) and runs the engine.
 
 * **Wheel target only.** An sdist ships the program files and kernel sources, never build
   output; the hook does nothing for any other target.
@@ -38,7 +40,7 @@ hands hooks no ``config_settings``) and runs the engine.
 
 Every failure is raised as :class:`PyptoBuildError`, whose message is what the user must read:
 the settings key path at fault, a program diagnostic in compiler style, or the failed compiles
-with the log's path. hatchling (and pip) print it.
+with the log's path. It ends the backend's process with that message and no traceback.
 """
 
 from __future__ import annotations
@@ -75,8 +77,22 @@ HATCH_HOOK_KEYS = frozenset(
 DEVICE_PLATFORM = "any"
 
 
-class PyptoBuildError(Exception):
-    """The kernels could not be built; the message says why and what to change."""
+class PyptoBuildError(SystemExit):
+    """The kernels could not be built; the message says why and what to change.
+
+    A :class:`SystemExit` whose code is the message: every front end runs a PEP 517 backend in
+    a process of its own (pip, build and uv through ``pyproject_hooks``, hatch through
+    ``hatchling build``), none of which catches it, so that process prints the message alone
+    to stderr and exits with status 1, and the front end fails the build showing it. Any other
+    exception would print a Python traceback above the message.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def host_platform_tag() -> str:
@@ -137,6 +153,33 @@ def source_folder(root: Path, sources: Mapping[str, str], package: str) -> Path 
         if path.parent.is_dir():
             return path
     return None
+
+
+#: The folder of the wheel's import package that the chip trees go to when ``package`` is not
+#: set: ``my_model/_kernels`` for the package ``my_model``.
+KERNELS_FOLDER = "_kernels"
+
+
+def default_package(config: BuilderConfig, project_name: str) -> str:
+    """``<import package>/_kernels``, the import package being the one hatchling ships (its
+    ``packages`` setting, else the folder its default file selection finds for the project's
+    name), as a path in the wheel. Several packages: the one named like the project; none
+    (a single-module project), or several with none of the project's name, is a
+    :class:`~pypto_build.plugin.settings.SettingsError` asking for ``package``."""
+    from pypto_build.plugin.settings import TABLE, SettingsError
+
+    packages = [config.get_distribution_path(package) for package in config.packages]
+    if len(packages) > 1:
+        named = project_name.replace("-", "_").replace(".", "_").lower()
+        packages = [p for p in packages if PurePosixPath(p).name.lower() == named] or packages
+    if len(packages) != 1:
+        found = ", ".join(packages) or "none"
+        raise SettingsError(
+            f"{TABLE}: missing key 'package'; the wheel's import package cannot be told "
+            f"(packages: {found}), so say where the kernels go, such as "
+            f'package = "my_model/{KERNELS_FOLDER}"'
+        )
+    return f"{PurePosixPath(packages[0]).as_posix()}/{KERNELS_FOLDER}"
 
 
 #: The engine's failures a user must read, by module and class, in the order they are matched:
@@ -253,9 +296,11 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         return f"tool.hatch.build.hooks.{PLUGIN_NAME}"
 
     def _settings(self) -> PyptoSettings:
+        from pypto_build.plugin.config_settings import current
         from pypto_build.plugin.settings import (
             TABLE,
             SettingsError,
+            apply_config_settings,
             apply_environment,
             pypto_table,
             settings_from_table,
@@ -276,13 +321,15 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 f"pyproject.toml: no [{TABLE}] table; the {PLUGIN_NAME} build hook needs one "
                 "naming at least the program files and the package the kernels go to"
             )
-        return apply_environment(settings_from_table(table))
+        settings = apply_environment(settings_from_table(table), warn=self._warn)
+        return apply_config_settings(settings, current(), warn=self._warn)
 
-    @staticmethod
-    def _package(settings: PyptoSettings) -> str:
-        # A [tool.pypto] table always names one: settings_from_table requires the key.
-        assert settings.package is not None
-        return PurePosixPath(settings.package).as_posix()
+    def _package(self, settings: PyptoSettings) -> str:
+        """Where the chip trees go in the wheel: the ``package`` setting, else ``_kernels``
+        in the wheel's own import package (:func:`default_package`)."""
+        if settings.package is not None:
+            return PurePosixPath(settings.package).as_posix()
+        return default_package(self.build_config, self.metadata.core.name)
 
     def _build_wheel_files(
         self, settings: PyptoSettings, package: str, scratch: Path
@@ -296,8 +343,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 self._reused(unchanged)
                 return unchanged.toolchain.name, shipped
         out = scratch / "kernels"
-        self._full_build(settings, out, unchanged)
-        return unchanged.toolchain.name, wheel_files(out, settings.chips, package)
+        chips = self._full_build(settings, out, unchanged)
+        return unchanged.toolchain.name, wheel_files(out, chips, package)
 
     def _build(self, settings: PyptoSettings, out: Path) -> None:
         """Build the kernels into the folder ``out`` (``out/<chip>``)."""
@@ -316,15 +363,18 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
 
         project = Path(self.root)
         toolchain = project_toolchain(project, settings)
-        chips = ", ".join(settings.chips)
+        chips = ", ".join(settings.chips or ["every chip the programs' ops support"])
         self.app.display_waiting(f"{PLUGIN_NAME}: building kernels for {chips} ({toolchain.name})")
         unchanged = unchanged_build(project, settings, toolchain, warn=self._warn)
         if unchanged.changed is not None:
             self.app.display_info(f"{PLUGIN_NAME}: {unchanged.changed} since the last build")
         return unchanged
 
-    def _full_build(self, settings: PyptoSettings, out: Path, unchanged: Unchanged) -> None:
-        """Lower, render and compile into ``out``, and record the build for the next one."""
+    def _full_build(
+        self, settings: PyptoSettings, out: Path, unchanged: Unchanged
+    ) -> tuple[str, ...]:
+        """Lower, render and compile into ``out``, and record the build for the next one; the
+        chips built."""
         from pypto_build.chip_build.compile import BuildFailed
         from pypto_build.plugin.last_build import remember
         from pypto_build.plugin.project_build import build_project, project_cache
@@ -351,6 +401,7 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 f"from cache ({report.toolchain} {report.toolchain_version})"
             )
         remember(unchanged, project, result)
+        return tuple(report.chip for report in result.reports)
 
     def _reused(self, unchanged: Unchanged) -> None:
         """Say what a build that changed nothing shipped, and count it in the compile cache's

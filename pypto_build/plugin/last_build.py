@@ -17,6 +17,7 @@ from pypto_build.plugin.build_record import (
     toolchain_description,
 )
 from pypto_build.plugin.record_store import RecordStore
+from pypto_build.plugin.settings import CHIP_NAMES
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.build import BuildResult
@@ -60,7 +61,9 @@ def unchanged_build(
     cache_root = default_cache_dir()
     store = RecordStore(cache_root, warn=warn)
     key = record_key(project, settings)
-    state = toolchain_description(toolchain, settings.chips)
+    # Without a chips setting, the chips are known only once the programs are lowered: the
+    # toolchain is described for every chip it could build.
+    state = toolchain_description(toolchain, settings.chips or CHIP_NAMES)
     previous = store.load(key)
     changed = None if previous is None else previous.changed(state)
     return Unchanged(toolchain, state, cache_root, store, key, previous, changed)

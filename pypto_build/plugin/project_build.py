@@ -18,6 +18,7 @@ from pypto_build.chip_build.build import BuildResult, build
 from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
+from pypto_build.chip_build.subbuild import programs_default_chips
 from pypto_build.chip_build.toolchains import (
     CannToolchain,
     Toolchain,
@@ -63,15 +64,19 @@ def build_project(
 ) -> BuildResult:
     """Lower, render and compile the programs of ``project`` into ``out_dir/<chip>`` as
     ``settings`` say, with ``toolchain`` (from :func:`.project_target.project_toolchain`).
-    ``progress`` gets the compile progress and, for a CANN build whose runtime or PTO-ISA
-    revision is unknown, one warning line: PyPTO's runtime will not reuse binaries without
-    them.
+    ``progress`` gets the compile progress, each compile's command lines and wall time under
+    the ``verbose`` setting, and, for a CANN build whose runtime or PTO-ISA revision is
+    unknown, one warning line: PyPTO's runtime will not reuse binaries without them.
+
+    Without a ``chips`` setting, the build targets every chip the ops of the programs support
+    (:func:`~pypto_build.chip_build.subbuild.programs_default_chips`).
 
     Raises what the engine raises: ``SettingsError`` for a missing program file,
     ``ProgramError`` for a mistake in a program, ``RenderError``, ``ToolchainError`` and
     ``BuildFailed``.
     """
     paths = program_paths(project, settings)
+    chips = settings.chips or programs_default_chips(paths)
     if isinstance(toolchain, CannToolchain) and progress is not None:
         unknown = toolchain.target.unknown_revisions()
         if unknown is not None:
@@ -81,7 +86,7 @@ def build_project(
     jobs = settings.jobs or launcher_jobs(launcher) or default_jobs()
     return build(
         paths,
-        chips=settings.chips,
+        chips=chips,
         out_dir=out_dir,
         source_root=project,
         toolchain=toolchain,
@@ -89,4 +94,5 @@ def build_project(
         cache=cache,
         launcher=launcher,
         progress=progress,
+        verbose=progress if settings.verbose else None,
     )

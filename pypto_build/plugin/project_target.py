@@ -7,6 +7,7 @@ the engine must run; :mod:`.project_build` builds with the same answers.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,14 @@ def project_toolchain(project: Path, settings: PyptoSettings) -> Toolchain:
     (raises :class:`~pypto_build.chip_build.toolchains.ToolchainError`)."""
     # The selection's own module: the toolchains package's other parts (compiler launchers)
     # are not needed to choose one.
+    from pypto_build.chip_build.toolchains.extra_flags import cann_flags, sim_flags
     from pypto_build.chip_build.toolchains.select import select_toolchain
 
-    return select_toolchain(settings.toolchain, target=target_settings(project, settings))
+    return select_toolchain(
+        settings.toolchain,
+        target=target_settings(project, settings),
+        sim_extra=sim_flags(
+            settings.sim_defines, settings.sim_cxxflags, settings.build_type, os.environ
+        ),
+        cann_extra=cann_flags(settings.cann_defines, settings.cann_cxxflags),
+    )

@@ -51,9 +51,10 @@ SCHEMA_PATH = Path(__file__).with_name("settings.schema.json")
 #: The schema's identifier. validate-pyproject keys every registered schema by its ``$id``;
 #: nothing is ever fetched from it.
 SCHEMA_ID = "https://pypto-build.invalid/schema/settings.schema.json"
-_CHIP_NAMES = tuple(chip.name for chip in CHIPS)
+CHIP_NAMES = tuple(chip.name for chip in CHIPS)
 
 ToolchainSetting = Literal["auto", "cann", "sim"]
+BuildTypeSetting = Literal["release", "debug"]
 
 
 class SettingsError(ValueError):
@@ -77,6 +78,8 @@ _PLATFORM_TAG_PATTERN = r"^[a-z0-9_]+$"
 #: An http(s) URL with a host and no user name, password, query or fragment (the schema's
 #: approximation of :func:`~pypto_build.chip_build.remote_cache.url_problem`).
 _URL_PATTERN = r"^https?://[^/?#@\s]+(?:/[^?#\s]*)?$"
+#: A preprocessor definition as ``-D`` takes it: ``NAME`` or ``NAME=VALUE``.
+_DEFINE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(?:=.*)?$"
 
 
 def _relative_path(value: str, where: str) -> None:
@@ -87,9 +90,9 @@ def _relative_path(value: str, where: str) -> None:
 
 
 def _chip(value: str, where: str) -> None:
-    if value not in _CHIP_NAMES:
+    if value not in CHIP_NAMES:
         raise SettingsError(
-            f"{where}: unknown chip '{value}'; valid chips: {', '.join(_CHIP_NAMES)}"
+            f"{where}: unknown chip '{value}'; valid chips: {', '.join(CHIP_NAMES)}"
         )
 
 
@@ -134,6 +137,14 @@ def _command(value: str, where: str) -> None:
         raise SettingsError(
             f"{where}: {value!r} is not a command line ({exc}); quote as a shell does"
         ) from None
+
+
+def _define(value: str, where: str) -> None:
+    if re.fullmatch(_DEFINE_PATTERN, value) is None:
+        raise SettingsError(
+            f"{where}: '{value}' is not a definition; give NAME or NAME=VALUE (without -D), "
+            "NAME an identifier"
+        )
 
 
 def _url(value: str, where: str) -> None:
@@ -203,6 +214,7 @@ def _meta(
 _RELATIVE_PATH_SCHEMA = {"pattern": _RELATIVE_PATH_PATTERN}
 _COMMIT_SCHEMA = {"pattern": _COMMIT_PATTERN}
 _URL_SCHEMA = {"pattern": _URL_PATTERN}
+_DEFINES_SCHEMA = {"items": {"pattern": _DEFINE_PATTERN}}
 
 
 @dataclass(frozen=True)
@@ -225,22 +237,26 @@ class PyptoSettings:
         default=None,
         metadata=_meta(
             "Where the chip trees land inside the wheel, as <package>/<chip>/ (a package path "
-            "such as 'moe/_kernels'); an editable install builds them into its source folder.",
+            "such as 'moe/_kernels'); an editable install builds them into its source folder. "
+            "Only a wheel reads it.",
             check=_relative_path,
-            required=True,
             schema=_RELATIVE_PATH_SCHEMA,
             value="package path",
+            default="`<import package>/_kernels`, the import package being the one hatchling "
+            'puts in the wheel (`my_model/_kernels` for `packages = ["src/my_model"]`)',
         ),
     )
-    chips: tuple[str, ...] = field(
-        default=_CHIP_NAMES,
+    chips: tuple[str, ...] | None = field(
+        default=None,
         metadata=_meta(
-            "Chips to build a sub-build for; each gets <package>/<chip>/ in the wheel.",
+            "Chips to build a sub-build for; each gets <package>/<chip>/ in the wheel. A chip "
+            "that an op of the programs does not support is an error naming the op.",
             check=_chip,
             unique=True,
             non_empty=True,
-            schema={"items": {"enum": list(_CHIP_NAMES)}},
-            value="list of " + "/".join(f"`{name}`" for name in _CHIP_NAMES),
+            schema={"items": {"enum": list(CHIP_NAMES)}},
+            value="list of " + "/".join(f"`{name}`" for name in CHIP_NAMES),
+            default="every chip that all the ops of the programs support",
         ),
     )
     toolchain: ToolchainSetting = field(
@@ -280,6 +296,54 @@ class PyptoSettings:
             check=_positive,
             schema={"minimum": 1},
             default="the CPU count, at most one per GiB of available memory",
+        ),
+    )
+    build_type: BuildTypeSetting = field(
+        default="release",
+        metadata=_meta(
+            "How the sim toolchain optimizes: 'release' compiles with -O2 -DNDEBUG, 'debug' "
+            "with -O0 -g (asserts kept, the tree recorded as '.' in the debug information) "
+            "for a debugger. CANN builds keep upstream's flags; use cann-cxxflags there.",
+        ),
+    )
+    sim_defines: tuple[str, ...] = field(
+        default=(),
+        metadata=_meta(
+            "Preprocessor definitions (NAME or NAME=VALUE) added to every sim compile as -DNAME.",
+            check=_define,
+            schema=_DEFINES_SCHEMA,
+            value="list of `NAME[=VALUE]`",
+            default="none",
+        ),
+    )
+    sim_cxxflags: str | None = field(
+        default=None,
+        metadata=_meta(
+            "Flags added to every sim compile and link after pypto-build's own, split as a "
+            "shell does (e.g. '-fsanitize=address -fno-omit-frame-pointer'); $CXXFLAGS comes "
+            "before them.",
+            check=_command,
+            value="flags",
+        ),
+    )
+    cann_defines: tuple[str, ...] = field(
+        default=(),
+        metadata=_meta(
+            "Preprocessor definitions (NAME or NAME=VALUE) added to every CANN compile (ccec "
+            "for kernels, the aarch64 g++ for orchestrations) as -DNAME.",
+            check=_define,
+            schema=_DEFINES_SCHEMA,
+            value="list of `NAME[=VALUE]`",
+            default="none",
+        ),
+    )
+    cann_cxxflags: str | None = field(
+        default=None,
+        metadata=_meta(
+            "Flags added to every CANN compile (ccec and the aarch64 g++) after upstream's, "
+            "split as a shell does; $CXXFLAGS is not read, being the host compiler's.",
+            check=_command,
+            value="flags",
         ),
     )
     runtime_root: str | None = field(
@@ -361,6 +425,22 @@ class PyptoSettings:
             schema={"exclusiveMinimum": 0, "maximum": MAX_SECONDS},
             value="seconds > 0, at most a day",
             default="`10`",
+        ),
+    )
+    verbose: bool = field(
+        default=False,
+        metadata=_meta(
+            "Print each compile's command line and wall time (and each step's time) on "
+            "stderr, as -v does; under pip, pip -v shows it.",
+            default="`false`",
+        ),
+    )
+    strict: bool = field(
+        default=False,
+        metadata=_meta(
+            "Refuse unknown PYPTO_* environment variables and -C keys (a misspelt override) "
+            "instead of warning about them and building without them.",
+            default="`false`",
         ),
     )
 
@@ -482,17 +562,70 @@ def settings_from_table(table: Mapping[str, object], *, where: str = TABLE) -> P
     return PyptoSettings(**values)
 
 
+#: The ``PYPTO_*`` variables pypto-build reads besides one per setting (a test keeps them equal
+#: to the constants of the modules that read them).
+OTHER_VARIABLES = (
+    "PYPTO_CACHE_DIR",
+    "PYPTO_SIM_TIMEOUT_S",
+    "PYPTO_REMOTE_CACHE_USERNAME",
+    "PYPTO_REMOTE_CACHE_PASSWORD",
+    "PYPTO_REMOTE_CACHE_TOKEN",
+)
+#: The prefix of the variables pypto-build's own tests set to inject faults.
+_TEST_VARIABLE_PREFIX = "PYPTO_BUILD_TEST_"
+
+
+def _warn_to_stderr(message: str) -> None:
+    print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """One line per ``PYPTO_*`` variable of ``environ`` that pypto-build does not read, with
+    the variable it most likely misspells."""
+    known = [environment_variable(name) for name in _FIELDS] + list(OTHER_VARIABLES)
+    lines = []
+    for variable in sorted(environ):
+        if (
+            not variable.startswith("PYPTO_")
+            or variable in known
+            or variable.startswith(_TEST_VARIABLE_PREFIX)
+        ):
+            continue
+        import difflib  # for a misspelt variable only
+
+        close = difflib.get_close_matches(variable, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        lines.append(f"{variable}: unknown variable{hint} (docs/settings.md lists them)")
+    return lines
+
+
+def _unknown(
+    lines: Sequence[str], strict: bool, errors: list[str], warn: Callable[[str], None] | None
+) -> None:
+    """Unknown overrides: errors under ``strict``, else one warning each."""
+    if strict:
+        errors += [f"{line} [strict]" for line in lines]
+        return
+    for line in lines:
+        (warn or _warn_to_stderr)(f"{line}; ignored")
+
+
 def apply_environment(
-    settings: PyptoSettings, environ: Mapping[str, str] | None = None
+    settings: PyptoSettings,
+    environ: Mapping[str, str] | None = None,
+    *,
+    warn: Callable[[str], None] | None = None,
 ) -> PyptoSettings:
     """``settings`` with the ``PYPTO_<KEY>`` variables of ``environ`` applied, one per key of
     the model. A list takes comma- or space-separated entries. A variable set empty turns an
     optional setting off (``PYPTO_COMPILER_LAUNCHER=`` builds without a launcher) and leaves
-    any other unchanged. Every bad variable is reported in one :class:`SettingsError`."""
+    any other unchanged. Every bad variable is reported in one :class:`SettingsError`; an
+    unknown ``PYPTO_*`` variable is a warning through ``warn`` (stderr by default), an error
+    under ``strict``."""
     environ = os.environ if environ is None else environ
     changes: dict[str, Any] = {}
     errors: list[str] = []
-    for name, spec in _FIELDS.items():
+    for name in _FIELDS:
         variable = environment_variable(name)
         if variable not in environ:
             continue
@@ -500,13 +633,52 @@ def apply_environment(
         try:
             if text:
                 changes[name] = _convert(name, _from_text(name, text, variable), variable)
-            elif _optional_inner(_TYPES[name]) is not None and not spec.metadata["required"]:
+            elif _can_turn_off(name):
                 changes[name] = None
         except SettingsError as err:
             errors += err.errors
+    _unknown(unknown_variables(environ), changes.get("strict", settings.strict), errors, warn)
     if errors:
         raise SettingsError(errors)
     return dataclasses.replace(settings, **changes)
+
+
+def apply_config_settings(
+    settings: PyptoSettings,
+    config: Mapping[str, str | list[str]],
+    *,
+    warn: Callable[[str], None] | None = None,
+) -> PyptoSettings:
+    """``settings`` with a front end's ``config_settings`` applied (``pip wheel -C chips=a3``,
+    ``python -m build -C``, ``uv build -C``): one key per setting, spelt as in
+    ``[tool.pypto]``, its value as the environment variable takes it; a key given twice is a
+    list. Errors name the option (``-C chips[0]``); an unknown key is a warning with the key it
+    most likely misspells (an error under ``strict``)."""
+    changes: dict[str, Any] = {}
+    errors: list[str] = []
+    unknown: list[str] = []
+    for key, value in config.items():
+        name = _KEYS.get(key)
+        where = f"-C {key}"
+        if name is None:
+            unknown.append(f"{where}: unknown key{_did_you_mean(key)}")
+            continue
+        text = " ".join(value) if isinstance(value, list) else str(value)
+        try:
+            changes[name] = _convert(name, _from_text(name, text.strip(), where), where)
+        except SettingsError as err:
+            errors += err.errors
+    _unknown(unknown, changes.get("strict", settings.strict), errors, warn)
+    if errors:
+        raise SettingsError(errors)
+    return dataclasses.replace(settings, **changes)
+
+
+def _can_turn_off(name: str) -> bool:
+    """Whether an empty variable turns field ``name`` off: an optional setting whose None
+    means none (no launcher), not a list, whose None means the computed default."""
+    inner = _optional_inner(_TYPES[name])
+    return inner is not None and typing.get_origin(inner) is not tuple
 
 
 def _from_text(name: str, text: str, variable: str) -> object:

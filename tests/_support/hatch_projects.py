@@ -65,9 +65,26 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new), encoding="utf-8")
 
 
-def build_wheel(project: Path, out: Path, version: str = "standard") -> Path:
-    """Build ``project``'s wheel (``standard`` or ``editable``) into ``out``."""
-    return Path(next(WheelBuilder(str(project)).build(directory=str(out), versions=[version])))
+def build_wheel(
+    project: Path,
+    out: Path,
+    version: str = "standard",
+    builder: type[WheelBuilder] = WheelBuilder,
+) -> Path:
+    """Build ``project``'s wheel (``standard`` or ``editable``) into ``out`` with ``builder``
+    (hatchling's, or the one of ``pypto_build.backend``)."""
+    return Path(next(builder(str(project)).build(directory=str(out), versions=[version])))
+
+
+def use_backend(project: Path) -> None:
+    """Make ``project`` (a copy of a sample) build with ``pypto_build.backend`` and drop its
+    hook table, as a package written for that backend does."""
+    edit(
+        project / "pyproject.toml",
+        'build-backend = "hatchling.build"',
+        'build-backend = "pypto_build.backend"',
+    )
+    edit(project / "pyproject.toml", "[tool.hatch.build.targets.wheel.hooks.pypto]\n", "")
 
 
 def build_sdist(project: Path, out: Path) -> Path:

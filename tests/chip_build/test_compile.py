@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -205,3 +206,26 @@ def test_progress_line_on_a_terminal_only(sim: SimToolchain, tmp_path: Path) -> 
     pipe = io.StringIO()
     compile_tree(make_tree(tmp_path / "pipe"), "a3", sim, progress=pipe)
     assert pipe.getvalue() == ""
+
+
+def test_verbose_prints_each_compile_with_its_commands_and_time(
+    sim: SimToolchain, tmp_path: Path
+) -> None:
+    terminal, verbose = _Terminal(), io.StringIO()
+    compile_tree(make_tree(tmp_path / "out"), "a3", sim, progress=terminal, verbose=verbose)
+    lines = verbose.getvalue().splitlines()
+    titles = [line for line in lines if line.startswith("pypto-build: a3: ")]
+    assert len(titles) == 4
+    assert re.fullmatch(
+        r"pypto-build: a3: next_levels/pipe/kernels/aiv/alpha\.cpp: compiled -> "
+        r"next_levels/pipe/sim/kernels/aiv/alpha\.so \(\d+\.\d\d s\)",
+        next(title for title in titles if "alpha" in title),
+    )
+    commands = [line for line in lines if line.startswith("$ (cd ")]
+    assert len(commands) == 8  # a compile and a link per source
+    assert f"{sim.compiler} -c -fPIC -O2 -std=c++17" in commands[0]
+    # The status line is cleared before each verbose block (and once at the end).
+    assert terminal.getvalue().count("\r\x1b[K") == 4 + 1
+    quiet = io.StringIO()
+    compile_tree(make_tree(tmp_path / "quiet"), "a3", sim, progress=quiet)
+    assert quiet.getvalue() == ""

@@ -27,6 +27,7 @@ from pypto_build.chip_build.toolchains import (
     find_host_compiler,
     select_toolchain,
 )
+from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags, sim_flags
 from pypto_build.chip_build.toolchains.sim import KERNEL_ENTRY_FLAG, SIM_API_INCLUDE_DIR
 
 
@@ -181,3 +182,66 @@ def test_real_compile_of_a_rendered_sample(
     )
     kernels = [str(sub_build / binary) for binary in binaries]
     subprocess.run([sys.executable, "-c", load, *kernels], check=True)
+
+
+def test_debug_build_defines_and_flags_join_the_command_lines(tmp_path: Path) -> None:
+    extra = ExtraFlags(("TRACE", "LEVEL=2"), ("-fsanitize=address",), "debug")
+    sim = SimToolchain(Path("/opt/bin/g++"), version_line="g++ (GCC) 12.2.0", extra=extra)
+    stage = tmp_path / "stage"
+    plan = sim.plan(_job(tmp_path, "sub/kernels/aiv/k.cpp", CoreType.AIV), stage)
+    # -O0 -g instead of -O2, asserts kept, the tree mapped to "." in the debug information,
+    # the user's additions after pypto-build's flags and in the link too (sanitizers need it).
+    assert plan.key_argv() == (
+        (
+            "/opt/bin/g++", "-c", "-fPIC", "-O0", "-g", "-std=c++17", "-D__CPU_SIM",
+            "-D__DAV_VEC__", "-I../../include", f"-fdebug-prefix-map={tmp_path.resolve()}=.",
+            "-DTRACE", "-DLEVEL=2", "-fsanitize=address",
+            "-MD", "-MF", f"{stage}/k.d", "-MT", "k.so", "-o", f"{stage}/k.o", "k.cpp",
+        ),
+        (
+            "/opt/bin/g++", "-shared", KERNEL_ENTRY_FLAG, "-fsanitize=address",
+            "-o", f"{stage}/k.so", f"{stage}/k.o",
+        ),
+    )  # fmt: skip
+    # The build record sees what was added; a plain toolchain records nothing.
+    assert sim.layout(get_chip("a3")) == {
+        "build_type": "debug",
+        "defines": ["TRACE", "LEVEL=2"],
+        "flags": ["-fsanitize=address"],
+    }
+    plain = SimToolchain(Path("/opt/bin/g++"), version_line="g++ (GCC) 12.2.0")
+    assert plain.layout(get_chip("a3")) == {}
+
+
+def test_cxxflags_come_before_the_setting_and_bad_quoting_is_named() -> None:
+    extra = sim_flags(("A",), "-O3 '-DNAME=a b'", "release", {"CXXFLAGS": "-Wall -g"})
+    assert extra.flags == ("-Wall", "-g", "-O3", "-DNAME=a b")
+    assert sim_flags((), None, "release", {}) == ExtraFlags()
+    with pytest.raises(ToolchainError, match=r"CXXFLAGS='-DX=\"' is not a list of flags"):
+        sim_flags((), None, "release", {"CXXFLAGS": '-DX="'})
+
+
+def test_a_debug_build_carries_debug_information_and_no_tree_path(
+    sim: SimToolchain, tmp_path: Path
+) -> None:
+    debug = SimToolchain(sim.compiler, extra=ExtraFlags(build_type="debug"))
+    tree = make_tree(tmp_path / "out")
+    report = compile_tree(tree, "a3", debug, progress=None)
+    binary = (tree / report.results[0].artifact).read_bytes()
+    assert b".debug_info" in binary
+    assert str(tmp_path).encode() not in binary
+    release = make_tree(tmp_path / "release")
+    plain = compile_tree(release, "a3", sim, progress=None)
+    assert b".debug_info" not in (release / plain.results[0].artifact).read_bytes()
+
+
+def test_added_flags_are_part_of_the_cache_key(sim: SimToolchain, tmp_path: Path) -> None:
+    from pypto_build.chip_build.cache import CompileCache
+
+    cache = CompileCache(tmp_path / "cache")
+    tree = make_tree(tmp_path / "out")
+    assert compile_tree(tree, "a3", sim, cache=cache, progress=None).cache_hits == 0
+    assert compile_tree(tree, "a3", sim, cache=cache, progress=None).compiled == 0
+    traced = SimToolchain(sim.compiler, extra=ExtraFlags(defines=("TRACE",)))
+    assert compile_tree(tree, "a3", traced, cache=cache, progress=None).cache_hits == 0
+    assert compile_tree(tree, "a3", traced, cache=cache, progress=None).compiled == 0

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from _support.hatch_projects import build_wheel, hook_environment
+from _support.hatch_projects import build_wheel, copy_sample, hook_environment, use_backend
 from filelock import FileLock
 
 pytestmark = [
@@ -263,3 +263,41 @@ def test_auditwheel_repairs_a_sim_wheel_to_a_manylinux_tag(
     tagged = build_wheel(project, tmp_path / "tagged")
     assert tagged.name == f"moe_a2a-0.1.0-py3-none-{tag}.whl"
     assert tag in _run([sys.executable, "-m", "auditwheel", "show", str(tagged)], env)
+
+
+def _failing_build(argv: list[str], env: Mapping[str, str], cwd: Path | None = None) -> str:
+    done = subprocess.run(argv, env=dict(env), cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode != 0, f"{' '.join(argv)} succeeded"
+    return done.stdout + done.stderr
+
+
+def test_a_compile_error_under_pip_shows_the_message_and_the_kept_log_alone(
+    local_wheels: Path, session_cache: Path, tmp_path: Path
+) -> None:
+    """A package on ``pypto_build.backend`` (no hook table) whose kernel does not compile:
+    pip fails with the compiler's error and the log's path, and no traceback."""
+    project = copy_sample(tmp_path / "moe_a2a", chips=("a3",))
+    use_backend(project)
+    with (project / "src" / "moe_a2a" / "kernels" / "stage_step.cpp").open("a") as source:
+        source.write("\nthis is not C++;\n")
+    env = {**_environment(local_wheels, session_cache), "TMPDIR": str(tmp_path)}
+    output = _failing_build(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "dist"),
+         str(project)], env,
+    )  # fmt: skip
+    assert "1 of 4 compiles failed for chip a3:" in output
+    assert "Traceback" not in output and "PyptoBuildError" not in output
+    log = Path(re.search(r"full log: (\S+)", output)[1])  # type: ignore[index]
+    assert "stage_step.cpp: FAILED" in log.read_text(encoding="utf-8")
+
+
+def test_a_settings_error_under_python_m_build_shows_the_message_alone(
+    local_wheels: Path, session_cache: Path, tmp_path: Path
+) -> None:
+    project = copy_sample(tmp_path / "moe_a2a", chips=("a9",))
+    output = _failing_build(
+        [sys.executable, "-m", "build", "--wheel", "-o", str(tmp_path / "dist"), str(project)],
+        _environment(local_wheels, session_cache),
+    )
+    assert "tool.pypto.chips[0]: unknown chip 'a9'; valid chips: a2, a3, a5" in output
+    assert "Traceback" not in output and "PyptoBuildError" not in output

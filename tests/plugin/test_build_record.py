@@ -192,6 +192,20 @@ def test_a_changed_setting_builds_in_full(builds: Builds, monkeypatch: pytest.Mo
     assert builds.full == 3
 
 
+def test_cxxflags_build_in_full_and_verbose_does_not(
+    builds: Builds, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _warm(builds)
+    monkeypatch.setenv("PYPTO_VERBOSE", "1")  # what a build prints changes nothing it makes
+    builds.wheel()
+    assert builds.full == 1
+    monkeypatch.setenv("CXXFLAGS", "-DTRACE")  # the sim compiles' own variable
+    builds.wheel()
+    assert builds.full == 2
+    builds.wheel()
+    assert builds.full == 2
+
+
 def test_another_compiler_builds_in_full(
     builds: Builds, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -416,3 +416,51 @@ def test_a_build_needs_no_numpy_and_run_says_how_to_get_it(project: Path, tmp_pa
         ExitCode.PROGRAM_ERROR,
         "pypto-build: error: run needs NumPy for the simulator: pip install 'pypto-build[sim]'\n",
     )
+
+
+@needs_gxx
+def test_verbose_build_shows_each_compile_and_keeps_the_log(
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out_dir = tmp_path / "out"
+    code, _, err = run_cli(capsys, "build", str(project), "-v", "--out", str(out_dir))
+    assert code == ExitCode.OK
+    titles = [line for line in err.splitlines() if line.startswith("pypto-build: a3: ")]
+    assert len(titles) == 4
+    assert all(title.endswith(" s)") and ": compiled -> " in title for title in titles)
+    assert err.count("$ (cd next_levels/") == 8
+    # A successful build's log stays beside its trees, outside them.
+    log = out_dir / ".pypto-build-logs" / "a3.log"
+    assert log.read_text(encoding="utf-8").count("== next_levels/") == 4
+    # The setting does the same, and a quiet build prints no command.
+    with monkeypatch.context() as patch:
+        patch.setenv("PYPTO_VERBOSE", "1")
+        _, _, err = run_cli(capsys, "build", str(project), "--out", str(out_dir))
+    assert err.count(": cache hit -> ") == 4
+    _, _, err = run_cli(capsys, "build", str(project), "--out", str(out_dir))
+    assert "$ (cd" not in err
+
+
+@needs_gxx
+def test_added_flags_and_cxxflags_rebuild_and_reach_the_log(
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out_dir = tmp_path / "out"
+    assert run_cli(capsys, "build", str(project), "--out", str(out_dir))[0] == ExitCode.OK
+    log = out_dir / ".pypto-build-logs" / "a3.log"
+    monkeypatch.setenv("CXXFLAGS", "-DFROM_CXXFLAGS")
+    monkeypatch.setenv("PYPTO_SIM_DEFINES", "FROM_SETTING=1")
+    monkeypatch.setenv("PYPTO_BUILD_TYPE", "debug")
+    code, out, _ = run_cli(capsys, "build", str(project), "--out", str(out_dir))
+    assert code == ExitCode.OK
+    assert out.startswith("a3: 4 compiled, 0 from cache")
+    text = log.read_text(encoding="utf-8")
+    assert text.count("-O0 -g -std=c++17") == 4
+    assert text.count("-DFROM_SETTING=1 -DFROM_CXXFLAGS ") == 4
+    assert "-DNDEBUG" not in text

@@ -21,10 +21,12 @@ from pypto_build.plugin import settings as settings_module
 from pypto_build.plugin.settings import (
     DOCS_BEGIN,
     DOCS_END,
+    OTHER_VARIABLES,
     SCHEMA_ID,
     SCHEMA_PATH,
     PyptoSettings,
     SettingsError,
+    apply_config_settings,
     apply_environment,
     load_settings,
     override,
@@ -59,12 +61,16 @@ def test_a_full_table() -> None:
 
 
 def test_defaults() -> None:
-    settings = settings_from_table({"programs": ["p.py"], "package": "p/_kernels"})
-    assert (settings.chips, settings.toolchain, settings.platform_tag) == (
-        ("a2", "a3", "a5"),
+    """Only ``programs`` is required; ``package`` and ``chips`` are found at build time (the
+    wheel's import package, the chips the programs' ops support: tests/plugin/test_backend.py)."""
+    settings = settings_from_table({"programs": ["p.py"]})
+    assert (settings.package, settings.chips, settings.toolchain, settings.platform_tag) == (
+        None,
+        None,
         "auto",
         "auto",
     )
+    assert settings.strict is False
     assert (settings.compiler_launcher, settings.jobs, settings.runtime_root) == (None, None, None)
     assert (settings.runtime_revision, settings.pto_isa_root, settings.pto_isa_revision) == (
         None,
@@ -118,13 +124,10 @@ def test_errors_name_the_key_path(change: dict[str, object], message: str) -> No
     assert str(caught.value).startswith(message)
 
 
-def test_programs_and_package_are_required() -> None:
+def test_programs_alone_are_required() -> None:
     with pytest.raises(SettingsError) as caught:
         settings_from_table({"chips": ["a3"]})
-    assert caught.value.errors == (
-        "tool.pypto: missing required key 'programs'",
-        "tool.pypto: missing required key 'package'",
-    )
+    assert caught.value.errors == ("tool.pypto: missing required key 'programs'",)
 
 
 def test_every_error_of_a_table_is_reported_together() -> None:
@@ -144,7 +147,6 @@ def test_every_error_of_a_table_is_reported_together() -> None:
         "tool.pypto: unknown key 'runtime_root'; did you mean 'runtime-root'? (keys are spelled "
         "in kebab-case)",
         "tool.pypto.jobs: 0 is not allowed; at least 1 is needed",
-        "tool.pypto: missing required key 'package'",
     )
     assert str(caught.value) == "\n".join(caught.value.errors)
 
@@ -188,9 +190,17 @@ def test_every_key_has_a_derived_environment_override() -> None:
         pto_isa_root="../pto-isa",
         pto_isa_revision=commit,
     )
-    # An empty variable turns an optional setting off, and leaves a required one as it is.
-    cleared = {"PYPTO_RUNTIME_ROOT": "", "PYPTO_PROGRAMS": "", "PYPTO_PACKAGE": ""}
-    assert apply_environment(changed, cleared) == dataclasses.replace(changed, runtime_root=None)
+    # An empty variable turns an optional setting off (package: back to its default), and
+    # leaves a required one, or a list, as it is.
+    cleared = {
+        "PYPTO_RUNTIME_ROOT": "",
+        "PYPTO_PROGRAMS": "",
+        "PYPTO_PACKAGE": "",
+        "PYPTO_CHIPS": "",
+    }
+    assert apply_environment(changed, cleared) == dataclasses.replace(
+        changed, runtime_root=None, package=None
+    )
     assert apply_environment(changed, {"PYPTO_PLATFORM_TAG": "any"}).platform_tag == "any"
 
 
@@ -280,6 +290,11 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "platform-tag",
         "compiler-launcher",
         "jobs",
+        "build-type",
+        "sim-defines",
+        "sim-cxxflags",
+        "cann-defines",
+        "cann-cxxflags",
         "runtime-root",
         "runtime-revision",
         "pto-isa-root",
@@ -288,9 +303,11 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "remote-cache-read-only",
         "remote-cache-fallback-url",
         "remote-cache-timeout",
+        "verbose",
+        "strict",
     ]
     assert schema["additionalProperties"] is False
-    assert schema["required"] == ["programs", "package"]
+    assert schema["required"] == ["programs"]
     assert "default" not in properties["programs"]
     assert properties["programs"]["minItems"] == 1
     assert properties["chips"]["items"] == {"type": "string", "enum": ["a2", "a3", "a5"]}
@@ -368,3 +385,65 @@ def test_the_settings_reference_in_the_docs_is_generated_from_the_model(repo_roo
     table = docs[docs.index(DOCS_BEGIN) : docs.index(DOCS_END)]
     assert table.count("\n| `") == len(settings_schema()["properties"])
     assert "| `platform-tag` | string | `auto` | `PYPTO_PLATFORM_TAG` |" in reference_table()
+
+
+# --- unknown overrides ----------------------------------------------------------------------
+
+
+def test_an_unknown_pypto_variable_is_a_warning_with_a_did_you_mean() -> None:
+    warned: list[str] = []
+    settings = apply_environment(
+        settings_from_table({"programs": ["p.py"]}),
+        {"PYPTO_CHIP": "a3", "PYPTO_CACHE_DIR": "/c", "PYPTO_BUILD_TEST_KILL_AT": "x"},
+        warn=warned.append,
+    )
+    assert settings.chips is None  # the misspelt variable changed nothing
+    assert warned == [
+        "PYPTO_CHIP: unknown variable; did you mean PYPTO_CHIPS? (docs/settings.md lists "
+        "them); ignored"
+    ]
+
+
+def test_strict_makes_an_unknown_variable_an_error() -> None:
+    with pytest.raises(SettingsError) as caught:
+        apply_environment(
+            settings_from_table({"programs": ["p.py"], "strict": True}),
+            {"PYPTO_TOOLCHIAN": "sim"},
+        )
+    assert caught.value.errors == (
+        "PYPTO_TOOLCHIAN: unknown variable; did you mean PYPTO_TOOLCHAIN? (docs/settings.md "
+        "lists them) [strict]",
+    )
+    with pytest.raises(SettingsError, match=r"^PYPTO_CHIP: unknown variable"):
+        apply_environment(
+            settings_from_table({"programs": ["p.py"]}), {"PYPTO_CHIP": "a3", "PYPTO_STRICT": "1"}
+        )
+
+
+def test_the_other_variables_are_those_their_modules_read() -> None:
+    from pypto_build.chip_build import remote_cache
+    from pypto_build.chip_build.sim.world import TIMEOUT_ENV
+
+    assert set(OTHER_VARIABLES) == {
+        "PYPTO_CACHE_DIR",
+        TIMEOUT_ENV,
+        remote_cache.USERNAME_VARIABLE,
+        remote_cache.PASSWORD_VARIABLE,
+        remote_cache.TOKEN_VARIABLE,
+    }
+
+
+def test_config_settings_override_the_table_and_name_the_option() -> None:
+    base = settings_from_table({"programs": ["p.py"], "chips": ["a3"]})
+    warned: list[str] = []
+    settings = apply_config_settings(
+        base, {"chips": ["a3", "a5"], "toolchain": "sim", "chip": "a2"}, warn=warned.append
+    )
+    assert (settings.chips, settings.toolchain) == (("a3", "a5"), "sim")
+    assert warned == ["-C chip: unknown key; did you mean 'chips'?; ignored"]
+    with pytest.raises(SettingsError) as caught:
+        apply_config_settings(base, {"jobs": "many", "strict": "1", "chps": "a3"})
+    assert caught.value.errors == (
+        "-C jobs: 'many' is not a whole number",
+        "-C chps: unknown key; did you mean 'chips'? [strict]",
+    )

@@ -254,3 +254,29 @@ def test_an_unreadable_meta_is_an_error(tmp_path: Path) -> None:
         read_meta(write_meta(tmp_path, "{"))
     with pytest.raises(MetaError, match="unreadable"):
         read_meta(tmp_path / "missing.json")
+
+
+def test_every_problem_of_the_inputs_is_named_at_once() -> None:
+    inputs = {
+        "inp": np.ones((2, 4), dtype=np.float32),
+        "out": np.zeros(3, dtype=np.int64),
+        "core_num": 1.5,
+        "extra": 1,
+    }
+    with pytest.raises(InputError) as caught:
+        bind_arguments("host", PARAMETERS, inputs)
+    assert caught.value.problems == (
+        "inputs of host: missing acc, gain; unknown extra (parameters: inp, core_num, "
+        "out (Out, optional), acc, gain)",
+        "input 'inp' of host: expected shape (4, 2) float32, got shape (2, 4) float32",
+        "scalar 'core_num' of host: expected one int64 value, got float64 1.5",
+        "input 'out' of host: expected shape (3,) int32, got shape (3,) int64",
+    )
+    assert str(caught.value) == "\n".join(caught.value.problems)
+    per_rank = {"inp": np.zeros((3, 2), dtype=np.int32), "rows": np.array([1, 2, 3])}
+    with pytest.raises(InputError) as caught:
+        bind_rank_arguments("pipe", CHIP_PARAMETERS, per_rank, 2, WINDOWS)
+    assert [problem.split(":")[0] for problem in caught.value.problems] == [
+        "input 'inp' of pipe",
+        "scalar 'rows' of pipe",
+    ]

@@ -239,3 +239,83 @@ def test_a_copied_tree_runs_with_the_bytecode_an_installer_adds(
     write_inputs(tmp_path / "in.npz", core_num=1)
     assert run_command(str(copy), "--ranks", "2", "--inputs", str(tmp_path / "in.npz")) == 0
     assert "host_orch (a3) ran on 2 simulated ranks" in capsys.readouterr().out
+
+
+def test_a_run_prints_a_table_per_rank_and_of_the_outputs_and_compares_them(
+    build: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = write_inputs(tmp_path / "in.npz", core_num=1)
+    out = tmp_path / "out.npz"
+    argv = ["--ranks", "2", "--inputs", str(tmp_path / "in.npz"), "--out", str(out), "-v"]
+    assert run_command(str(build), *argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == "host_orch (a3) ran on 2 simulated ranks: 12 dispatches, 12 kernel tasks"
+    assert lines[1].split() == ["rank", "dispatches", "tasks", "time", "failed"]
+    for rank, line in zip((0, 1), lines[2:4], strict=True):
+        assert re.fullmatch(rf"  +{rank}  +6  +6  +\d+\.\d\d ms  +-", line), line
+    assert lines[4].split() == ["output", "shape", "dtype"]
+    assert lines[5].split() == ["counts_in", f"[{ROUNDS * NR * NR}]", "int32"]
+    assert f"out [{ROUNDS * NR * TOTAL}, {SIZE}] float32".split() in [
+        line.split() for line in lines
+    ]
+    # -v: each dispatch, and the time of opening and of the run.
+    assert re.search(
+        r"pypto-build: rank 0 dispatch 0 stage_orch: \d+ tasks, code 0 \(", captured.err
+    )
+    assert "pypto-build: ran host_orch on 2 simulated ranks (" in captured.err
+    # The outputs as written, expected: every one equal.
+    assert run_command(str(build), *argv[:4], "--expected", str(out)) == 0
+    shown = capsys.readouterr().out
+    assert re.search(r"  out  +\[\d+, \d+\]  +float32  +equal", shown)
+    # One value changed: a mismatch, exit 1, naming the output and the difference.
+    with np.load(out) as arrays:
+        expected = {name: arrays[name] for name in arrays.files}
+    expected["out"] = expected["out"].copy()
+    expected["out"][0, 0] += 0.5
+    expected["recv_out"] = expected["recv_out"].astype(np.int64)
+    np.savez(tmp_path / "expected.npz", **expected)
+    status = run_command(str(build), *argv[:4], "--expected", str(tmp_path / "expected.npz"))
+    assert status == 1
+    captured = capsys.readouterr()
+    assert "differs: max abs diff 0.5" in captured.out
+    assert "expected shape [" in captured.out and "int64, got shape [" in captured.out
+    assert captured.err == (
+        f"pypto-build: error: outputs differ from {tmp_path / 'expected.npz'}: out, recv_out\n"
+    )
+    np.savez(tmp_path / "json.npz", out=expected["out"])
+    assert (
+        run_command(str(build), *argv[:4], "--expected", str(tmp_path / "json.npz"), "--json") == 1
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert document["status"] == "mismatch"
+    assert document["expected"] == {"out": {"equal": False, "max_abs_diff": 0.5, "problem": None}}
+    del inputs
+
+
+def test_an_expected_name_that_is_no_output_is_a_usage_error(build: Path, tmp_path: Path) -> None:
+    write_inputs(tmp_path / "in.npz", core_num=1)
+    np.savez(tmp_path / "expected.npz", result=np.zeros(2))
+    with pytest.raises(UsageError, match=r"expected.npz: result: not an output of the run \("):
+        run_command(
+            str(build),
+            "--ranks",
+            "2",
+            "--inputs",
+            str(tmp_path / "in.npz"),
+            "--expected",
+            str(tmp_path / "expected.npz"),
+        )
+
+
+def test_every_input_problem_is_reported_at_once(build: Path, tmp_path: Path) -> None:
+    np.savez(tmp_path / "in.npz", inp=np.zeros(3), core_num=np.float64(1.5), extra=np.zeros(1))
+    with pytest.raises(UsageError) as caught:
+        run_command(str(build), "--ranks", "2", "--inputs", str(tmp_path / "in.npz"))
+    problems = str(caught.value).splitlines()
+    assert [problem.split(":")[0] for problem in problems] == [
+        "inputs of host_orch",
+        "input 'inp' of host_orch",
+        "scalar 'core_num' of host_orch",
+    ]
+    assert "missing counts_in; unknown extra" in problems[0]

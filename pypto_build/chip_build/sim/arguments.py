@@ -5,7 +5,9 @@ Everything is checked before anything runs, so a wrong input is an error that na
 parameter instead of a kernel reading past a buffer: every ``In`` and ``InOut`` parameter must be
 given and nothing else may be; a tensor must have exactly the declared shape and element type
 (no silent conversion: a float64 array for an FP32 tensor is an error, not a rounded copy); a
-scalar must be one value its type holds. An ``Out`` tensor that is not given starts
+scalar must be one value its type holds. Every problem of the inputs is found before one
+:class:`InputError` names them all, one per line, so one look at it fixes an ``.npz`` file.
+An ``Out`` tensor that is not given starts
 zero-filled; one that is given starts as given. Given arrays are copied, never modified.
 
 A chip orchestration runs on every rank, each with its own arguments (:func:`bind_rank_
@@ -16,7 +18,8 @@ tensors: a window not given starts zeroed, as a comm domain allocates it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -32,7 +35,32 @@ _SCALAR_KINDS = {bool: "b", int: "iu", float: "iuf"}
 
 class InputError(ValueError):
     """Inputs that do not match the program's parameters: missing, unknown, or of the wrong
-    shape or element type."""
+    shape or element type. The message holds every problem, one per line; :attr:`problems`
+    holds the lines."""
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = (problems,) if isinstance(problems, str) else tuple(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class _Problems:
+    """The problems found so far in one binding: each parameter is checked on its own, and
+    one :class:`InputError` reports them all (:meth:`raise_any`)."""
+
+    def __init__(self) -> None:
+        self._found: list[str] = []
+
+    @contextlib.contextmanager
+    def check(self) -> Iterator[None]:
+        """Note the :class:`InputError` of the block, and carry on."""
+        try:
+            yield
+        except InputError as err:
+            self._found += err.problems
+
+    def raise_any(self) -> None:
+        if self._found:
+            raise InputError(self._found)
 
 
 @dataclass(frozen=True)
@@ -53,15 +81,19 @@ def bind_arguments(
     program: str, parameters: Sequence[Parameter], inputs: Mapping[str, npt.ArrayLike]
 ) -> BoundArguments:
     """Check ``inputs`` against ``parameters`` of HOST orchestrator ``program`` and bind them
-    (see the module); an :class:`InputError` names every problem of one kind at once."""
-    _check_names(program, parameters, inputs, _is_out)
+    (see the module); an :class:`InputError` names every problem at once."""
+    problems = _Problems()
+    with problems.check():
+        _check_names(program, parameters, inputs, _is_out)
     tensors: dict[str, npt.NDArray[np.generic]] = {}
     scalars: dict[str, ScalarValue] = {}
     for parameter in parameters:
-        if parameter.is_tensor:
-            tensors[parameter.name] = _tensor(program, parameter, inputs.get(parameter.name))
-        else:
-            scalars[parameter.name] = _scalar(program, parameter, inputs[parameter.name])
+        with problems.check():
+            if parameter.is_tensor:
+                tensors[parameter.name] = _tensor(program, parameter, inputs.get(parameter.name))
+            elif parameter.name in inputs:  # a missing one is named above
+                scalars[parameter.name] = _scalar(program, parameter, inputs[parameter.name])
+    problems.raise_any()
     return BoundArguments(tensors, scalars)
 
 
@@ -74,23 +106,38 @@ def bind_rank_arguments(
 ) -> tuple[BoundArguments, ...]:
     """Check ``inputs`` against ``parameters`` of chip orchestration ``program``, of which
     ``windows`` are windows, and bind each rank's (see the module): one per rank, each
-    rank's tensors its own arrays."""
-    _check_names(program, parameters, inputs, lambda p: _is_out(p) or p.name in windows)
+    rank's tensors its own arrays; an :class:`InputError` names every problem at once."""
+    problems = _Problems()
+    with problems.check():
+        _check_names(program, parameters, inputs, lambda p: _is_out(p) or p.name in windows)
     bound = [BoundArguments({}, {}) for _ in range(ranks)]
     for parameter in parameters:
-        value = inputs.get(parameter.name)
-        if parameter.is_tensor:
-            window = parameter.name in windows
-            if window and value is None:
-                continue
-            values = _rank_tensors(program, parameter, value, ranks, copy=not window)
-            for arguments, tensor in zip(bound, values, strict=True):
-                arguments.tensors[parameter.name] = tensor
-        else:  # a scalar is never optional
-            scalars = _rank_scalars(program, parameter, inputs[parameter.name], ranks)
-            for arguments, scalar in zip(bound, scalars, strict=True):
-                arguments.scalars[parameter.name] = scalar
+        with problems.check():
+            _bind_rank_parameter(program, parameter, inputs, windows, bound)
+    problems.raise_any()
     return tuple(bound)
+
+
+def _bind_rank_parameter(
+    program: str,
+    parameter: Parameter,
+    inputs: Mapping[str, npt.ArrayLike],
+    windows: Collection[str],
+    bound: Sequence[BoundArguments],
+) -> None:
+    """Give each rank's arguments in ``bound`` its value of ``parameter``."""
+    value = inputs.get(parameter.name)
+    if parameter.is_tensor:
+        window = parameter.name in windows
+        if window and value is None:
+            return
+        values = _rank_tensors(program, parameter, value, len(bound), copy=not window)
+        for arguments, tensor in zip(bound, values, strict=True):
+            arguments.tensors[parameter.name] = tensor
+    elif value is not None:  # a scalar is never optional: a missing one is already named
+        scalars = _rank_scalars(program, parameter, value, len(bound))
+        for arguments, scalar in zip(bound, scalars, strict=True):
+            arguments.scalars[parameter.name] = scalar
 
 
 def _is_out(parameter: Parameter) -> bool:

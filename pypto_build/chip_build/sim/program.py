@@ -42,6 +42,7 @@ from pypto_build.chip_build.kernel_config import (
 from pypto_build.chip_build.manifest import MANIFEST_NAME, verify_manifest
 from pypto_build.chip_build.sim.host_env import HostModuleError, load_host_module
 from pypto_build.chip_build.sim.runtime import KernelBinary
+from pypto_build.chip_build.stale_tree import warn_if_stale
 
 NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
@@ -168,6 +169,7 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     root = _chip_root(Path(build_dir), chip)
     _verify(root)
     manifest = _read_manifest(root)
+    warn_if_stale(root, manifest)
     chip_name = manifest.get("chip")
     if not isinstance(chip_name, str):
         raise BuildTreeError(f"{root / MANIFEST_NAME} names no chip")
@@ -199,18 +201,36 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     return ChipBuild(root, get_chip(chip_name), sub_builds, hosts)
 
 
+def _no_kernels(build_dir: Path) -> str:
+    """The likely cause when ``build_dir`` does not exist at all: a wheel built by
+    ``hatchling.build`` without the hook's table ships no kernels (docs/packaging.md)."""
+    if build_dir.exists():
+        return ""
+    return (
+        "; if it is a package's kernel folder, its wheel was built without pypto-build's "
+        'hook: set build-backend = "pypto_build.backend" in pyproject.toml (or add the '
+        "table [tool.hatch.build.targets.wheel.hooks.pypto]) and build it again"
+    )
+
+
 def _chip_root(build_dir: Path, chip: str | None) -> Path:
     if (build_dir / MANIFEST_NAME).is_file():
         return build_dir
     if chip is not None:
         if (build_dir / chip / MANIFEST_NAME).is_file():
             return build_dir / chip
-        raise BuildTreeError(f"{build_dir} has no tree for chip {chip} ({chip}/{MANIFEST_NAME})")
+        raise BuildTreeError(
+            f"{build_dir} has no tree for chip {chip} ({chip}/{MANIFEST_NAME})"
+            + _no_kernels(build_dir)
+        )
     chips = sorted(path.parent.name for path in build_dir.glob(f"*/{MANIFEST_NAME}"))
     if len(chips) == 1:
         return build_dir / chips[0]
     if not chips:
-        raise BuildTreeError(f"{build_dir} is not a build directory (no <chip>/{MANIFEST_NAME})")
+        raise BuildTreeError(
+            f"{build_dir} is not a build directory (no <chip>/{MANIFEST_NAME})"
+            + _no_kernels(build_dir)
+        )
     raise BuildTreeError(
         f"{build_dir} holds trees for chips {', '.join(chips)}; choose one with --chip "
         f"(pypto_build.sim: chip=), e.g. --chip {chips[0]}"

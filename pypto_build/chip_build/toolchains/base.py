@@ -188,6 +188,13 @@ class Toolchain(Protocol):
         ...
 
 
+def debug_prefix_map(tree: Path) -> str:
+    """The flag that records ``tree`` as ``.`` in debug information. A compiler run in a folder
+    of the tree records that folder as the kernel reports it (symbolic links resolved), so the
+    tree is mapped in the same spelling."""
+    return f"-fdebug-prefix-map={tree.resolve()}=."
+
+
 def dependency_flags(depfile: Path, target: str) -> tuple[str, ...]:
     """Flags that make a GCC-compatible compiler (g++, ccec) list every file it read.
 

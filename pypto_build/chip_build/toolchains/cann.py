@@ -44,11 +44,13 @@ from pypto_build.chip_build.toolchains.base import (
     Step,
     ToolchainError,
     UnitKind,
+    debug_prefix_map,
     dependency_flags,
     first_output_line,
     run_tool,
 )
 from pypto_build.chip_build.toolchains.discovery import HOST_CXX, CannToolkit
+from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags
 from pypto_build.chip_build.toolchains.target import CannTarget
 
 #: ccec flags of every AI Core compile before the arch (simpler's CCEC toolchain).
@@ -75,13 +77,6 @@ _GCC_ONLY_FLAGS = ("-fno-gnu-unique",)
 _ORCHESTRATION_LINK_FLAGS = ("-Wl,--build-id=sha1",)
 
 
-def debug_prefix_map(tree: Path) -> str:
-    """The flag that records ``tree`` as ``.`` in debug information. A compiler run in a folder
-    of the tree records that folder as the kernel reports it (symbolic links resolved), so the
-    tree is mapped in the same spelling."""
-    return f"-fdebug-prefix-map={tree.resolve()}=."
-
-
 def _include_flags(dirs: tuple[Path, ...]) -> tuple[str, ...]:
     return tuple(f"-I{path}" for path in dirs)
 
@@ -89,9 +84,13 @@ def _include_flags(dirs: tuple[Path, ...]) -> tuple[str, ...]:
 class CannToolchain:
     """Builds with an installed CANN toolkit for ``target`` (see the module docstring)."""
 
-    def __init__(self, toolkit: CannToolkit, target: CannTarget) -> None:
+    def __init__(
+        self, toolkit: CannToolkit, target: CannTarget, extra: ExtraFlags | None = None
+    ) -> None:
         self.toolkit = toolkit
         self.target = target
+        #: What the ``cann-*`` settings add to every compile (:mod:`.extra_flags`).
+        self.extra = ExtraFlags() if extra is None else extra
 
     @property
     def name(self) -> str:
@@ -135,6 +134,7 @@ class CannToolchain:
             "orchestration_include_dirs": [str(path) for path in dirs.orchestration_include_dirs],
             "orchestration_inputs": [str(path) for path in dirs.orchestration_inputs],
             "orchestration_sources": [str(path) for path in dirs.orchestration_sources],
+            **self.extra.describe(),
         }
 
     def kernel_include_dirs(self, chip: Chip) -> tuple[Path, ...]:
@@ -148,7 +148,11 @@ class CannToolchain:
         artifact = job.artifact(self.artifact_suffix(job.kind)).name
         output = stage / artifact
         depfile = stage / f"{job.source.stem}.d"
-        ours = (debug_prefix_map(job.tree), *dependency_flags(depfile, artifact))
+        ours = (
+            debug_prefix_map(job.tree),
+            *self.extra.compile_args(),
+            *dependency_flags(depfile, artifact),
+        )
         if job.kind is UnitKind.ORCHESTRATION:
             runtime = self.target.runtime.platform_dirs(job.chip.platform)
             compile_argv = (

@@ -30,9 +30,11 @@ from pypto_build.chip_build.toolchains.base import (
     Step,
     ToolchainError,
     UnitKind,
+    debug_prefix_map,
     dependency_flags,
     first_output_line,
 )
+from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags
 
 #: The folder of a sub-build that holds its sim binaries (``sim/kernels/aiv/<name>.so``,
 #: ``sim/orchestration/<name>.so``). They are binaries for our simulator, whose orchestration
@@ -44,6 +46,8 @@ SIM_BINARY_DIR = "sim"
 SIM_API_INCLUDE_DIR = Path(__file__).resolve().parents[1] / "sim" / "include"
 
 _COMPILE_FLAGS = ("-c", "-fPIC", "-O2", "-std=c++17")
+#: A debug build's: no optimization, debug information, and asserts kept (no ``-DNDEBUG``).
+_DEBUG_COMPILE_FLAGS = ("-c", "-fPIC", "-O0", "-g", "-std=c++17")
 _KERNEL_DEFINES = {CoreType.AIV: "-D__DAV_VEC__", CoreType.AIC: "-D__DAV_CUBE__"}
 _VERSION_NUMBER = re.compile(r"\d+(?:\.\d+)+")
 
@@ -67,17 +71,23 @@ KERNEL_ENTRY_FLAG = "-Wl,--require-defined=kernel_entry"
 class SimToolchain:
     """Builds shared objects for the host simulation with ``compiler`` (see the module)."""
 
-    def __init__(self, compiler: Path, *, version_line: str | None = None) -> None:
+    def __init__(
+        self, compiler: Path, *, version_line: str | None = None, extra: ExtraFlags | None = None
+    ) -> None:
         self.compiler = compiler
+        #: What the settings and ``$CXXFLAGS`` add to each command (:mod:`.extra_flags`).
+        self.extra = ExtraFlags() if extra is None else extra
         #: The first line of ``compiler --version``, probed now unless given.
         if version_line is None:
             version_line = first_output_line([str(compiler), "--version"])
         self.version_line = version_line
 
     @classmethod
-    def discover(cls, environ: Mapping[str, str] | None = None) -> SimToolchain:
+    def discover(
+        cls, environ: Mapping[str, str] | None = None, extra: ExtraFlags | None = None
+    ) -> SimToolchain:
         """The sim toolchain on the host compiler :func:`find_host_compiler` picks."""
-        return cls(find_host_compiler(environ))
+        return cls(find_host_compiler(environ), extra=extra)
 
     @property
     def name(self) -> str:
@@ -107,7 +117,8 @@ class SimToolchain:
         return None
 
     def layout(self, chip: Chip) -> Mapping[str, object]:
-        return {}  # the commands depend on the compiler and the sources alone
+        # The commands depend on the compiler, the sources and what the user added alone.
+        return self.extra.describe()
 
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
         stem = job.source.stem
@@ -115,20 +126,26 @@ class SimToolchain:
         output = stage / artifact
         depfile = stage / f"{stem}.d"
         obj = f"{stage}/{stem}.o"
+        debug = self.extra.debug
         if job.core_type is not None:
             # A kernel sees the headers of its tree only, as PyPTO's runtime compiles it.
-            flags = (
+            flags: tuple[str, ...] = (
                 "-D__CPU_SIM",
                 _KERNEL_DEFINES[job.core_type],
-                "-DNDEBUG",
+                *(() if debug else ("-DNDEBUG",)),
                 *job.include_flags(),
             )
         else:
             flags = (f"-I{SIM_API_INCLUDE_DIR}", f"-I{include_dir()}")
+        # Debug information names the folder compiled in: recorded as "." (the tree), so a
+        # binary the cache serves into another tree names no stale folder.
+        mapped = (debug_prefix_map(job.tree),) if debug else ()
         compile_argv = (
             str(self.compiler),
-            *_COMPILE_FLAGS,
+            *(_DEBUG_COMPILE_FLAGS if debug else _COMPILE_FLAGS),
             *flags,
+            *mapped,
+            *self.extra.compile_args(),
             *dependency_flags(depfile, artifact),
             "-o",
             obj,
@@ -137,7 +154,15 @@ class SimToolchain:
         # A kernel without its entry point would load and then fail at run time: the link
         # refuses it at build time instead.
         entry = (KERNEL_ENTRY_FLAG,) if job.core_type is not None else ()
-        link_argv = (str(self.compiler), "-shared", *entry, "-o", str(output), obj)
+        link_argv = (
+            str(self.compiler),
+            "-shared",
+            *entry,
+            *self.extra.flags,
+            "-o",
+            str(output),
+            obj,
+        )
         return CompilePlan(
             steps=(Step(compile_argv, compiles=True), Step(link_argv, compiles=False)),
             output=output,
