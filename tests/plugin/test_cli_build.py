@@ -416,3 +416,18 @@ def test_a_build_needs_no_numpy_and_run_says_how_to_get_it(project: Path, tmp_pa
         ExitCode.PROGRAM_ERROR,
         "pypto-build: error: run needs NumPy for the simulator: pip install 'pypto-build[sim]'\n",
     )
+
+
+@needs_gxx
+def test_a_relative_cache_folder_is_taken_from_the_working_folder(
+    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PYPTO_CACHE_DIR=relcache`` names ``./relcache`` wherever a compile runs: the compiler
+    writes its dependency file under the cache's staging folder from its own working folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", "relcache")
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli(capsys, "build", str(project), "--chip", "a3", "--out", str(out_dir))
+    assert (code, err) == (ExitCode.OK, "")
+    assert out.splitlines()[1] == f"cache: 0 hits / 4 misses ({tmp_path / 'relcache'})"
+    assert json.loads(run_cli(capsys, "cache", "stats", "--json")[1])["entries"] == 4
