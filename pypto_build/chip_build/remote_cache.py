@@ -18,8 +18,10 @@ verified hit is stored locally. A compile's entry is uploaded on background thre
 then the ``ac`` document, so a reader never finds a manifest before its blob), off the build's
 critical path; :meth:`RemoteTier.flush` waits for the uploads at the end of a build.
 
-A remote must never fail or stall a build. Every exchange is bounded by the timeout (connecting,
-waiting for the answer, and the whole body from the request on), nothing is retried, and the
+A remote must never fail or stall a build. Every exchange is bounded as a whole by the timeout
+(connecting, the status line and headers, the whole body, the answer to an upload: one deadline
+from the start of the request, :mod:`~pypto_build.chip_build.remote_deadline`), nothing is
+retried, and the
 first exchange with a remote runs alone, so one that is down or hangs costs one timeout per
 build, not one per compile job. Whatever goes wrong is one warning per remote and kind, and
 the build goes on:
@@ -49,13 +51,14 @@ import json
 import netrc
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
+
+from pypto_build.chip_build.remote_deadline import Deadline, pool_manager
 
 if TYPE_CHECKING:
     import urllib3
@@ -159,14 +162,15 @@ class _Damaged(Exception):
 
 
 class _Exchange:
-    """HTTP exchanges with one remote, each bounded by the timeout (see the module)."""
+    """HTTP exchanges with one remote, each bounded as a whole by the timeout (see the module and
+    :mod:`~pypto_build.chip_build.remote_deadline`)."""
 
     def __init__(self, spec: RemoteSpec, pool: urllib3.PoolManager, headers: dict[str, str]):
         import urllib3
 
         #: What a transport failure raises: urllib3's errors and the system's.
         self._failures = (urllib3.exceptions.HTTPError, OSError)
-        self._timeout = urllib3.Timeout(connect=spec.timeout, read=spec.timeout)
+        self._timeout_class = urllib3.Timeout
         self.base = spec.url.rstrip("/")
         self.timeout = spec.timeout
         self._pool = pool
@@ -175,19 +179,19 @@ class _Exchange:
     def get(self, path: str, limit: int) -> bytes | None:
         """The value at ``<base>/<path>``, or None when the server has none (404). A value over
         ``limit`` bytes is damaged."""
-        deadline = time.monotonic() + self.timeout
-        response = self._request("GET", path, None)
-        try:
-            data = self._body(response, path, limit, deadline)
-        except BaseException:
-            response.close()  # unread bytes must not reach the next exchange on the connection
-            raise
-        finally:
-            response.release_conn()
+        with Deadline(self.timeout) as deadline:
+            response = self._request("GET", path, None, deadline)
+            try:
+                data = self._body(response, path, limit, deadline)
+            except BaseException:
+                response.close()  # unread bytes must not reach the next exchange on the connection
+                raise
+            finally:
+                response.release_conn()
         return data
 
     def _body(
-        self, response: urllib3.BaseHTTPResponse, path: str, limit: int, deadline: float
+        self, response: urllib3.BaseHTTPResponse, path: str, limit: int, deadline: Deadline
     ) -> bytes | None:
         if response.status == 404:
             return None
@@ -208,21 +212,24 @@ class _Exchange:
                 size += len(chunk)
                 if size > limit:
                     raise _Damaged(f"{path} holds more than the {limit} bytes expected")
-                if time.monotonic() > deadline:
-                    raise _Unavailable(f"GET {path} took longer than {self.timeout:g} s")
                 chunks.append(chunk)
         except self._failures as exc:
-            raise _Unavailable(f"GET {path}: {_reason(exc)}") from None
+            raise self._failure("GET", path, exc, deadline) from None
+        if deadline.expired:  # cut off between two reads, or at the very end
+            raise self._failure("GET", path, None, deadline)
         return b"".join(chunks)
 
     def put(self, path: str, data: bytes) -> None:
-        response = self._request("PUT", path, data)
-        try:
-            response.drain_conn()
-        except self._failures as exc:
-            raise _Unavailable(f"PUT {path}: {_reason(exc)}") from None
-        finally:
-            response.release_conn()
+        with Deadline(self.timeout) as deadline:
+            response = self._request("PUT", path, data, deadline)
+            try:
+                response.drain_conn()
+            except self._failures as exc:
+                raise self._failure("PUT", path, exc, deadline) from None
+            finally:
+                response.release_conn()
+            if deadline.expired:
+                raise self._failure("PUT", path, None, deadline)
         if response.status == 400:
             # bazel-remote validates ac/ values as Bazel ActionResults unless told not to.
             raise _UploadRefused(
@@ -234,7 +241,12 @@ class _Exchange:
         if not 200 <= response.status < 300:
             raise _Unavailable(f"PUT {path} answered HTTP {response.status}")
 
-    def _request(self, method: str, path: str, body: bytes | None) -> urllib3.BaseHTTPResponse:
+    def _request(
+        self, method: str, path: str, body: bytes | None, deadline: Deadline
+    ) -> urllib3.BaseHTTPResponse:
+        # Each system call is bounded by what is left of the deadline as well, so a remote that
+        # goes quiet is cut off at the deadline even before the watchdog fires.
+        left = deadline.remaining()
         try:
             return self._pool.request(
                 method,
@@ -244,10 +256,19 @@ class _Exchange:
                 preload_content=False,
                 redirect=False,
                 retries=False,
-                timeout=self._timeout,
+                timeout=self._timeout_class(connect=left, read=left),
             )
         except self._failures as exc:
-            raise _Unavailable(f"{method} {path}: {_reason(exc)}") from None
+            raise self._failure(method, path, exc, deadline) from None
+
+    def _failure(
+        self, method: str, path: str, exc: Exception | None, deadline: Deadline
+    ) -> _Unavailable:
+        """The error of an exchange that failed or ran out of time (a per-call timeout at the
+        deadline reads as the deadline, not as the call that happened to be waiting)."""
+        if exc is None or deadline.expired or deadline.remaining() <= 0.001:
+            return _Unavailable(f"{method} {path} took longer than {self.timeout:g} s")
+        return _Unavailable(f"{method} {path}: {_reason(exc)}")
 
 
 def _reason(exc: Exception) -> str:
@@ -436,13 +457,11 @@ class RemoteTier:
         warn: Callable[[str], None],
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        import urllib3  # here, not with the module: a build without a remote never needs it
-
         environ = os.environ if environ is None else environ
         # One pool per host, kept alive across the build: a local miss costs a round trip, not
         # a new connection. Connections are opened on demand; the pool keeps enough for every
         # compile job and upload thread of a distributed build.
-        self._pool = urllib3.PoolManager(num_pools=4, maxsize=_POOL_SIZE, block=False)
+        self._pool = pool_manager(num_pools=4, maxsize=_POOL_SIZE)
         self.remotes = tuple(
             Remote(spec, _Exchange(spec, self._pool, auth_headers(spec.url, environ)), warn)
             for spec in specs
