@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
+from pypto_build.chip_build import bounded_json
 from pypto_build.chip_build.remote_deadline import Deadline, pool_manager
 
 if TYPE_CHECKING:
@@ -72,6 +73,8 @@ FORMAT = "pypto-build-remote-v1"
 MAX_ENTRIES = 8
 #: The largest ``ac`` document read; an entry lists a few hundred headers at most.
 _MAX_DOCUMENT = 4 << 20
+#: The deepest ``ac`` document read: its entries' manifests nest five levels.
+_MAX_DEPTH = 16
 #: Statuses of a ``PUT`` that mean "this server takes no uploads from you", not "it is down".
 _REFUSED = frozenset({401, 403, 405, 501})
 _CHUNK = 1 << 16
@@ -433,9 +436,9 @@ class RemoteEntry:
 def _parse_entries(data: bytes, key: str) -> list[dict[str, object]]:
     """The entries of an ``ac`` document; :class:`_Damaged` when it is not one for ``key``."""
     try:
-        document = json.loads(data)
-    except ValueError:
-        raise _Damaged("not a JSON document") from None
+        document = bounded_json.loads(data, max_bytes=_MAX_DOCUMENT, max_depth=_MAX_DEPTH)
+    except bounded_json.DocumentRefused as exc:
+        raise _Damaged(str(exc)) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise _Damaged(f"not a {FORMAT} document")
     if document.get("key") != key:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import grp
+import http.server
 import itertools
 import os
 import pwd
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -306,6 +307,40 @@ def trickling_server(
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
         acceptor.join(STOP_TIMEOUT)
+
+
+@contextlib.contextmanager
+def scripted_server(answer: Callable[[str, str], tuple[int, bytes]]) -> Iterator[int]:
+    """An HTTP server on loopback whose every answer is ``answer(method, path)``: a status and
+    a body (a request's own body is read and dropped). For remotes that misbehave in ways a
+    real server is not configured to; serves until the block ends."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, body = answer(self.command, self.path)
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = _answer
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass  # the test's output is its assertions
+
+    server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(STOP_TIMEOUT)
 
 
 # --- distccd, redis-server, sccache -----------------------------------------------------------
