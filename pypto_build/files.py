@@ -124,6 +124,8 @@ def file_problem(path: Path) -> str | None:
         return "no such file"
     except OSError as exc:
         return exc.strerror or str(exc)
+    except ValueError:  # what the system calls refuse before asking the system
+        return "the path holds a NUL byte"
     if not stat.S_ISREG(mode):
         return "not a regular file (a folder, a FIFO or a device)"
     return None

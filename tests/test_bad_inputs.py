@@ -252,6 +252,18 @@ CASES = (
         "tool.pypto.programs[0]: nope.py: no such file",
     ),
     Bad(
+        "program-path-nul",
+        _project('[tool.pypto]\nprograms = ["ti\\u0000ny.py"]\npackage = "p"\nchips = ["a3"]\n'),
+        2,
+        "tool.pypto.programs[0]: 'ti\\x00ny.py' holds a NUL byte, which no path can",
+    ),
+    Bad(
+        "package-path-nul",
+        _project('[tool.pypto]\nprograms = ["tiny.py"]\npackage = "p\\u0000k"\nchips = ["a3"]\n'),
+        2,
+        "tool.pypto.package: 'p\\x00k' holds a NUL byte, which no path can",
+    ),
+    Bad(
         "program-a-folder",
         _project('[tool.pypto]\nprograms = ["."]\npackage = "p"\nchips = ["a3"]\n'),
         2,
@@ -378,6 +390,12 @@ CASES = (
         _kernel_file(lambda path: path.mkdir()),
         1,
         "cannot be read: not a regular file",
+    ),
+    Bad(
+        "kernel-path-nul",
+        _render(_tiny('external_source="k.cpp"', 'external_source="k\\x00.cpp"')),
+        1,
+        "bad.py:7:5: error: external_source 'k\\x00.cpp' of kernel 'k' holds a NUL byte",
     ),
     Bad("kernel-a-fifo", _kernel_file(_fifo), 1, "cannot be read: not a regular file"),
     Bad(

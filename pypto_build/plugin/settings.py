@@ -80,6 +80,8 @@ _URL_PATTERN = r"^https?://[^/?#@\s]+(?:/[^?#\s]*)?$"
 
 
 def _relative_path(value: str, where: str) -> None:
+    if "\0" in value:  # the system refuses such a path; say so before anything opens it
+        raise SettingsError(f"{where}: {value!r} holds a NUL byte, which no path can")
     if re.fullmatch(_RELATIVE_PATH_PATTERN, value) is None:
         raise SettingsError(
             f"{where}: '{value}' must be a relative path inside the project (forward slashes)"
