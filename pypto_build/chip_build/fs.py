@@ -61,11 +61,19 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+class LinkInTree(ValueError):
+    """A tree holds a symbolic link (:func:`walk_files`); ``relative`` is its path in the tree."""
+
+    def __init__(self, relative: str) -> None:
+        super().__init__(f"symbolic link in build tree: {relative}")
+        self.relative = relative
+
+
 def walk_files(root: Path) -> list[Path]:
     """Every regular file under ``root``, as relative paths sorted by their POSIX spelling.
 
-    A symbolic link anywhere in the tree is an error: a wheel cannot carry one, and following
-    it would make the output depend on files outside the tree.
+    A symbolic link anywhere in the tree is an error (:class:`LinkInTree`): a wheel cannot
+    carry one, and following it would make the output depend on files outside the tree.
     """
     if not root.is_dir():
         raise NotADirectoryError(f"not a directory: {root}")
@@ -75,9 +83,7 @@ def walk_files(root: Path) -> list[Path]:
         for name in (*dirnames, *filenames):
             entry = base / name
             if entry.is_symlink():
-                raise ValueError(
-                    f"symbolic link in build tree: {entry.relative_to(root).as_posix()}"
-                )
+                raise LinkInTree(entry.relative_to(root).as_posix())
         found.extend((base / name).relative_to(root) for name in filenames)
     return sorted(found, key=Path.as_posix)
 

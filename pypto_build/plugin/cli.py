@@ -344,20 +344,27 @@ def _render(args: argparse.Namespace) -> int:
 def _check_render(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.checks.diffreport import find_diffoscope
     from pypto_build.chip_build.checks.render import check_render
+    from pypto_build.chip_build.fs import LinkInTree
 
     path, source_root, chips, programs = _program_inputs(args)
     against = None if args.against is None else Path(args.against)
     if against is not None and not against.is_dir():
         raise UsageError(f"--against: {args.against}: no such directory")
-    result = check_render(
-        path,
-        programs,
-        chips,
-        source_root=source_root,
-        report_dir=Path(args.report),
-        against=against,
-        diffoscope=find_diffoscope(),
-    )
+    try:
+        result = check_render(
+            path,
+            programs,
+            chips,
+            source_root=source_root,
+            report_dir=Path(args.report),
+            against=against,
+            diffoscope=find_diffoscope(),
+        )
+    except LinkInTree as exc:  # a fresh render holds none, so the link is in --against's tree
+        raise UsageError(
+            f"--against: {args.against} holds a symbolic link ({exc.relative}), which no "
+            "render writes; it is not followed"
+        ) from None
     if args.json:
         print_json(result.to_json())
     else:
