@@ -392,6 +392,17 @@ CASES = (
         "cannot be read: not a regular file",
     ),
     Bad(
+        "orchestration-duplicate-parameter",
+        _render(
+            _tiny(
+                "def orch(\n        self, x: pl.Tensor[[4, 4], pl.FP32], y:",
+                "def orch(\n        self, x: pl.Tensor[[4, 4], pl.FP32], x:",
+            )
+        ),
+        1,
+        "bad.py:13:46: error: duplicate parameter 'x' of 'orch'",
+    ),
+    Bad(
         "kernel-path-nul",
         _render(_tiny('external_source="k.cpp"', 'external_source="k\\x00.cpp"')),
         1,

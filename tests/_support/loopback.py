@@ -234,9 +234,7 @@ def hanging_port() -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def trickling_server(
-    phase: str, *, interval: float = 0.2, duration: float = 8.0
-) -> Iterator[int]:
+def trickling_server(phase: str, *, interval: float = 0.2, duration: float = 8.0) -> Iterator[int]:
     """A scripted HTTP server that answers every request, but sends one part of its answer one
     byte per ``interval`` seconds, without end: ``status`` (the status line), ``headers`` (the
     header lines after a prompt status line), ``body`` (the body of a 200 promising a megabyte),

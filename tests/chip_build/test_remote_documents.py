@@ -32,7 +32,9 @@ def test_a_remote_document_nested_100000_deep_is_a_damaged_entry(
         url = f"http://{LOOPBACK}:{port}/cache"
         remote = RemoteTier([RemoteSpec(url, timeout=5.0)], warn=warnings.append, environ={})
         cache = CompileCache(tmp_path / "cache", remote=remote)
-        report = compile_tree(make_tree(tmp_path / "out"), "a3", sim, jobs=2, cache=cache, progress=None)
+        report = compile_tree(
+            make_tree(tmp_path / "out"), "a3", sim, jobs=2, cache=cache, progress=None
+        )
         cache.flush()
     assert report.compiled == 4
     assert len(warnings) == 1, warnings
@@ -41,7 +43,13 @@ def test_a_remote_document_nested_100000_deep_is_a_damaged_entry(
 
 @pytest.mark.parametrize(
     ("text", "depth"),
-    [(b"1", 0), (b"[]", 1), (b'{"a": [1, {"b": []}]}', 4), (b'["[[[[", "\\"]]"]', 1), (DEEP, 100_000)],
+    [
+        (b"1", 0),
+        (b"[]", 1),
+        (b'{"a": [1, {"b": []}]}', 4),
+        (b'["[[[[", "\\"]]"]', 1),
+        (DEEP, 100_000),
+    ],
 )
 def test_depth_counts_the_brackets_outside_strings(text: bytes, depth: int) -> None:
     assert bounded_json.depth(text) == depth

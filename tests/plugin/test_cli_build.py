@@ -420,7 +420,10 @@ def test_a_build_needs_no_numpy_and_run_says_how_to_get_it(project: Path, tmp_pa
 
 @needs_gxx
 def test_a_relative_cache_folder_is_taken_from_the_working_folder(
-    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``PYPTO_CACHE_DIR=relcache`` names ``./relcache`` wherever a compile runs: the compiler
     writes its dependency file under the cache's staging folder from its own working folder."""
