@@ -29,6 +29,26 @@ class NotRegularFile(OSError):
         super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
 
 
+class TooLarge(OSError):
+    """The file holds more bytes than its reader takes (``max_bytes``)."""
+
+    def __init__(self, path: str | os.PathLike[str], limit: int) -> None:
+        super().__init__(errno.EFBIG, f"larger than {limit} bytes", os.fspath(path))
+
+
+def _open(path: str | os.PathLike[str], follow_symlinks: bool) -> int:
+    """A descriptor of ``path`` opened for reading without blocking; a link refused (when not
+    followed) says so, instead of the system's "Too many levels of symbolic links"."""
+    try:
+        return os.open(path, _flags(follow_symlinks))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise OSError(
+                errno.ELOOP, "a symbolic link, which is not followed", os.fspath(path)
+            ) from None
+        raise
+
+
 @contextmanager
 def open_regular(
     path: str | os.PathLike[str], *, follow_symlinks: bool = True
@@ -39,7 +59,7 @@ def open_regular(
     (``ELOOP``): a cache reads its own entries that way, so a planted link cannot make it read,
     or vouch for, a file outside the cache.
     """
-    fd = os.open(path, _flags(follow_symlinks))
+    fd = _open(path, follow_symlinks)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(path)
@@ -58,30 +78,42 @@ def _flags(follow_symlinks: bool) -> int:
     return flags
 
 
-def read_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> bytes:
-    """The bytes of the regular file ``path`` (:func:`open_regular`)."""
-    return read_regular_status(path, follow_symlinks=follow_symlinks)[0]
+def read_regular(
+    path: str | os.PathLike[str], *, follow_symlinks: bool = True, max_bytes: int | None = None
+) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`read_regular_status`)."""
+    return read_regular_status(path, follow_symlinks=follow_symlinks, max_bytes=max_bytes)[0]
 
 
 def read_regular_status(
-    path: str | os.PathLike[str], *, follow_symlinks: bool = True
+    path: str | os.PathLike[str], *, follow_symlinks: bool = True, max_bytes: int | None = None
 ) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` and the status of the file they were read from
-    (:func:`open_regular`'s checks). Read with one system call where the size holds, and
-    without a buffered stream: a warm build reads hundreds of small files."""
-    fd = os.open(path, _flags(follow_symlinks))
+    (:func:`open_regular`'s checks); :class:`TooLarge` past ``max_bytes``, whatever the file
+    claims its size is. Read with one system call where the size holds, and without a
+    buffered stream: a warm build reads hundreds of small files."""
+    fd = _open(path, follow_symlinks)
     try:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode):
             raise NotRegularFile(path)
+        limit = max_bytes if max_bytes is not None else -1
+        if 0 <= limit < status.st_size:
+            raise TooLarge(path, limit)
         data = os.read(fd, status.st_size + 1)
         # Grown since, a size the file system does not keep, or a short read (network file
-        # systems): read on to the end.
+        # systems): read on to the end, or past the limit.
         if len(data) != status.st_size:
             chunks = [data]
+            size = len(data)
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
+                size += len(chunk)
+                if 0 <= limit < size:
+                    raise TooLarge(path, limit)
             data = b"".join(chunks)
+        if 0 <= limit < len(data):
+            raise TooLarge(path, limit)
         return data, status
     finally:
         os.close(fd)
@@ -91,7 +123,7 @@ def sha256_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True
     """The SHA-256 of the regular file ``path``, as lowercase hex (:func:`open_regular`'s
     checks). Read in large chunks without a buffered stream: a build hashes a hundred-odd
     headers of a few kilobytes, most in one read."""
-    fd = os.open(path, _flags(follow_symlinks))
+    fd = _open(path, follow_symlinks)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(path)
