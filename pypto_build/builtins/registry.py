@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import importlib.util
+import sys
 from collections.abc import Iterable
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 from pypto_build.builtins.manifest import MANIFEST_NAME, BuiltinPackage, load_package
@@ -137,7 +138,8 @@ def _entry_point_roots() -> list[Path]:
 
 
 def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
-    """The package folder an entry point names; importing its parents is the plugin contract."""
+    """The package folder an entry point names, found without importing anything: see
+    :func:`_package_locations`."""
     dist = entry_point.dist
     source = f" of distribution {dist.name}" if dist is not None else ""
     where = f"entry point {entry_point.name} = {entry_point.value!r}{source} ({ENTRY_POINT_GROUP})"
@@ -145,14 +147,11 @@ def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
     if ":" in name:
         raise BuiltinRegistryError(f"{where}: must name a package, not an object")
     try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError) as error:
-        raise BuiltinRegistryError(f"{where}: cannot locate package {name!r}: {error}") from error
-    if spec is None:
-        raise BuiltinRegistryError(f"{where}: no package {name!r} is installed")
-    locations = [Path(location) for location in spec.submodule_search_locations or ()]
-    if not locations:
-        raise BuiltinRegistryError(f"{where}: {name!r} is a module, not a package folder")
+        locations = _package_locations(name)
+    except _NotAPackage as error:
+        raise BuiltinRegistryError(f"{where}: {error}") from None
+    except Exception as error:  # a finder of the environment that fails; nothing of ours
+        raise BuiltinRegistryError(f"{where}: cannot locate package {name!r}: {error}") from None
     folders = [location for location in locations if (location / MANIFEST_NAME).is_file()]
     if len(folders) != 1:
         raise BuiltinRegistryError(
@@ -160,3 +159,42 @@ def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
             f"found {len(folders)}"
         )
     return folders[0].resolve()
+
+
+class _NotAPackage(LookupError):
+    """A dotted name that names no installed package folder."""
+
+
+def _package_locations(name: str) -> list[Path]:
+    """The folders of the package ``name``, asked of the import system's finders one dotted
+    part at a time, each part within its parent's folders, so that no module is imported.
+
+    ``importlib.util.find_spec`` imports the parent packages, and so would run a plugin's
+    ``__init__.py`` inside every build of every project in the environment: one that raises
+    ``SystemExit(0)``, prints, or fails would end or change builds that never use its op. A
+    template package is data (a manifest and templates), so its folder is all that is needed.
+    """
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise _NotAPackage(f"{name!r} is not a dotted package name")
+    locations: list[str] | None = None  # the top level: sys.path
+    parts = name.split(".")
+    for count in range(1, len(parts) + 1):
+        dotted = ".".join(parts[:count])
+        spec = _find_spec(dotted, locations)
+        if spec is None:
+            raise _NotAPackage(f"no package {name!r} is installed")
+        if spec.submodule_search_locations is None:
+            raise _NotAPackage(f"{dotted!r} is a module, not a package folder")
+        locations = list(spec.submodule_search_locations)
+    return [Path(location) for location in locations or ()]
+
+
+def _find_spec(dotted: str, locations: list[str] | None) -> ModuleSpec | None:
+    """What the first finder of ``sys.meta_path`` that knows ``dotted`` says of it (the path
+    finder, and the finders editable installs add), without loading it."""
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is not None and (spec := find_spec(dotted, locations)) is not None:
+            found: ModuleSpec = spec
+            return found
+    return None
