@@ -18,7 +18,12 @@ from collections.abc import Iterable
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 
-from pypto_build.builtins.manifest import MANIFEST_NAME, BuiltinPackage, load_package
+from pypto_build.builtins.manifest import (
+    MANIFEST_NAME,
+    BuiltinPackage,
+    ManifestError,
+    load_package,
+)
 
 #: Entry-point group through which other distributions register builtin packages. The value of
 #: each entry point is the dotted name of a package whose folder holds a ``builtin.toml``.
@@ -45,7 +50,9 @@ def include_dir() -> Path:
 class BuiltinRegistry:
     """A set of builtin packages keyed by handle; a handle is declared by exactly one folder."""
 
-    def __init__(self, packages: Iterable[BuiltinPackage]) -> None:
+    def __init__(self, packages: Iterable[BuiltinPackage], broken: Iterable[str] = ()) -> None:
+        #: Why each registered third-party package that could not be loaded was set aside.
+        self.broken = tuple(broken)
         by_handle: dict[str, BuiltinPackage] = {}
         for package in packages:
             known = by_handle.get(package.handle)
@@ -61,13 +68,27 @@ class BuiltinRegistry:
 
     @classmethod
     def discover(cls, extra_roots: Iterable[Path] = ()) -> BuiltinRegistry:
-        """Ours, the entry-point registrations, and every package folder under ``extra_roots``."""
-        roots = [
-            *_package_roots(_BUILTINS_DIR),
-            *_entry_point_roots(),
-            *(found for root in extra_roots for found in _package_roots(root)),
-        ]
-        return cls(load_package(root) for root in roots)
+        """Ours, the entry-point registrations, and every package folder under ``extra_roots``.
+
+        A registration whose package cannot be found or whose manifest is broken is set aside
+        with its error (:attr:`broken`), not raised: it is a third party's mistake, and it must
+        not fail the builds of projects that never call its op. A program that calls an op no
+        loaded package implements gets the error then (:meth:`require_none_broken`)."""
+        packages = [load_package(root) for root in _package_roots(_BUILTINS_DIR)]
+        broken: list[str] = []
+        for entry_point in _entry_points():
+            try:
+                packages.append(load_package(_entry_point_root(entry_point)))
+            except (BuiltinRegistryError, ManifestError) as error:
+                broken.append(str(error))
+        packages += [load_package(found) for root in extra_roots for found in _package_roots(root)]
+        return cls(packages, broken)
+
+    def require_none_broken(self) -> None:
+        """Raise the errors of the packages set aside, if any: the op a program calls, which no
+        loaded package implements, may be one of theirs."""
+        if self.broken:
+            raise BuiltinRegistryError("; ".join(self.broken))
 
     def packages(self) -> tuple[BuiltinPackage, ...]:
         """Every registered package, sorted by handle."""
@@ -81,6 +102,7 @@ class BuiltinRegistry:
         _require_handle_form(handle)
         package = self._packages.get(handle)
         if package is None:
+            self.require_none_broken()
             raise UnknownBuiltinError(
                 f"unknown builtin template_dir {handle!r}: no registered builtin package declares "
                 f"it; registered: {', '.join(self._packages) or '(none)'}. Third-party packages "
@@ -129,12 +151,9 @@ def _package_roots(root: Path) -> list[Path]:
     return sorted(manifest.parent.resolve() for manifest in root.rglob(MANIFEST_NAME))
 
 
-def _entry_point_roots() -> list[Path]:
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
     entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-    return [
-        _entry_point_root(entry_point)
-        for entry_point in sorted(entry_points, key=lambda ep: (ep.name, ep.value))
-    ]
+    return sorted(entry_points, key=lambda ep: (ep.name, ep.value))
 
 
 def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:

@@ -70,3 +70,23 @@ def test_what_a_plugin_does_on_import_changes_no_build(
     assert (done.returncode, done.stderr) == (0, "")
     assert "acme loaded" not in done.stdout
     assert (tmp_path / "ag" / "a3").is_dir()
+
+
+def test_a_broken_plugin_is_named_only_by_a_program_that_calls_an_op_of_its(
+    install: InstallDistribution, tmp_path: Path
+) -> None:
+    site = install({"allgather": "acme_collectives.allgather"}, "acme-collectives")
+    shutil.copytree(ACME, site / "acme_collectives")
+    manifest = site / "acme_collectives" / "allgather" / "builtin.toml"
+    manifest.write_text(manifest.read_text(encoding="utf-8").replace("[op]", "[op", 1))
+    tiny = write_project(tmp_path / "tiny")
+    done = pypto_build(site, "render", str(tiny), "--out", str(tmp_path / "out"), "--chip", "a3")
+    assert (done.returncode, done.stderr) == (0, "")
+    program = tmp_path / "allgather" / "allgather.py"
+    (program.parent / "kernels").mkdir(parents=True)
+    shutil.copy(ALLGATHER_PROGRAM, program)
+    shutil.copy(COPY_PAIRS, program.parent / "kernels")
+    done = pypto_build(site, "render", str(program), "--out", str(tmp_path / "ag"), "--chip", "a3")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"pypto-build: error: {manifest}: not valid TOML: ")
+    assert done.stderr.count("\n") == 1
