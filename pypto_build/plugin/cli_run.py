@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pypto_build.files import open_regular
 from pypto_build.plugin.cli_common import (
     PROG,
     ExitCode,
@@ -196,14 +197,24 @@ def _write_outputs(path: Path, result: SimResult | None, failure: SimulationErro
 
 
 def _read_inputs(path: str | None) -> dict[str, npt.NDArray[np.generic]]:
+    """The arrays of the ``.npz`` at ``path``, read as a regular file (a FIFO is refused, not
+    waited for); a damaged archive, whatever NumPy's zip reader raises for it, is one usage
+    error."""
+    import zipfile
+    import zlib
+
     import numpy as np
 
     if path is None:
         return {}
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in sorted(archive.files)}
-    except (OSError, ValueError) as exc:
+        with open_regular(path) as stream:
+            loaded = np.load(stream, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive of named arrays (np.savez writes one)")
+            with loaded as archive:
+                return {name: archive[name] for name in sorted(archive.files)}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
         raise UsageError(f"{path}: cannot read the inputs: {exc}") from None
 
 

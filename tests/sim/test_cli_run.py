@@ -4,7 +4,9 @@ stdout, and the documented exit codes."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import py_compile
 import re
 import shutil
@@ -239,3 +241,35 @@ def test_a_copied_tree_runs_with_the_bytecode_an_installer_adds(
     write_inputs(tmp_path / "in.npz", core_num=1)
     assert run_command(str(copy), "--ranks", "2", "--inputs", str(tmp_path / "in.npz")) == 0
     assert "host_orch (a3) ran on 2 simulated ranks" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda data: b"PK\x03\x04 not a zip archive at all", "File is not a zip file"),
+        (lambda data: data[: len(data) // 2], "File is not a zip file"),
+        (lambda data: _npy(), "not an .npz archive of named arrays"),
+    ],
+    ids=["zip-signature-no-zip", "truncated", "an-npy-file"],
+)
+def test_inputs_that_are_no_npz_archive_are_a_usage_error(
+    build: Path, tmp_path: Path, damage: Callable[[bytes], bytes], reason: str
+) -> None:
+    inputs = tmp_path / "in.npz"
+    write_inputs(inputs, core_num=1)
+    inputs.write_bytes(damage(inputs.read_bytes()))
+    with pytest.raises(UsageError, match=f"^{inputs}: cannot read the inputs: .*{reason}"):
+        run_command(str(build), "--ranks", "2", "--inputs", str(inputs))
+
+
+def _npy() -> bytes:
+    stream = io.BytesIO()
+    np.save(stream, np.zeros(3))
+    return stream.getvalue()
+
+
+def test_inputs_that_are_a_fifo_are_refused_not_waited_for(build: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="cannot read the inputs: .*not a regular file"):
+        run_command(str(build), "--ranks", "2", "--inputs", str(fifo))
