@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import netrc
 import os
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
 TOKEN_VARIABLE = "PYPTO_REMOTE_CACHE_TOKEN"
 USERNAME_VARIABLE = "PYPTO_REMOTE_CACHE_USERNAME"
 PASSWORD_VARIABLE = "PYPTO_REMOTE_CACHE_PASSWORD"
+#: The secret that signs uploaded entries, and that a remote with ``signed`` requires.
+SIGNING_KEY_VARIABLE = "PYPTO_REMOTE_CACHE_SIGNING_KEY"
 #: The ``ac`` document's format; a new format gets a new value and old documents become misses.
 FORMAT = "pypto-build-remote-v1"
 #: Entries one ``ac`` document keeps (one per set of header contents; the newest win).
@@ -132,12 +135,24 @@ def auth_headers(url: str, environ: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class RemoteSpec:
-    """One remote cache: its base URL, whether to upload to it, and the bound on each exchange
-    in seconds."""
+    """One remote cache: its base URL, whether to upload to it, the bound on each exchange in
+    seconds, and whether it must present signed entries (:func:`entry_signature`)."""
 
     url: str
     read_only: bool = False
     timeout: float = 10.0
+    signed: bool = False
+
+
+def entry_signature(secret: bytes, key: str, entry: Mapping[str, object]) -> str:
+    """The HMAC-SHA256, under ``secret``, of an ``ac`` entry of compile ``key``: over the key
+    and the whole manifest but its signature (the artifact's SHA-256 and size, the files the
+    compile read and their hashes), in canonical JSON. Whoever writes to the remote without the
+    secret cannot make a reader that requires signatures take another binary, nor pair a
+    signed binary with other recorded files."""
+    signed = {name: value for name, value in entry.items() if name != "signature"}
+    text = json.dumps({"entry": signed, "key": key}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -285,10 +300,18 @@ def _reason(exc: Exception) -> str:
 
 
 class Remote:
-    """One remote cache during one build: its exchanges, health and warnings."""
+    """One remote cache during one build: its exchanges, health and warnings; ``secret`` signs
+    its uploads and, for a ``signed`` remote, verifies its entries."""
 
-    def __init__(self, spec: RemoteSpec, exchange: _Exchange, warn: Callable[[str], None]):
+    def __init__(
+        self,
+        spec: RemoteSpec,
+        exchange: _Exchange,
+        warn: Callable[[str], None],
+        secret: bytes | None = None,
+    ):
         self.spec = spec
+        self._secret = secret
         self._exchange = exchange
         self._warn = warn
         self._lock = threading.Lock()
@@ -310,10 +333,34 @@ class Remote:
     def entries(self, key: str) -> list[RemoteEntry]:
         """The entries the remote holds for compile ``key``, newest first (none when it has no
         document, is down, or the document is damaged)."""
+        if self.spec.signed and self._secret is None:
+            self._drop(
+                f"requires signed entries but {SIGNING_KEY_VARIABLE} is not set; building "
+                "without it"
+            )
+            return []
         document = self._run(lambda: self._entries_document(key), f"ac/{key}")
         if document is None:
             return []
-        return [RemoteEntry(self, key, manifest) for manifest in document]
+        entries = [RemoteEntry(self, key, manifest) for manifest in document]
+        if not self.spec.signed:
+            return entries
+        trusted = [entry for entry in entries if self._signed(key, entry.manifest)]
+        if len(trusted) != len(entries):
+            self.damaged(f"ac/{key}", "an entry without a valid signature")
+        return trusted
+
+    def _signed(self, key: str, manifest: Mapping[str, object]) -> bool:
+        assert self._secret is not None
+        signature = manifest.get("signature")
+        expected = entry_signature(self._secret, key, manifest)
+        return isinstance(signature, str) and hmac.compare_digest(signature, expected)
+
+    def _drop(self, reason: str) -> None:
+        with self._lock:
+            self._down = True
+            self._problem = reason
+        self._warn_once("down", reason)
 
     def _entries_document(self, key: str) -> list[dict[str, object]] | None:
         data = self._exchange.get(f"ac/{key}", _MAX_DOCUMENT)
@@ -336,7 +383,9 @@ class Remote:
         """Store an entry: its blob, then the key's document with the entry first."""
         if not self.writable:
             return
-        entry = {**manifest, "artifact_size": len(data)}
+        entry: dict[str, object] = {**manifest, "artifact_size": len(data)}
+        if self._secret is not None:
+            entry["signature"] = entry_signature(self._secret, key, entry)
         sha256 = str(manifest["artifact_sha256"])
 
         def put() -> bool:
@@ -465,8 +514,14 @@ class RemoteTier:
         # a new connection. Connections are opened on demand; the pool keeps enough for every
         # compile job and upload thread of a distributed build.
         self._pool = pool_manager(num_pools=4, maxsize=_POOL_SIZE)
+        secret = environ.get(SIGNING_KEY_VARIABLE)
         self.remotes = tuple(
-            Remote(spec, _Exchange(spec, self._pool, auth_headers(spec.url, environ)), warn)
+            Remote(
+                spec,
+                _Exchange(spec, self._pool, auth_headers(spec.url, environ)),
+                warn,
+                secret.encode("utf-8") if secret else None,
+            )
             for spec in specs
         )
         self._uploads: ThreadPoolExecutor | None = None

@@ -343,6 +343,17 @@ class PyptoSettings:
         default=False,
         metadata=_meta("Only read from remote-cache-url, never upload to it.", default="`false`"),
     )
+    remote_cache_signed: bool = field(
+        default=False,
+        metadata=_meta(
+            "Take only remote entries signed with the secret in "
+            "PYPTO_REMOTE_CACHE_SIGNING_KEY (an HMAC-SHA256 over the compile key, the "
+            "artifact's SHA-256 and the files it was compiled from), from both remote caches; "
+            "whoever can write a remote without the secret cannot make a build ship their "
+            "binary. Uploads are signed whenever the secret is set; see docs/scaling.md.",
+            default="`false`",
+        ),
+    )
     remote_cache_fallback_url: str | None = field(
         default=None,
         metadata=_meta(

@@ -286,6 +286,7 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "pto-isa-revision",
         "remote-cache-url",
         "remote-cache-read-only",
+        "remote-cache-signed",
         "remote-cache-fallback-url",
         "remote-cache-timeout",
     ]
