@@ -867,6 +867,7 @@ class CompileCache:
                 self._remove(entry.path)
                 with contextlib.suppress(OSError):  # only if no other entry shares the key
                     entry.path.parent.rmdir()
+                    entry.path.parent.parent.rmdir()  # and none the key's first two digits
                 total -= entry.size
                 removed.append(entry)
             self._remove_killed_staging()

@@ -325,7 +325,9 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
 
     def _full_build(self, settings: PyptoSettings, out: Path, unchanged: Unchanged) -> None:
         """Lower, render and compile into ``out``, and record the build for the next one."""
+        from pypto_build.chip_build.cache import parse_size
         from pypto_build.chip_build.compile import BuildFailed
+        from pypto_build.plugin.cache_bound import bound_after_build
         from pypto_build.plugin.last_build import remember
         from pypto_build.plugin.project_build import build_project, project_cache
 
@@ -351,6 +353,9 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 f"from cache ({report.toolchain} {report.toolchain_version})"
             )
         remember(unchanged, project, result)
+        bound_after_build(
+            unchanged.cache_root, parse_size(settings.cache_max_size), warn=self._warn
+        )
 
     def _reused(self, unchanged: Unchanged) -> None:
         """Say what a build that changed nothing shipped, and count it in the compile cache's

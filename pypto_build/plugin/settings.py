@@ -138,6 +138,15 @@ def _command(value: str, where: str) -> None:
         ) from None
 
 
+def _size(value: str, where: str) -> None:
+    from pypto_build.chip_build.cache import parse_size
+
+    try:
+        parse_size(value)
+    except ValueError as exc:
+        raise SettingsError(f"{where}: {exc}") from None
+
+
 def _url(value: str, where: str) -> None:
     # The remote tier is loaded only for a project that names a remote cache.
     from pypto_build.chip_build.remote_cache import url_problem
@@ -325,6 +334,17 @@ class PyptoSettings:
             schema=_COMMIT_SCHEMA,
             value="40-hex commit",
             default="the clean git `HEAD` of the PTO-ISA root",
+        ),
+    )
+    cache_max_size: str = field(
+        default="5G",
+        metadata=_meta(
+            "The most the compile cache's folder may hold, its build records included: every "
+            "build brings it within this after it publishes, the least recently used entries "
+            "first (as ccache does).",
+            check=_size,
+            value="size: 4096, 500M, 2G, 1.5GiB",
+            default="`5G`",
         ),
     )
     remote_cache_url: str | None = field(

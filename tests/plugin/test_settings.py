@@ -284,6 +284,7 @@ def test_schema_describes_every_field_and_constraint() -> None:
         "runtime-revision",
         "pto-isa-root",
         "pto-isa-revision",
+        "cache-max-size",
         "remote-cache-url",
         "remote-cache-read-only",
         "remote-cache-signed",
