@@ -156,9 +156,12 @@ def _check_binop(operator: str, left: object, right: object) -> None:
     repeating a string or a list, or raising to a large power."""
     if operator == "*":
         for sized, count in ((left, right), (right, left)):
-            if isinstance(sized, str | bytes | list | tuple) and isinstance(count, int):
-                if len(sized) * count > MAX_VALUE:
-                    raise _ValueTooLarge(f"builds a value larger than {MAX_VALUE} items")
+            if (
+                isinstance(sized, str | bytes | list | tuple)
+                and isinstance(count, int)
+                and len(sized) * count > MAX_VALUE
+            ):
+                raise _ValueTooLarge(f"builds a value larger than {MAX_VALUE} items")
     elif operator == "**" and isinstance(right, int) and abs(right) > 64:
         raise _ValueTooLarge(f"builds a value larger than {MAX_VALUE} items (a power of {right})")
 

@@ -36,7 +36,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pypto_build.chip_build.fs import remove_entry
+from pypto_build.files import remove_entry
 
 #: The steps of a publish, in order (``rendered`` and ``compiled`` are the engine's, between
 #: ``staged`` and ``swapping``; ``moved-aside`` happens only without an exchange).

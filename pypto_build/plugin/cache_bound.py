@@ -17,6 +17,7 @@ from pathlib import Path
 from pypto_build.chip_build.cache import CompileCache, PruneResult
 from pypto_build.plugin.record_store import RecordStore
 
+
 def bound_cache(root: Path, max_size: int, *, warn: Callable[[str], None]) -> PruneResult:
     """Bring the compile cache folder ``root`` within ``max_size`` bytes (see the module); what
     the compile cache pruned. Raises :class:`OSError` when the folder cannot be written."""

@@ -344,7 +344,7 @@ def _render(args: argparse.Namespace) -> int:
 def _check_render(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.checks.diffreport import find_diffoscope
     from pypto_build.chip_build.checks.render import check_render
-    from pypto_build.chip_build.fs import LinkInTree
+    from pypto_build.files import IrregularEntry
 
     path, source_root, chips, programs = _program_inputs(args)
     against = None if args.against is None else Path(args.against)
@@ -360,10 +360,10 @@ def _check_render(args: argparse.Namespace) -> int:
             against=against,
             diffoscope=find_diffoscope(),
         )
-    except LinkInTree as exc:  # a fresh render holds none, so the link is in --against's tree
+    except IrregularEntry as exc:  # a fresh render holds none: it is in --against's tree
         raise UsageError(
-            f"--against: {args.against} holds a symbolic link ({exc.relative}), which no "
-            "render writes; it is not followed"
+            f"--against: {args.against} holds a {exc.what} ({exc.relative}), which no render "
+            "writes; it is not followed"
         ) from None
     if args.json:
         print_json(result.to_json())

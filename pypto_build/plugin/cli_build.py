@@ -184,10 +184,10 @@ def _add_doctor(commands: Subparsers) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from pypto_build.chip_build.cache import parse_size
     from pypto_build.chip_build.compile import BuildFailed
     from pypto_build.chip_build.errors import RenderError
     from pypto_build.chip_build.toolchains import ToolchainError
-    from pypto_build.chip_build.cache import parse_size
     from pypto_build.plugin.cache_bound import bound_after_build
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache
@@ -397,10 +397,8 @@ def _cache_prune(args: argparse.Namespace) -> int:
 
     cache = CompileCache(default_cache_dir())
     try:
-        if args.all:
-            result = cache.prune(0)
-        else:  # the build records count against the bound too
-            result = bound_cache(cache.root, args.max_size, warn=_warn)
+        # Pruned to a size, the build records count against the bound too.
+        result = cache.prune(0) if args.all else bound_cache(cache.root, args.max_size, warn=_warn)
     except OSError as err:  # a cache folder that cannot be written: nothing to prune there
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR

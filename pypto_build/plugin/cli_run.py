@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto_build.files import open_regular
+from pypto_build.files import atomic_write_bytes, open_regular
 from pypto_build.plugin.cli_common import (
     PROG,
     ExitCode,
@@ -192,8 +193,10 @@ def _write_outputs(path: Path, result: SimResult | None, failure: SimulationErro
 
     # Any: savez's stub types its keywords like its own allow_pickle flag.
     arrays: dict[str, Any] = output_arrays(result, failure)
-    with path.open("wb") as stream:
-        np.savez(stream, **arrays)
+    stream = io.BytesIO()
+    np.savez(stream, **arrays)
+    # Whole or not at all, and never written through what ``path`` names (a link, a FIFO).
+    atomic_write_bytes(path, stream.getvalue())
 
 
 def _read_inputs(path: str | None) -> dict[str, npt.NDArray[np.generic]]:

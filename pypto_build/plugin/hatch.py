@@ -114,7 +114,7 @@ def wheel_tag(toolchain: str, platform_tag: str = "auto") -> str:
 def wheel_files(out_dir: Path, chips: Sequence[str], package: str) -> dict[str, str]:
     """``force_include`` entries shipping every file of ``out_dir/<chip>`` as
     ``<package>/<chip>/...``, ordered by their path in the wheel."""
-    from pypto_build.chip_build.fs import walk_files
+    from pypto_build.files import walk_files
 
     shipped: dict[str, str] = {}
     for chip in chips:
@@ -427,8 +427,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         """Refuse a standard wheel that would ship an editable install's kernels too, and
         remove what a killed editable build left beside them (a staging folder in the package
         would otherwise travel in the wheel)."""
-        from pypto_build.chip_build.fs import walk_files
         from pypto_build.chip_build.publish import clear_debris
+        from pypto_build.files import walk_files
         from pypto_build.plugin.settings import SettingsError
 
         root = Path(self.root)

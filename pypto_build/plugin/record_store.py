@@ -33,8 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.fs import FILE_MODE, remove_entry
-from pypto_build.files import read_regular, sha256_regular
+from pypto_build.files import FILE_MODE, read_regular, remove_entry, sha256_regular
 from pypto_build.plugin.build_record import FORMAT, BuildRecord, Damaged, OutputFile
 
 if TYPE_CHECKING:
@@ -229,7 +228,8 @@ class RecordStore:
     def size(self) -> int:
         """Bytes the store holds: its records and their files."""
         total = 0
-        for folder in (self.root / "records", *self._blob_folders()):
+        folders: list[str | Path] = [self.root / "records", *self._blob_folders()]
+        for folder in folders:
             with contextlib.suppress(OSError):
                 for item in os.scandir(folder):
                     with contextlib.suppress(OSError):

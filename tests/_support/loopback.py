@@ -326,7 +326,7 @@ def scripted_server(answer: Callable[[str, str], tuple[int, bytes]]) -> Iterator
 
         do_GET = do_PUT = _answer
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass  # the test's output is its assertions
 
     server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)

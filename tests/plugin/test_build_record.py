@@ -26,8 +26,8 @@ from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environ
 import pypto_build
 from pypto_build.chip_build import publish
 from pypto_build.chip_build.cache import LAYOUT
-from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.publish import KILL_AT_ENV
+from pypto_build.files import walk_files
 from pypto_build.plugin import build_record, hatch, project_build, record_store
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.hatch import host_platform_tag

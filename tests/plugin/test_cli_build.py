@@ -438,7 +438,10 @@ def test_a_relative_cache_folder_is_taken_from_the_working_folder(
 
 @needs_gxx
 def test_every_build_brings_the_cache_within_cache_max_size(
-    project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     code, _, err = run_cli(capsys, "build", str(project), "--out", str(tmp_path / "one"))
     assert (code, err) == (ExitCode.OK, "")

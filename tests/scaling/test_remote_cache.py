@@ -126,7 +126,9 @@ def _swap_artifacts(server: Nginx, instance: str) -> None:
     artifacts = [
         (doc["entries"][0]["artifact_sha256"], doc["entries"][0]["artifact_size"]) for doc in loaded
     ]
-    for path, doc, (sha256, size) in zip(documents, loaded, artifacts[1:] + artifacts[:1]):
+    for path, doc, (sha256, size) in zip(
+        documents, loaded, artifacts[1:] + artifacts[:1], strict=True
+    ):
         doc["entries"][0].update(artifact_sha256=sha256, artifact_size=size)
         path.write_text(json.dumps(doc), encoding="utf-8")
 

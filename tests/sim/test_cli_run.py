@@ -271,5 +271,5 @@ def _npy() -> bytes:
 def test_inputs_that_are_a_fifo_are_refused_not_waited_for(build: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "in.npz"
     os.mkfifo(fifo)
-    with pytest.raises(UsageError, match="cannot read the inputs: .*not a regular file"):
+    with pytest.raises(UsageError, match=r"cannot read the inputs: .*not a regular file"):
         run_command(str(build), "--ranks", "2", "--inputs", str(fifo))

@@ -295,9 +295,7 @@ def _rank_errors(
     message: str, running: Sequence[DispatchStart], finished: Sequence[DispatchRecord]
 ) -> SimulationError:
     """``message`` on every rank that was running a dispatch (or on the run as a whole)."""
-    errors = [
-        RankError(start.rank, KERNEL_CRASHED, message, start.next_level) for start in running
-    ]
+    errors = [RankError(start.rank, KERNEL_CRASHED, message, start.next_level) for start in running]
     if not errors:  # between dispatches: the whole world failed
         errors = [RankError(0, KERNEL_CRASHED, message, "(between dispatches)")]
     records = sorted(finished, key=lambda record: (record.rank, record.index))
