@@ -35,7 +35,6 @@ ALLOWED = {
     ("chip_build/cache.py", "os.open"): "its staging folders, O_DIRECTORY|O_NOFOLLOW, to lock",
     ("chip_build/cache.py", "os.replace"): "a verified hard link renamed onto an output",
     ("chip_build/cache.py", "write_bytes"): "an entry's files in its private staging folder",
-    ("chip_build/cache.py", "read_text"): "the compiler's depfile in the cache's staging folder",
     ("chip_build/compile.py", "rglob"): "a fresh render's tree, every file listed in its manifest",
     ("builtins/registry.py", "rglob"): "our own package folder's manifests",
     ("mc2/kernels.py", "write_text"): "a program file it writes into its own temporary folder",
