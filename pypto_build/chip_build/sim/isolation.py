@@ -20,8 +20,9 @@ forks and the parent calls ``_exit`` (the copy goes on holding the worker's chan
 itself (``raise(SIGSTOP)``), closes every descriptor, or forks and goes on in both processes.
 So each worker runs in a session of its own, and whenever a worker is done with, its whole
 process group is killed, whatever the kernels started in it; the caller watches the worker's
-process itself (a pidfd), not only its channel; a worker that sends nothing for longer than the
-world's own bound on a run without progress (``Timeouts.idle``) is killed as stuck or stopped;
+process itself (a pidfd), not only its channel; a worker that sends nothing, not even the
+heartbeat it sends every wait timeout during a run, for longer than the world's own bound on a
+run without progress (``Timeouts.idle``) is killed as stuck or stopped;
 and the worker reports processes its kernels started (:mod:`.worker`), which fail the run.
 
 Workers are kept for reuse: starting one costs an interpreter and the simulator's imports

@@ -9,7 +9,7 @@ environments say); the worker loads it, turns on the runtime's crash reports (to
 which rank, sub-build, kernel and block a fatal signal or ``exit()`` came from) and answers
 ``ready``. Then, for each
 :class:`~.launch.Launch` it receives, it streams what the world tells it (each dispatch's start
-and record) and ends with one reply: the result, the run's :class:`SimulationError` (its partial
+and record, and a heartbeat every wait timeout) and ends with one reply: the result, the run's :class:`SimulationError` (its partial
 result included), or any other exception the run raised, and whether the worker is leaving.
 
 A kernel that forks leaves processes behind in the worker's place (its session, which the
@@ -77,6 +77,30 @@ class _Replies:
 
 
 def _run(launch: Launch, replies: _Replies) -> tuple[str, object]:
+    done = threading.Event()
+    beating = threading.Thread(
+        target=_heartbeat, args=(replies, launch.timeouts.wait, done), daemon=True
+    )
+    beating.start()
+    try:
+        return _execute(launch, replies)
+    finally:
+        done.set()
+        beating.join()
+
+
+def _heartbeat(replies: _Replies, interval: float, done: threading.Event) -> None:
+    """Send a heartbeat (an event of None) every ``interval`` seconds until the run is done: a
+    long run is then never taken for a stopped or stuck worker by the caller, which kills one
+    that falls silent (:mod:`.isolation`)."""
+    while not done.wait(interval):
+        try:
+            replies.send(EVENT, None)
+        except OSError:  # the channel is gone (a kernel closed it): the caller sees to it
+            return
+
+
+def _execute(launch: Launch, replies: _Replies) -> tuple[str, object]:
     try:
         return RESULT, execute(launch, lambda event: replies.send(EVENT, event))
     except SimulationError as failure:
