@@ -172,6 +172,16 @@ def _template(name: str, text: str | None) -> Callable[[Path], object]:
     return change
 
 
+def _link(name: str, target: str) -> Callable[[Path], object]:
+    """The package's file ``name`` replaced by a symbolic link to ``target``."""
+
+    def change(root: Path) -> None:
+        (root / name).unlink()
+        (root / name).symlink_to(target)
+
+    return change
+
+
 def _fifo(path: Path) -> None:
     os.mkfifo(path)
 
@@ -249,6 +259,18 @@ CASES = (
         _project('[tool.pypto]\nprograms = ["nope.py"]\npackage = "p"\nchips = ["a3"]\n'),
         2,
         "tool.pypto.programs[0]: nope.py: no such file",
+    ),
+    Bad(
+        "program-path-nul",
+        _project('[tool.pypto]\nprograms = ["ti\\u0000ny.py"]\npackage = "p"\nchips = ["a3"]\n'),
+        2,
+        "tool.pypto.programs[0]: 'ti\\x00ny.py' holds a NUL byte, which no path can",
+    ),
+    Bad(
+        "package-path-nul",
+        _project('[tool.pypto]\nprograms = ["tiny.py"]\npackage = "p\\u0000k"\nchips = ["a3"]\n'),
+        2,
+        "tool.pypto.package: 'p\\x00k' holds a NUL byte, which no path can",
     ),
     Bad(
         "program-a-folder",
@@ -377,6 +399,23 @@ CASES = (
         _kernel_file(lambda path: path.mkdir()),
         1,
         "cannot be read: not a regular file",
+    ),
+    Bad(
+        "orchestration-duplicate-parameter",
+        _render(
+            _tiny(
+                "def orch(\n        self, x: pl.Tensor[[4, 4], pl.FP32], y:",
+                "def orch(\n        self, x: pl.Tensor[[4, 4], pl.FP32], x:",
+            )
+        ),
+        1,
+        "bad.py:13:46: error: duplicate parameter 'x' of 'orch'",
+    ),
+    Bad(
+        "kernel-path-nul",
+        _render(_tiny('external_source="k.cpp"', 'external_source="k\\x00.cpp"')),
+        1,
+        "bad.py:7:5: error: external_source 'k\\x00.cpp' of kernel 'k' holds a NUL byte",
     ),
     Bad("kernel-a-fifo", _kernel_file(_fifo), 1, "cannot be read: not a regular file"),
     Bad(
@@ -522,6 +561,48 @@ CASES = (
         _package(_template("kernel.cpp.in", "{{ nowhere }}\n")),
         2,
         "nowhere",
+    ),
+    Bad(
+        "package-template-a-link",
+        _package(_link("templates/kernel.cpp.in", "/etc/passwd")),
+        2,
+        "templates/kernel.cpp.in: a symbolic link, which is not followed",
+    ),
+    Bad(
+        "package-manifest-a-link",
+        _package(_link("builtin.toml", "/etc/passwd")),
+        2,
+        "builtin.toml: cannot read the manifest: a symbolic link, which is not followed",
+    ),
+    Bad(
+        "package-manifest-nested-deep",
+        _package(_manifest("[op]", "deep = " + "[" * 100_000 + "]" * 100_000 + "\n[op]")),
+        2,
+        "builtin.toml: not valid TOML: nested too deeply",
+    ),
+    Bad(
+        "package-template-recursive",
+        _package(_template("kernel.cpp.in", "{% include 'kernel.cpp.in' %}\n")),
+        2,
+        "template kernel.cpp.in: includes itself without end",
+    ),
+    Bad(
+        "package-template-huge-output",
+        _package(_template("kernel.cpp.in", "{{ 'x' * 4000000000 }}\n")),
+        2,
+        "template kernel.cpp.in: builds a value larger than",
+    ),
+    Bad(
+        "package-template-huge",
+        _package(_template("kernel.cpp.in", "x" * (2 << 20))),
+        2,
+        "templates/kernel.cpp.in: larger than 1048576 bytes",
+    ),
+    Bad(
+        "package-template-leaves-the-sandbox",
+        _package(_template("kernel.cpp.in", "{{ ''.__class__.__mro__[1].__subclasses__() }}\n")),
+        2,
+        "template kernel.cpp.in: unsafe: ",
     ),
     Bad(
         "package-template-syntax",

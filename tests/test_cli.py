@@ -343,3 +343,19 @@ def test_a_reader_that_goes_away_is_not_an_error() -> None:
     stderr = proc.stderr.read().decode()
     assert proc.wait() == 0
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+
+
+def test_lower_refuses_an_orchestration_with_two_parameters_of_one_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    program = tmp_path / "dup.py"
+    program.write_text(
+        "import pypto.language as pl\n\n\n@pl.program\nclass Dup:\n"
+        "    @pl.function(type=pl.FunctionType.Orchestration)\n"
+        "    def orch(self, x: pl.Tensor[[4], pl.FP32], x: pl.Tensor[[4], pl.FP32]) -> None:\n"
+        "        return None\n",
+        encoding="utf-8",
+    )
+    code, out, err = run_cli(capsys, "lower", str(program), "--after", "all")
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{program}:7:48: error: duplicate parameter 'x' of 'orch' [frontend]\n")

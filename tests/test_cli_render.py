@@ -199,3 +199,20 @@ def test_check_render_against_a_changed_tree_fails_with_the_builtin_report(
     assert f"  report: {report_dir / 'against.txt'}\n" in stdout
     report = (report_dir / "against.txt").read_text()
     assert '-\t"aicpu_thread_num": 0,\n+\t"aicpu_thread_num": 1,' in report
+
+
+def test_check_render_against_a_tree_holding_a_link_is_one_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    shipped = tmp_path / "shipped"
+    assert (
+        run_cli(capsys, "render", str(CHIP_PIPELINE), "--out", str(shipped), "--chip", "a3")[0] == 0
+    )
+    (shipped / "a3" / "passwd").symlink_to("/etc/passwd")
+    argv = ["check-render", str(CHIP_PIPELINE), "--chip", "a3", "--against", str(shipped)]
+    code, stdout, stderr = run_cli(capsys, *argv, "--report", str(tmp_path / "report"))
+    assert (code, stdout) == (2, "")
+    assert stderr == (
+        f"pypto-build: error: --against: {shipped} holds a symbolic link (a3/passwd), which no "
+        "render writes; it is not followed\n"
+    )

@@ -64,3 +64,7 @@ def test_the_hash_of_a_regular_file_is_of_all_its_bytes_and_nothing_else_is_hash
     (tmp_path / "link").symlink_to(tmp_path / "file")
     with pytest.raises(OSError):
         sha256_regular(tmp_path / "link", follow_symlinks=False)
+
+
+def test_a_path_holding_a_nul_byte_is_a_problem_not_an_error(tmp_path: Path) -> None:
+    assert files.file_problem(tmp_path / "k\0.cpp") == "the path holds a NUL byte"

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 
 from pypto_build.builtins.registry import include_dir
+from pypto_build.files import read_regular
 
 #: Where the headers go inside a sub-build, and the prefix of their include names.
 SUBBUILD_INCLUDE_DIR = "include"
@@ -83,7 +84,7 @@ class HeaderFiles:
         """The header ``name`` (``pypto_build/<file>``), None if it is not one of ours."""
         if name not in self._data:
             path = self._root / name
-            self._data[name] = path.read_bytes() if path.is_file() else None
+            self._data[name] = read_regular(path) if path.is_file() else None
         return self._data[name]
 
     def includes(self, name: str, data: bytes) -> list[str]:

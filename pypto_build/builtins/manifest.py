@@ -28,6 +28,11 @@ from pypto_build.files import read_regular
 MANIFEST_NAME = "builtin.toml"
 TEMPLATES_DIR = "templates"
 TEMPLATE_SUFFIX = ".in"
+#: The largest manifest and template read: ours are a few kilobytes. A package's files are
+#: read as regular files that are not links: a link would put whatever it names (another
+#: package's file, ``/etc/passwd``) into a rendered kernel and its record.
+MAX_MANIFEST = 1 << 20
+MAX_TEMPLATE = 1 << 20
 
 #: The templates the rails render: the kernel (the CHIP and HOST rails), and on the HOST rail the
 #: chip callable that launches it (its orchestration) with that callable's ``kernel_config.py``.
@@ -195,7 +200,10 @@ class BuiltinPackage:
         read: dict[str, bytes] = self.__dict__.setdefault(_TEMPLATE_BYTES, {})
         data = read.get(spec.name)
         if data is None:
-            data = read[spec.name] = read_regular(self.root / TEMPLATES_DIR / spec.name)
+            path = self.root / TEMPLATES_DIR / spec.name
+            data = read[spec.name] = read_regular(
+                path, follow_symlinks=False, max_bytes=MAX_TEMPLATE
+            )
         return data
 
     def dtype_variables(self, dtype: str) -> dict[str, str]:
@@ -213,13 +221,16 @@ def load_package(root: Path) -> BuiltinPackage:
     """Parse and validate ``root/builtin.toml`` against the templates found under ``root``."""
     path = root / MANIFEST_NAME
     try:
-        data = tomllib.loads(read_regular(path).decode("utf-8"))
+        text = read_regular(path, follow_symlinks=False, max_bytes=MAX_MANIFEST).decode("utf-8")
+        data = tomllib.loads(text)
     except OSError as error:
         raise ManifestError(f"{path}: cannot read the manifest: {error.strerror}") from error
     except UnicodeDecodeError as error:
         raise ManifestError(f"{path}: not UTF-8 text (byte {error.start})") from error
     except tomllib.TOMLDecodeError as error:
         raise ManifestError(f"{path}: not valid TOML: {error}") from error
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise ManifestError(f"{path}: not valid TOML: nested too deeply") from None
     return _parse(root, _Table(path, "", data))
 
 

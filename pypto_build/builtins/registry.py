@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import importlib.util
+import sys
 from collections.abc import Iterable
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
-from pypto_build.builtins.manifest import MANIFEST_NAME, BuiltinPackage, load_package
+from pypto_build.builtins.manifest import (
+    MANIFEST_NAME,
+    BuiltinPackage,
+    ManifestError,
+    load_package,
+)
 
 #: Entry-point group through which other distributions register builtin packages. The value of
 #: each entry point is the dotted name of a package whose folder holds a ``builtin.toml``.
@@ -44,7 +50,9 @@ def include_dir() -> Path:
 class BuiltinRegistry:
     """A set of builtin packages keyed by handle; a handle is declared by exactly one folder."""
 
-    def __init__(self, packages: Iterable[BuiltinPackage]) -> None:
+    def __init__(self, packages: Iterable[BuiltinPackage], broken: Iterable[str] = ()) -> None:
+        #: Why each registered third-party package that could not be loaded was set aside.
+        self.broken = tuple(broken)
         by_handle: dict[str, BuiltinPackage] = {}
         for package in packages:
             known = by_handle.get(package.handle)
@@ -60,13 +68,27 @@ class BuiltinRegistry:
 
     @classmethod
     def discover(cls, extra_roots: Iterable[Path] = ()) -> BuiltinRegistry:
-        """Ours, the entry-point registrations, and every package folder under ``extra_roots``."""
-        roots = [
-            *_package_roots(_BUILTINS_DIR),
-            *_entry_point_roots(),
-            *(found for root in extra_roots for found in _package_roots(root)),
-        ]
-        return cls(load_package(root) for root in roots)
+        """Ours, the entry-point registrations, and every package folder under ``extra_roots``.
+
+        A registration whose package cannot be found or whose manifest is broken is set aside
+        with its error (:attr:`broken`), not raised: it is a third party's mistake, and it must
+        not fail the builds of projects that never call its op. A program that calls an op no
+        loaded package implements gets the error then (:meth:`require_none_broken`)."""
+        packages = [load_package(root) for root in _package_roots(_BUILTINS_DIR)]
+        broken: list[str] = []
+        for entry_point in _entry_points():
+            try:
+                packages.append(load_package(_entry_point_root(entry_point)))
+            except (BuiltinRegistryError, ManifestError) as error:
+                broken.append(str(error))
+        packages += [load_package(found) for root in extra_roots for found in _package_roots(root)]
+        return cls(packages, broken)
+
+    def require_none_broken(self) -> None:
+        """Raise the errors of the packages set aside, if any: the op a program calls, which no
+        loaded package implements, may be one of theirs."""
+        if self.broken:
+            raise BuiltinRegistryError("; ".join(self.broken))
 
     def packages(self) -> tuple[BuiltinPackage, ...]:
         """Every registered package, sorted by handle."""
@@ -80,6 +102,7 @@ class BuiltinRegistry:
         _require_handle_form(handle)
         package = self._packages.get(handle)
         if package is None:
+            self.require_none_broken()
             raise UnknownBuiltinError(
                 f"unknown builtin template_dir {handle!r}: no registered builtin package declares "
                 f"it; registered: {', '.join(self._packages) or '(none)'}. Third-party packages "
@@ -128,16 +151,14 @@ def _package_roots(root: Path) -> list[Path]:
     return sorted(manifest.parent.resolve() for manifest in root.rglob(MANIFEST_NAME))
 
 
-def _entry_point_roots() -> list[Path]:
+def _entry_points() -> list[importlib.metadata.EntryPoint]:
     entry_points = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-    return [
-        _entry_point_root(entry_point)
-        for entry_point in sorted(entry_points, key=lambda ep: (ep.name, ep.value))
-    ]
+    return sorted(entry_points, key=lambda ep: (ep.name, ep.value))
 
 
 def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
-    """The package folder an entry point names; importing its parents is the plugin contract."""
+    """The package folder an entry point names, found without importing anything: see
+    :func:`_package_locations`."""
     dist = entry_point.dist
     source = f" of distribution {dist.name}" if dist is not None else ""
     where = f"entry point {entry_point.name} = {entry_point.value!r}{source} ({ENTRY_POINT_GROUP})"
@@ -145,14 +166,11 @@ def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
     if ":" in name:
         raise BuiltinRegistryError(f"{where}: must name a package, not an object")
     try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError) as error:
-        raise BuiltinRegistryError(f"{where}: cannot locate package {name!r}: {error}") from error
-    if spec is None:
-        raise BuiltinRegistryError(f"{where}: no package {name!r} is installed")
-    locations = [Path(location) for location in spec.submodule_search_locations or ()]
-    if not locations:
-        raise BuiltinRegistryError(f"{where}: {name!r} is a module, not a package folder")
+        locations = _package_locations(name)
+    except _NotAPackage as error:
+        raise BuiltinRegistryError(f"{where}: {error}") from None
+    except Exception as error:  # a finder of the environment that fails; nothing of ours
+        raise BuiltinRegistryError(f"{where}: cannot locate package {name!r}: {error}") from None
     folders = [location for location in locations if (location / MANIFEST_NAME).is_file()]
     if len(folders) != 1:
         raise BuiltinRegistryError(
@@ -160,3 +178,42 @@ def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
             f"found {len(folders)}"
         )
     return folders[0].resolve()
+
+
+class _NotAPackage(LookupError):
+    """A dotted name that names no installed package folder."""
+
+
+def _package_locations(name: str) -> list[Path]:
+    """The folders of the package ``name``, asked of the import system's finders one dotted
+    part at a time, each part within its parent's folders, so that no module is imported.
+
+    ``importlib.util.find_spec`` imports the parent packages, and so would run a plugin's
+    ``__init__.py`` inside every build of every project in the environment: one that raises
+    ``SystemExit(0)``, prints, or fails would end or change builds that never use its op. A
+    template package is data (a manifest and templates), so its folder is all that is needed.
+    """
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise _NotAPackage(f"{name!r} is not a dotted package name")
+    locations: list[str] | None = None  # the top level: sys.path
+    parts = name.split(".")
+    for count in range(1, len(parts) + 1):
+        dotted = ".".join(parts[:count])
+        spec = _find_spec(dotted, locations)
+        if spec is None:
+            raise _NotAPackage(f"no package {name!r} is installed")
+        if spec.submodule_search_locations is None:
+            raise _NotAPackage(f"{dotted!r} is a module, not a package folder")
+        locations = list(spec.submodule_search_locations)
+    return [Path(location) for location in locations or ()]
+
+
+def _find_spec(dotted: str, locations: list[str] | None) -> ModuleSpec | None:
+    """What the first finder of ``sys.meta_path`` that knows ``dotted`` says of it (the path
+    finder, and the finders editable installs add), without loading it."""
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is not None and (spec := find_spec(dotted, locations)) is not None:
+            found: ModuleSpec = spec
+            return found
+    return None

@@ -6,13 +6,20 @@ strict — an unknown placeholder is an error instead of text left behind in a k
 (``StrictUndefined`` at render time, plus a static check of every name a template references), no
 globals are visible, nothing is escaped, the trailing newline is kept — and a template is given
 exactly the variables its manifest entry declares, no more and no fewer.
+
+A template is code a third party wrote, run inside every build that uses its op. So it runs in
+Jinja2's sandbox (``jinja2.sandbox.SandboxedEnvironment``: no attribute that reaches Python's
+internals, ``''.__class__.__mro__`` and the like, hence no ``os.system``), and within bounds: a
+value it builds with ``*`` or ``**`` and the text it renders are limited in size
+(:data:`MAX_VALUE`, :data:`MAX_OUTPUT`), and a template that includes itself is an error, not a
+``RecursionError``. None of that changes a byte of what a well-behaved template renders.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pypto_build.builtins.manifest import BuiltinPackage, TemplateSpec
 
@@ -20,6 +27,12 @@ if TYPE_CHECKING:
     # Jinja2 is loaded by the first render: a process that reads this package for its headers
     # and registry only (a toolchain, a build that changed nothing) must not pay for it.
     import jinja2
+
+
+#: The longest string or sequence a template may build with ``*``, and the most characters it
+#: may render: ours render a few kilobytes.
+MAX_VALUE = 1 << 20
+MAX_OUTPUT = 16 << 20
 
 
 class TemplateRenderError(ValueError):
@@ -79,7 +92,15 @@ class _Renders:
         import jinja2
 
         try:
-            text = self._template(spec).render(dict(variables))
+            text = _bounded(self._template(spec), variables)
+        except _ValueTooLarge as error:
+            raise TemplateRenderError(package, template, str(error)) from None
+        except jinja2.exceptions.SecurityError as error:
+            raise TemplateRenderError(package, template, f"unsafe: {error}") from None
+        except RecursionError:
+            raise TemplateRenderError(
+                package, template, "includes itself without end (or nests too deeply)"
+            ) from None
         except jinja2.TemplateSyntaxError as error:
             raise TemplateRenderError(
                 package, error.name or template, f"line {error.lineno}: {error.message}"
@@ -113,6 +134,38 @@ class _Renders:
         return compiled
 
 
+class _ValueTooLarge(Exception):
+    """A template built a value or a text past its bounds."""
+
+
+def _bounded(template: jinja2.Template, variables: Mapping[str, str]) -> str:
+    """``template`` rendered (its chunks joined, as ``render`` does), stopped past
+    :data:`MAX_OUTPUT` characters."""
+    chunks = []
+    size = 0
+    for chunk in template.generate(dict(variables)):
+        size += len(chunk)
+        if size > MAX_OUTPUT:
+            raise _ValueTooLarge(f"renders more than {MAX_OUTPUT} characters")
+        chunks.append(chunk)
+    return "".join(chunks)
+
+
+def _check_binop(operator: str, left: object, right: object) -> None:
+    """Refuse ``left <operator> right`` when it would build a value past :data:`MAX_VALUE`:
+    repeating a string or a list, or raising to a large power."""
+    if operator == "*":
+        for sized, count in ((left, right), (right, left)):
+            if (
+                isinstance(sized, str | bytes | list | tuple)
+                and isinstance(count, int)
+                and len(sized) * count > MAX_VALUE
+            ):
+                raise _ValueTooLarge(f"builds a value larger than {MAX_VALUE} items")
+    elif operator == "**" and isinstance(right, int) and abs(right) > 64:
+        raise _ValueTooLarge(f"builds a value larger than {MAX_VALUE} items (a power of {right})")
+
+
 def _renders(package: BuiltinPackage) -> _Renders:
     """The renders of ``package``, kept with the package object (a registry's packages live as
     long as the registry)."""
@@ -127,15 +180,27 @@ _RENDERS = "_renders"
 
 
 def _environment(package: BuiltinPackage) -> jinja2.Environment:
-    """A strict environment whose loader sees only the package's declared templates."""
+    """A strict, sandboxed environment whose loader sees only the package's declared
+    templates."""
     import jinja2
+    import jinja2.sandbox
 
     declared = {spec.name for spec in package.templates}
 
     def load(name: str) -> str | None:
         return _source(package, name) if name in declared else None
 
-    environment = jinja2.Environment(
+    class Bounded(jinja2.sandbox.SandboxedEnvironment):
+        # Intercepted, these are never folded at compile time either.
+        intercepted_binops = frozenset({"*", "**"})
+
+        def call_binop(
+            self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
+        ) -> Any:
+            _check_binop(operator, left, right)
+            return super().call_binop(context, operator, left, right)
+
+    environment = Bounded(
         loader=jinja2.FunctionLoader(load),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -149,6 +214,10 @@ def _environment(package: BuiltinPackage) -> jinja2.Environment:
 def _source(package: BuiltinPackage, template: str) -> str:
     try:
         return package.template(template).decode("utf-8")
+    except OSError as error:
+        raise TemplateRenderError(
+            package, template, f"cannot be read: {error.strerror or error}"
+        ) from None
     except UnicodeDecodeError as error:
         raise TemplateRenderError(
             package, template, f"is not UTF-8 (byte {error.start})"

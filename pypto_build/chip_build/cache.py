@@ -87,9 +87,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pypto_build.chip_build.cache_location import default_cache_dir
-from pypto_build.chip_build.fs import FILE_MODE, atomic_write_text
 from pypto_build.files import (
+    FILE_MODE,
     NotRegularFile,
+    atomic_write_text,
     is_regular,
     read_regular,
     read_regular_status,
@@ -186,7 +187,7 @@ def read_depfile(depfile: Path, cwd: Path) -> tuple[Path, ...]:
     backslash-escaped spaces and ``#`` and ``$$``; the rule's target is dropped. One pass of a
     regular expression over the text: a compile of a kernel lists a hundred headers or more.
     """
-    text = depfile.read_text(encoding="utf-8", errors="surrogateescape")
+    text = read_regular(depfile).decode("utf-8", errors="surrogateescape")
     text = text.replace("\\\r\n", " ").replace("\\\n", " ")
     base = str(cwd)
     prerequisites: dict[str, None] = {}
@@ -715,7 +716,7 @@ class CompileCache:
             staging = work / "build"
             staging.mkdir()
             built = build(staging)
-            data = built.artifact.read_bytes()
+            data = read_regular(built.artifact)
             recorded = [self._record(path, tree, files) for path in built.dependencies]
         dependencies = [dep for dep in recorded if dep is not None]
         if len(dependencies) != len(recorded):
@@ -867,6 +868,7 @@ class CompileCache:
                 self._remove(entry.path)
                 with contextlib.suppress(OSError):  # only if no other entry shares the key
                     entry.path.parent.rmdir()
+                    entry.path.parent.parent.rmdir()  # and none the key's first two digits
                 total -= entry.size
                 removed.append(entry)
             self._remove_killed_staging()
@@ -961,7 +963,7 @@ def _link_read(path: str, opened: os.stat_result, output: Path) -> bool:
 
 def _build_uncached(build: Callable[[Path], Built]) -> bytes:
     with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
-        return build(Path(stage)).artifact.read_bytes()
+        return read_regular(build(Path(stage)).artifact)
 
 
 def _entry_name(key: str, own: Sequence[_Dependency], shared_sha256: str) -> str:

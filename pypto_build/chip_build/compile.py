@@ -44,7 +44,6 @@ from pypto_build.chip_build.cache import (
 )
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.distributed_meta import META_NAME, with_platform
-from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
 from pypto_build.chip_build.kernel_config import KernelConfig, read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.source_origins import source_origins, with_origin
@@ -62,6 +61,7 @@ from pypto_build.chip_build.toolchains.base import (
 )
 from pypto_build.chip_build.toolchains.launcher import Launcher
 from pypto_build.chip_build.toolchains.sim import SIM_BINARY_DIR
+from pypto_build.files import atomic_write_bytes, atomic_write_text, read_regular, read_text
 
 KERNEL_CONFIG = "kernel_config.py"
 #: Suffixes and folders of the binaries any toolchain builds; a binary of another toolchain is
@@ -289,7 +289,7 @@ class _Compiler:
 
         if self.cache is None:
             with tempfile.TemporaryDirectory(prefix="pypto-build-") as stage:
-                data = build(Path(stage)).artifact.read_bytes()
+                data = read_regular(build(Path(stage)).artifact)
             cached = remote = placed = False
             source = digest = None
         else:
@@ -466,7 +466,7 @@ def _record_binaries(
     for root in sorted(kernels.keys() | orchestrations.keys()):
         path = tree / root / KERNEL_CONFIG
         text = configs[root].with_binaries(kernels.get(root, {}), orchestrations.get(root)).render()
-        if path.read_text(encoding="utf-8") != text:
+        if read_text(path) != text:
             atomic_write_text(path, text)
 
 
@@ -481,7 +481,7 @@ def _write_binary_contexts(tree: Path, context: Mapping[str, object] | None) -> 
             path.unlink(missing_ok=True)
             if path.parent.is_dir() and not any(path.parent.iterdir()):
                 path.parent.rmdir()
-        elif not path.is_file() or path.read_text(encoding="utf-8") != text:
+        elif not path.is_file() or read_text(path) != text:
             atomic_write_text(path, text)
 
 
@@ -498,7 +498,7 @@ def _known_files(results: Sequence[CompileResult]) -> dict[str, tuple[str, int]]
 def _recorded_inputs(tree: Path) -> dict[str, str]:
     """The inputs the renderer recorded in the tree's manifest (none without a manifest)."""
     try:
-        document = json.loads((tree / MANIFEST_NAME).read_text(encoding="utf-8"))
+        document = json.loads(read_text(tree / MANIFEST_NAME))
     except (OSError, ValueError):
         return {}
     inputs = document.get("inputs") if isinstance(document, dict) else None

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 from pypto_build.chip_build.chips import Chip
-from pypto_build.chip_build.fs import atomic_write_text
 from pypto_build.chip_build.runtime_types import DataType
+from pypto_build.files import atomic_write_text, read_text
 
 META_NAME = "distributed_meta.json"
 #: pypto's ``_META_SCHEMA``: a reader refuses any other.
@@ -137,7 +137,7 @@ def meta_for(
 def with_platform(path: Path, platform: str) -> None:
     """Record in the ``distributed_meta.json`` at ``path`` that its binaries are for
     ``platform`` (rewriting the file only when that changes it)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     updated = replace(read_meta_text(text, str(path)), platform=platform).render()
     if updated != text:
         atomic_write_text(path, updated)
@@ -155,7 +155,7 @@ def _param_dict(parameter: Parameter) -> dict[str, object]:
 def read_meta(path: Path) -> DistributedMeta:
     """Read ``path``; a :class:`MetaError` names what is wrong with it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise MetaError(f"{path}: unreadable: {exc}") from None
     return read_meta_text(text, str(path))

@@ -45,6 +45,7 @@ from pypto_build.chip_build.distributed_meta import (
     dtype_of_name,
 )
 from pypto_build.chip_build.runtime_types import DataType
+from pypto_build.files import read_text
 from pypto_build.lowering.ir import ParamDirection
 from pypto_build.lowering.legality.runtime import COMM_MAX_RANK_NUM
 
@@ -443,7 +444,7 @@ def read_kernel_config(path_or_text: Path | str) -> KernelConfig:
     """
     if isinstance(path_or_text, Path):
         filename = str(path_or_text)
-        text = path_or_text.read_text(encoding="utf-8")
+        text = read_text(path_or_text)
     else:
         filename = "kernel_config.py"
         text = path_or_text

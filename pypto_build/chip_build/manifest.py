@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from pypto_build.chip_build.chips import get_chip
-from pypto_build.chip_build.fs import atomic_write_text, sha256_file, walk_files
+from pypto_build.files import atomic_write_text, read_text, sha256_regular, walk_files
 
 MANIFEST_NAME = "manifest.json"
 #: Bumped when the manifest's shape changes, so a reader can refuse a format it does not know.
@@ -81,7 +81,7 @@ def write_manifest(
             if path in written
             else {
                 "path": path,
-                "sha256": sha256_file(root / path),
+                "sha256": sha256_regular(root / path, follow_symlinks=False),
                 "size": (root / path).stat().st_size,
             }
             for path in _content_paths(root)
@@ -121,9 +121,9 @@ def verify_manifest(root: Path) -> list[ManifestProblem]:
     if not manifest_path.is_file():
         return [ManifestProblem(MANIFEST_NAME, "missing")]
     try:
-        recorded = _recorded_files(json.loads(manifest_path.read_text(encoding="utf-8")))
+        recorded = _recorded_files(json.loads(read_text(manifest_path, follow_symlinks=False)))
         present = set(_content_paths(root))
-    except ValueError as exc:  # json.JSONDecodeError, a malformed entry, a symlink in the tree
+    except (OSError, ValueError) as exc:  # not JSON, a malformed entry, a link or FIFO in the tree
         return [ManifestProblem(MANIFEST_NAME, f"unreadable: {exc}")]
     problems: list[ManifestProblem] = []
     for path in sorted(present | recorded.keys()):
@@ -137,7 +137,7 @@ def verify_manifest(root: Path) -> list[ManifestProblem]:
             if actual_size != size:
                 what = f"size {actual_size} differs from {MANIFEST_NAME}'s {size}"
                 problems.append(ManifestProblem(path, what))
-            elif sha256_file(root / path) != digest:
+            elif sha256_regular(root / path, follow_symlinks=False) != digest:
                 problems.append(ManifestProblem(path, f"sha256 differs from {MANIFEST_NAME}"))
     return problems
 

@@ -36,7 +36,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pypto_build.chip_build.fs import remove_entry
+from pypto_build.files import remove_entry
 
 #: The steps of a publish, in order (``rendered`` and ``compiled`` are the engine's, between
 #: ``staged`` and ``swapping``; ``moved-aside`` happens only without an exchange).
@@ -111,6 +111,7 @@ def replacing(
         try:
             yield staging
             step("swapping")
+            _keep_mode(folder, staging)
             _swap(staging, folder)
         except BaseException:
             remove_entry(staging)
@@ -231,6 +232,16 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
     opened = os.fstat(fd)
     return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _keep_mode(target: Path, staging: Path) -> None:
+    """Give ``staging`` the mode of the folder it replaces, when there is one: the output folder
+    is the user's (``--out`` on a private folder of mode 700 stays private); only the trees in
+    it have fixed modes."""
+    with contextlib.suppress(FileNotFoundError):
+        present = os.lstat(target)
+        if stat.S_ISDIR(present.st_mode):
+            os.chmod(staging, stat.S_IMODE(present.st_mode))
 
 
 def _new_staging(target: Path) -> Path:

@@ -18,8 +18,10 @@ verified hit is stored locally. A compile's entry is uploaded on background thre
 then the ``ac`` document, so a reader never finds a manifest before its blob), off the build's
 critical path; :meth:`RemoteTier.flush` waits for the uploads at the end of a build.
 
-A remote must never fail or stall a build. Every exchange is bounded by the timeout (connecting,
-waiting for the answer, and the whole body from the request on), nothing is retried, and the
+A remote must never fail or stall a build. Every exchange is bounded as a whole by the timeout
+(connecting, the status line and headers, the whole body, the answer to an upload: one deadline
+from the start of the request, :mod:`~pypto_build.chip_build.remote_deadline`), nothing is
+retried, and the
 first exchange with a remote runs alone, so one that is down or hangs costs one timeout per
 build, not one per compile job. Whatever goes wrong is one warning per remote and kind, and
 the build goes on:
@@ -45,11 +47,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import netrc
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,18 +59,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
+from pypto_build.chip_build import bounded_json
+from pypto_build.chip_build.remote_deadline import Deadline, pool_manager
+
 if TYPE_CHECKING:
     import urllib3
 
 TOKEN_VARIABLE = "PYPTO_REMOTE_CACHE_TOKEN"
 USERNAME_VARIABLE = "PYPTO_REMOTE_CACHE_USERNAME"
 PASSWORD_VARIABLE = "PYPTO_REMOTE_CACHE_PASSWORD"
+#: The secret that signs uploaded entries, and that a remote with ``signed`` requires.
+SIGNING_KEY_VARIABLE = "PYPTO_REMOTE_CACHE_SIGNING_KEY"
 #: The ``ac`` document's format; a new format gets a new value and old documents become misses.
 FORMAT = "pypto-build-remote-v1"
 #: Entries one ``ac`` document keeps (one per set of header contents; the newest win).
 MAX_ENTRIES = 8
 #: The largest ``ac`` document read; an entry lists a few hundred headers at most.
 _MAX_DOCUMENT = 4 << 20
+#: The deepest ``ac`` document read: its entries' manifests nest five levels.
+_MAX_DEPTH = 16
 #: Statuses of a ``PUT`` that mean "this server takes no uploads from you", not "it is down".
 _REFUSED = frozenset({401, 403, 405, 501})
 _CHUNK = 1 << 16
@@ -126,12 +135,24 @@ def auth_headers(url: str, environ: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class RemoteSpec:
-    """One remote cache: its base URL, whether to upload to it, and the bound on each exchange
-    in seconds."""
+    """One remote cache: its base URL, whether to upload to it, the bound on each exchange in
+    seconds, and whether it must present signed entries (:func:`entry_signature`)."""
 
     url: str
     read_only: bool = False
     timeout: float = 10.0
+    signed: bool = False
+
+
+def entry_signature(secret: bytes, key: str, entry: Mapping[str, object]) -> str:
+    """The HMAC-SHA256, under ``secret``, of an ``ac`` entry of compile ``key``: over the key
+    and the whole manifest but its signature (the artifact's SHA-256 and size, the files the
+    compile read and their hashes), in canonical JSON. Whoever writes to the remote without the
+    secret cannot make a reader that requires signatures take another binary, nor pair a
+    signed binary with other recorded files."""
+    signed = {name: value for name, value in entry.items() if name != "signature"}
+    text = json.dumps({"entry": signed, "key": key}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(secret, text.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -159,14 +180,15 @@ class _Damaged(Exception):
 
 
 class _Exchange:
-    """HTTP exchanges with one remote, each bounded by the timeout (see the module)."""
+    """HTTP exchanges with one remote, each bounded as a whole by the timeout (see the module and
+    :mod:`~pypto_build.chip_build.remote_deadline`)."""
 
     def __init__(self, spec: RemoteSpec, pool: urllib3.PoolManager, headers: dict[str, str]):
         import urllib3
 
         #: What a transport failure raises: urllib3's errors and the system's.
         self._failures = (urllib3.exceptions.HTTPError, OSError)
-        self._timeout = urllib3.Timeout(connect=spec.timeout, read=spec.timeout)
+        self._timeout_class = urllib3.Timeout
         self.base = spec.url.rstrip("/")
         self.timeout = spec.timeout
         self._pool = pool
@@ -175,19 +197,19 @@ class _Exchange:
     def get(self, path: str, limit: int) -> bytes | None:
         """The value at ``<base>/<path>``, or None when the server has none (404). A value over
         ``limit`` bytes is damaged."""
-        deadline = time.monotonic() + self.timeout
-        response = self._request("GET", path, None)
-        try:
-            data = self._body(response, path, limit, deadline)
-        except BaseException:
-            response.close()  # unread bytes must not reach the next exchange on the connection
-            raise
-        finally:
-            response.release_conn()
+        with Deadline(self.timeout) as deadline:
+            response = self._request("GET", path, None, deadline)
+            try:
+                data = self._body(response, path, limit, deadline)
+            except BaseException:
+                response.close()  # unread bytes must not reach the next exchange on the connection
+                raise
+            finally:
+                response.release_conn()
         return data
 
     def _body(
-        self, response: urllib3.BaseHTTPResponse, path: str, limit: int, deadline: float
+        self, response: urllib3.BaseHTTPResponse, path: str, limit: int, deadline: Deadline
     ) -> bytes | None:
         if response.status == 404:
             return None
@@ -208,21 +230,24 @@ class _Exchange:
                 size += len(chunk)
                 if size > limit:
                     raise _Damaged(f"{path} holds more than the {limit} bytes expected")
-                if time.monotonic() > deadline:
-                    raise _Unavailable(f"GET {path} took longer than {self.timeout:g} s")
                 chunks.append(chunk)
         except self._failures as exc:
-            raise _Unavailable(f"GET {path}: {_reason(exc)}") from None
+            raise self._failure("GET", path, exc, deadline) from None
+        if deadline.expired:  # cut off between two reads, or at the very end
+            raise self._failure("GET", path, None, deadline)
         return b"".join(chunks)
 
     def put(self, path: str, data: bytes) -> None:
-        response = self._request("PUT", path, data)
-        try:
-            response.drain_conn()
-        except self._failures as exc:
-            raise _Unavailable(f"PUT {path}: {_reason(exc)}") from None
-        finally:
-            response.release_conn()
+        with Deadline(self.timeout) as deadline:
+            response = self._request("PUT", path, data, deadline)
+            try:
+                response.drain_conn()
+            except self._failures as exc:
+                raise self._failure("PUT", path, exc, deadline) from None
+            finally:
+                response.release_conn()
+            if deadline.expired:
+                raise self._failure("PUT", path, None, deadline)
         if response.status == 400:
             # bazel-remote validates ac/ values as Bazel ActionResults unless told not to.
             raise _UploadRefused(
@@ -234,7 +259,12 @@ class _Exchange:
         if not 200 <= response.status < 300:
             raise _Unavailable(f"PUT {path} answered HTTP {response.status}")
 
-    def _request(self, method: str, path: str, body: bytes | None) -> urllib3.BaseHTTPResponse:
+    def _request(
+        self, method: str, path: str, body: bytes | None, deadline: Deadline
+    ) -> urllib3.BaseHTTPResponse:
+        # Each system call is bounded by what is left of the deadline as well, so a remote that
+        # goes quiet is cut off at the deadline even before the watchdog fires.
+        left = deadline.remaining()
         try:
             return self._pool.request(
                 method,
@@ -244,10 +274,19 @@ class _Exchange:
                 preload_content=False,
                 redirect=False,
                 retries=False,
-                timeout=self._timeout,
+                timeout=self._timeout_class(connect=left, read=left),
             )
         except self._failures as exc:
-            raise _Unavailable(f"{method} {path}: {_reason(exc)}") from None
+            raise self._failure(method, path, exc, deadline) from None
+
+    def _failure(
+        self, method: str, path: str, exc: Exception | None, deadline: Deadline
+    ) -> _Unavailable:
+        """The error of an exchange that failed or ran out of time (a per-call timeout at the
+        deadline reads as the deadline, not as the call that happened to be waiting)."""
+        if exc is None or deadline.expired or deadline.remaining() <= 0.001:
+            return _Unavailable(f"{method} {path} took longer than {self.timeout:g} s")
+        return _Unavailable(f"{method} {path}: {_reason(exc)}")
 
 
 def _reason(exc: Exception) -> str:
@@ -261,10 +300,18 @@ def _reason(exc: Exception) -> str:
 
 
 class Remote:
-    """One remote cache during one build: its exchanges, health and warnings."""
+    """One remote cache during one build: its exchanges, health and warnings; ``secret`` signs
+    its uploads and, for a ``signed`` remote, verifies its entries."""
 
-    def __init__(self, spec: RemoteSpec, exchange: _Exchange, warn: Callable[[str], None]):
+    def __init__(
+        self,
+        spec: RemoteSpec,
+        exchange: _Exchange,
+        warn: Callable[[str], None],
+        secret: bytes | None = None,
+    ):
         self.spec = spec
+        self._secret = secret
         self._exchange = exchange
         self._warn = warn
         self._lock = threading.Lock()
@@ -286,10 +333,34 @@ class Remote:
     def entries(self, key: str) -> list[RemoteEntry]:
         """The entries the remote holds for compile ``key``, newest first (none when it has no
         document, is down, or the document is damaged)."""
+        if self.spec.signed and self._secret is None:
+            self._drop(
+                f"requires signed entries but {SIGNING_KEY_VARIABLE} is not set; building "
+                "without it"
+            )
+            return []
         document = self._run(lambda: self._entries_document(key), f"ac/{key}")
         if document is None:
             return []
-        return [RemoteEntry(self, key, manifest) for manifest in document]
+        entries = [RemoteEntry(self, key, manifest) for manifest in document]
+        if not self.spec.signed:
+            return entries
+        trusted = [entry for entry in entries if self._signed(key, entry.manifest)]
+        if len(trusted) != len(entries):
+            self.damaged(f"ac/{key}", "an entry without a valid signature")
+        return trusted
+
+    def _signed(self, key: str, manifest: Mapping[str, object]) -> bool:
+        assert self._secret is not None
+        signature = manifest.get("signature")
+        expected = entry_signature(self._secret, key, manifest)
+        return isinstance(signature, str) and hmac.compare_digest(signature, expected)
+
+    def _drop(self, reason: str) -> None:
+        with self._lock:
+            self._down = True
+            self._problem = reason
+        self._warn_once("down", reason)
 
     def _entries_document(self, key: str) -> list[dict[str, object]] | None:
         data = self._exchange.get(f"ac/{key}", _MAX_DOCUMENT)
@@ -312,7 +383,9 @@ class Remote:
         """Store an entry: its blob, then the key's document with the entry first."""
         if not self.writable:
             return
-        entry = {**manifest, "artifact_size": len(data)}
+        entry: dict[str, object] = {**manifest, "artifact_size": len(data)}
+        if self._secret is not None:
+            entry["signature"] = entry_signature(self._secret, key, entry)
         sha256 = str(manifest["artifact_sha256"])
 
         def put() -> bool:
@@ -412,9 +485,9 @@ class RemoteEntry:
 def _parse_entries(data: bytes, key: str) -> list[dict[str, object]]:
     """The entries of an ``ac`` document; :class:`_Damaged` when it is not one for ``key``."""
     try:
-        document = json.loads(data)
-    except ValueError:
-        raise _Damaged("not a JSON document") from None
+        document = bounded_json.loads(data, max_bytes=_MAX_DOCUMENT, max_depth=_MAX_DEPTH)
+    except bounded_json.DocumentRefused as exc:
+        raise _Damaged(str(exc)) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise _Damaged(f"not a {FORMAT} document")
     if document.get("key") != key:
@@ -436,15 +509,19 @@ class RemoteTier:
         warn: Callable[[str], None],
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        import urllib3  # here, not with the module: a build without a remote never needs it
-
         environ = os.environ if environ is None else environ
         # One pool per host, kept alive across the build: a local miss costs a round trip, not
         # a new connection. Connections are opened on demand; the pool keeps enough for every
         # compile job and upload thread of a distributed build.
-        self._pool = urllib3.PoolManager(num_pools=4, maxsize=_POOL_SIZE, block=False)
+        self._pool = pool_manager(num_pools=4, maxsize=_POOL_SIZE)
+        secret = environ.get(SIGNING_KEY_VARIABLE)
         self.remotes = tuple(
-            Remote(spec, _Exchange(spec, self._pool, auth_headers(spec.url, environ)), warn)
+            Remote(
+                spec,
+                _Exchange(spec, self._pool, auth_headers(spec.url, environ)),
+                warn,
+                secret.encode("utf-8") if secret else None,
+            )
             for spec in specs
         )
         self._uploads: ThreadPoolExecutor | None = None

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from pypto_build.chip_build.manifest import MANIFEST_NAME
+from pypto_build.files import read_text
 
 
 def source_origins(tree: Path, source_root: Path | None = None) -> dict[PurePosixPath, str]:
@@ -23,7 +24,7 @@ def source_origins(tree: Path, source_root: Path | None = None) -> dict[PurePosi
     under ``source_root`` when given, else relative to the project as recorded. Empty for a
     tree without a readable manifest."""
     try:
-        document = json.loads((tree / MANIFEST_NAME).read_text(encoding="utf-8"))
+        document = json.loads(read_text(tree / MANIFEST_NAME))
         files: list[Mapping[str, str]] = document["files"]
         inputs: Mapping[str, str] = document["inputs"]
     except (OSError, ValueError, KeyError, TypeError):

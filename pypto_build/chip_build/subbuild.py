@@ -53,7 +53,6 @@ from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
 from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES
 from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
 from pypto_build.chip_build.errors import RenderError
-from pypto_build.chip_build.fs import FILE_MODE
 from pypto_build.chip_build.host_orch_codegen import (
     HostOrchestrator,
     generate_host_orchestrator,
@@ -76,7 +75,7 @@ from pypto_build.chip_build.orchestration_codegen import (
 )
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.collector import pauses_collector
-from pypto_build.files import read_regular
+from pypto_build.files import FILE_MODE, read_regular
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
     CommCtxType,
@@ -541,7 +540,7 @@ def write_trees(trees: Sequence[ChipTree], folder: Path) -> None:
     written in place (no temporary sibling and rename, which is what makes a write atomic for
     a folder others read), each folder is made once, and the manifest describes the files from
     the bytes just written. Modes are set as :func:`fix_directory_modes` and
-    :data:`~.fs.FILE_MODE` say, whatever the umask.
+    :data:`~pypto_build.files.FILE_MODE` say, whatever the umask.
     """
     made = {os.fspath(folder)}
     for tree in trees:
@@ -575,7 +574,7 @@ def _make_folders(directory: str, made: set[str]) -> None:
 
 
 def _write_new(path: str, data: bytes) -> None:
-    """Write ``data`` to the file ``path`` with :data:`~.fs.FILE_MODE`."""
+    """Write ``data`` to the file ``path`` with :data:`~pypto_build.files.FILE_MODE`."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     descriptor = os.open(path, flags, FILE_MODE)
     try:

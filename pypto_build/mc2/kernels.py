@@ -28,6 +28,7 @@ from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.files import read_regular
 from pypto_build.mc2.program import CHIP, ORCHESTRATION, Mc2Program
 from pypto_build.sim import SimProgram
 
@@ -61,7 +62,7 @@ class BuiltProgram:
         sub-build (``kernels/aic/__builtin_bmm_rs_a2a__fp16.cpp``, and its AIV twin)."""
         config = read_kernel_config(self.sub_build / "kernel_config.py")
         return {
-            kernel.source: (self.sub_build / kernel.source).read_bytes()
+            kernel.source: read_regular(self.sub_build / kernel.source)
             for kernel in config.kernels
             if kernel.name.startswith(BUILTIN_PREFIX)
         }

@@ -43,8 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pypto_build
-from pypto_build.chip_build.fs import walk_files
-from pypto_build.files import read_regular
+from pypto_build.files import read_regular, read_text, walk_files
 from pypto_build.plugin.signatures import (
     FileInput,
     FolderInput,
@@ -286,7 +285,7 @@ def build_record(
     out_dir = result.out_dir
     rendered_from: dict[Path, str] = {}  # each input file, with its hash as the render read it
     for report in result.reports:
-        manifest = json.loads((out_dir / report.chip / "manifest.json").read_text("utf-8"))
+        manifest = json.loads(read_text(out_dir / report.chip / "manifest.json"))
         rendered_from.update(
             (project / name, digest)
             for name, digest in manifest["inputs"].items()

@@ -355,21 +355,28 @@ def _render(args: argparse.Namespace) -> int:
 def _check_render(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.checks.diffreport import find_diffoscope
     from pypto_build.chip_build.checks.render import check_render
+    from pypto_build.files import IrregularEntry
 
     path, source_root, chips, programs = _program_inputs(args)
     against = None if args.against is None else Path(args.against)
     if against is not None and not against.is_dir():
         raise UsageError(f"--against: {args.against}: no such directory")
-    with timed(verbose_stream(args), "rendered and compared the trees"):
-        result = check_render(
-            path,
-            programs,
-            chips,
-            source_root=source_root,
-            report_dir=Path(args.report),
-            against=against,
-            diffoscope=find_diffoscope(),
-        )
+    try:
+        with timed(verbose_stream(args), "rendered and compared the trees"):
+            result = check_render(
+                path,
+                programs,
+                chips,
+                source_root=source_root,
+                report_dir=Path(args.report),
+                against=against,
+                diffoscope=find_diffoscope(),
+            )
+    except IrregularEntry as exc:  # a fresh render holds none: it is in --against's tree
+        raise UsageError(
+            f"--against: {args.against} holds a {exc.what} ({exc.relative}), which no render "
+            "writes; it is not followed"
+        ) from None
     if args.json:
         print_json(result.to_json())
     else:

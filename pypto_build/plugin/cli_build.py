@@ -190,9 +190,11 @@ def _add_doctor(commands: Subparsers) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from pypto_build.chip_build.cache import parse_size
     from pypto_build.chip_build.compile import BuildFailed
     from pypto_build.chip_build.errors import RenderError
     from pypto_build.chip_build.toolchains import ToolchainError
+    from pypto_build.plugin.cache_bound import bound_after_build
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache
     from pypto_build.plugin.project_target import project_toolchain
@@ -214,6 +216,8 @@ def _build(args: argparse.Namespace) -> int:
     except (ToolchainError, BuildFailed) as err:
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR
+    if cache is not None:
+        bound_after_build(cache.root, parse_size(settings.cache_max_size), warn=_warn)
     print_warnings(result.warnings)
     if not args.out and (project / "pyproject.toml").is_file():
         gitignore = ensure_ignored(project, out)
@@ -228,6 +232,10 @@ def _build(args: argparse.Namespace) -> int:
         write_build_files(result, project, stamp=Path(args.stamp), depfile=depfile)
     _print_build(result, toolchain, cache, as_json=args.json)
     return ExitCode.OK
+
+
+def _warn(message: str) -> None:
+    print(f"pypto-build: warning: {message}", file=sys.stderr, flush=True)
 
 
 def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
@@ -393,11 +401,13 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 def _cache_prune(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.plugin.cache_bound import bound_cache
     from pypto_build.plugin.record_store import RecordStore
 
     cache = CompileCache(default_cache_dir())
     try:
-        result = cache.prune(0 if args.all else args.max_size)
+        # Pruned to a size, the build records count against the bound too.
+        result = cache.prune(0) if args.all else bound_cache(cache.root, args.max_size, warn=_warn)
     except OSError as err:  # a cache folder that cannot be written: nothing to prune there
         print_error(str(err))
         return ExitCode.PROGRAM_ERROR

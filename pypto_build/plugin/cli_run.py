@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pypto_build.files import atomic_write_bytes, open_regular
 from pypto_build.plugin.cli_common import (
     PROG,
     ExitCode,
@@ -249,21 +251,31 @@ def _write_outputs(path: Path, result: SimResult | None, failure: SimulationErro
 
     # Any: savez's stub types its keywords like its own allow_pickle flag.
     arrays: dict[str, Any] = output_arrays(result, failure)
-    with path.open("wb") as stream:
-        np.savez(stream, **arrays)
+    stream = io.BytesIO()
+    np.savez(stream, **arrays)
+    # Whole or not at all, and never written through what ``path`` names (a link, a FIFO).
+    atomic_write_bytes(path, stream.getvalue())
 
 
 def _read_arrays(path: str | None, what: str) -> dict[str, npt.NDArray[np.generic]]:
-    """The arrays of the ``.npz`` file ``path`` (none without one); ``what`` they are names
-    them in an error."""
+    """The arrays of the ``.npz`` file ``path`` (none without one), read as a regular file (a
+    FIFO is refused, not waited for); ``what`` they are names them in an error, and a damaged
+    archive, whatever NumPy's zip reader raises for it, is one usage error."""
+    import zipfile
+    import zlib
+
     import numpy as np
 
     if path is None:
         return {}
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in sorted(archive.files)}
-    except (OSError, ValueError) as exc:
+        with open_regular(path) as stream:
+            loaded = np.load(stream, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive of named arrays (np.savez writes one)")
+            with loaded as archive:
+                return {name: archive[name] for name in sorted(archive.files)}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
         raise UsageError(f"{path}: cannot read the {what}: {exc}") from None
 
 

@@ -50,14 +50,14 @@ def compile_inputs(
     for report in reports:
         tree = out_dir / report.chip
         for result in report.results:
-            source = (tree / result.job.source).read_bytes()
+            source = read_regular(tree / result.job.source)
             key = compile_key(
                 source=source,
                 commands=result.plan.key_argv(),
                 identity=identity,
                 version=toolchain.version,
             )
-            artifact = hashlib.sha256((tree / result.artifact).read_bytes()).hexdigest()
+            artifact = hashlib.sha256(read_regular(tree / result.artifact)).hexdigest()
             if (key, artifact) in seen:
                 continue
             seen.add((key, artifact))

@@ -130,7 +130,7 @@ def wheel_tag(toolchain: str, platform_tag: str = "auto") -> str:
 def wheel_files(out_dir: Path, chips: Sequence[str], package: str) -> dict[str, str]:
     """``force_include`` entries shipping every file of ``out_dir/<chip>`` as
     ``<package>/<chip>/...``, ordered by their path in the wheel."""
-    from pypto_build.chip_build.fs import walk_files
+    from pypto_build.files import walk_files
 
     shipped: dict[str, str] = {}
     for chip in chips:
@@ -373,9 +373,11 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     def _full_build(
         self, settings: PyptoSettings, out: Path, unchanged: Unchanged
     ) -> tuple[str, ...]:
-        """Lower, render and compile into ``out``, and record the build for the next one; the
-        chips built."""
+        """Lower, render and compile into ``out``, record the build for the next one and bring
+        the cache within its bound; the chips built."""
+        from pypto_build.chip_build.cache import parse_size
         from pypto_build.chip_build.compile import BuildFailed
+        from pypto_build.plugin.cache_bound import bound_after_build
         from pypto_build.plugin.last_build import remember
         from pypto_build.plugin.project_build import build_project, project_cache
 
@@ -401,6 +403,9 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
                 f"from cache ({report.toolchain} {report.toolchain_version})"
             )
         remember(unchanged, project, result)
+        bound_after_build(
+            unchanged.cache_root, parse_size(settings.cache_max_size), warn=self._warn
+        )
         return tuple(report.chip for report in result.reports)
 
     def _reused(self, unchanged: Unchanged) -> None:
@@ -473,8 +478,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
         """Refuse a standard wheel that would ship an editable install's kernels too, and
         remove what a killed editable build left beside them (a staging folder in the package
         would otherwise travel in the wheel)."""
-        from pypto_build.chip_build.fs import walk_files
         from pypto_build.chip_build.publish import clear_debris
+        from pypto_build.files import walk_files
         from pypto_build.plugin.settings import SettingsError
 
         root = Path(self.root)

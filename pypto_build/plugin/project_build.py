@@ -33,11 +33,12 @@ def remote_specs(settings: PyptoSettings) -> list[RemoteSpec]:
     """The remote caches the settings name, in lookup order: ``remote-cache-url``, then the
     read-only ``remote-cache-fallback-url``."""
     timeout, read_only = settings.remote_cache_timeout, settings.remote_cache_read_only
+    signed = settings.remote_cache_signed
     specs = []
     if settings.remote_cache_url is not None:
-        specs.append(RemoteSpec(settings.remote_cache_url, read_only, timeout))
+        specs.append(RemoteSpec(settings.remote_cache_url, read_only, timeout, signed))
     if settings.remote_cache_fallback_url is not None:
-        specs.append(RemoteSpec(settings.remote_cache_fallback_url, True, timeout))
+        specs.append(RemoteSpec(settings.remote_cache_fallback_url, True, timeout, signed))
     return specs
 
 

@@ -13,7 +13,11 @@ into place, so a killed build leaves a whole record or none; the output folder a
 restored into is replaced whole, as a build replaces it (:mod:`pypto_build.chip_build.publish`).
 
 Records unused for a month, or beyond the 32 last used, are removed when another is written,
-and with them the files no remaining record names.
+and with them, at once, the files no remaining record names: a save and that collection hold
+the store's lock (``<root>/projects/v1/lock``), so no other build is between storing a file and
+writing the record that names it. The records count against the cache's size bound
+(``cache-max-size``, :mod:`.cache_bound`): :meth:`RecordStore.prune` removes the least
+recently used ones when the bound asks for it.
 """
 
 from __future__ import annotations
@@ -27,10 +31,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.fs import FILE_MODE, remove_entry
-from pypto_build.files import read_regular, sha256_regular
+from pypto_build.files import FILE_MODE, read_regular, remove_entry, sha256_regular
 from pypto_build.plugin.build_record import FORMAT, BuildRecord, Damaged, OutputFile
+
+if TYPE_CHECKING:
+    import filelock
 
 STORE = Path("projects") / f"v{FORMAT}"
 #: A record unused this long is removed when another is written.
@@ -38,9 +45,8 @@ RECORD_LIFETIME_S = 30 * 24 * 3600
 #: Records kept at most, the last used: an isolated build (pip's default) installs
 #: pypto-build into a new folder each time, so each records a key no later build looks up.
 MAX_RECORDS = 32
-#: A blob no record names is removed only once it is this old: a build that is writing a
-#: record may have just stored it.
-BLOB_GRACE_S = 3600
+#: How long a save waits for another build's save or collection (each takes milliseconds).
+LOCK_TIMEOUT_S = 600.0
 
 
 class RecordStore:
@@ -173,6 +179,10 @@ class RecordStore:
     def save(self, record: BuildRecord, out_dir: Path) -> None:
         """Store ``record`` with the files of its trees, read from ``out_dir``; then remove
         records unused for :data:`RECORD_LIFETIME_S` and the blobs no record names."""
+        with self._locked():
+            self._save(record, out_dir)
+
+    def _save(self, record: BuildRecord, out_dir: Path) -> None:
         tmp = self._folder("tmp")
         for output in record.outputs:
             path = self._blob_path(output.sha256)
@@ -209,22 +219,66 @@ class RecordStore:
                     os.mkdir(path)
         return path
 
-    def _collect(self, keep: str) -> None:
-        """Remove the records unused for :data:`RECORD_LIFETIME_S` and all but the
-        :data:`MAX_RECORDS` last used, then the blobs no remaining record names, and what
-        killed writes left in ``tmp/``."""
-        now = time.time()
-        for staged in os.scandir(self.root / "tmp"):
+    def _locked(self) -> filelock.BaseFileLock:
+        """The store's lock (see the module), its folder created."""
+        import filelock
+
+        return filelock.FileLock(self._folder() / "lock", timeout=LOCK_TIMEOUT_S)
+
+    def size(self) -> int:
+        """Bytes the store holds: its records and their files."""
+        total = 0
+        folders: list[str | Path] = [self.root / "records", *self._blob_folders()]
+        for folder in folders:
             with contextlib.suppress(OSError):
-                if now - staged.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S:
-                    remove_entry(Path(staged.path))
+                for item in os.scandir(folder):
+                    with contextlib.suppress(OSError):
+                        if item.is_file(follow_symlinks=False):
+                            total += item.stat(follow_symlinks=False).st_size
+        return total
+
+    def prune(self, max_size: int) -> None:
+        """Remove the least recently used records, and then the files no remaining record
+        names, until the store holds at most ``max_size`` bytes."""
+        if not self._real_folders(self.root / "records"):
+            return
+        with self._locked():
+            while self.size() > max_size:
+                used = self._records_by_use()
+                if not used:
+                    break
+                remove_entry(Path(used[-1][1]))
+                self._collect(keep=None)
+
+    def _records_by_use(self) -> list[tuple[float, str]]:
+        """Every record's last use and path, the most recently used first."""
         used: list[tuple[float, str]] = []
         for entry in os.scandir(self.root / "records"):
             with contextlib.suppress(OSError):
                 used.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
-        used.sort(reverse=True)
+        return sorted(used, reverse=True)
+
+    def _blob_folders(self) -> list[str]:
+        with contextlib.suppress(OSError):
+            return [
+                folder.path
+                for folder in os.scandir(self.root / "blobs")
+                if folder.is_dir(follow_symlinks=False)
+            ]
+        return []
+
+    def _collect(self, keep: str | None) -> None:
+        """Remove the records unused for :data:`RECORD_LIFETIME_S` and all but the
+        :data:`MAX_RECORDS` last used (``keep``'s aside), then the blobs no remaining record
+        names, and what killed writes left in ``tmp/``; under the store's lock, so nothing
+        there belongs to a write in progress."""
+        now = time.time()
+        with contextlib.suppress(OSError):
+            for staged in os.scandir(self.root / "tmp"):
+                remove_entry(Path(staged.path))
+            os.rmdir(self.root / "tmp")  # made again by the next save
         named: set[str] = set()
-        for rank, (last_use, path) in enumerate(used):
+        for rank, (last_use, path) in enumerate(self._records_by_use()):
             mine = Path(path).name == f"{keep}.json"
             if not mine and (rank >= MAX_RECORDS or now - last_use > RECORD_LIFETIME_S):
                 remove_entry(Path(path))
@@ -234,14 +288,12 @@ class RecordStore:
                 named.update(output["sha256"] for output in document["outputs"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a damaged record is removed when it is next read
-        for folder in os.scandir(self.root / "blobs"):
-            if not folder.is_dir(follow_symlinks=False):
-                continue
-            for blob in os.scandir(folder.path):
-                with contextlib.suppress(OSError):
-                    old = now - blob.stat(follow_symlinks=False).st_mtime > BLOB_GRACE_S
-                    if blob.name not in named and old:
+        for folder in self._blob_folders():
+            with contextlib.suppress(OSError):
+                for blob in os.scandir(folder):
+                    if blob.name not in named:
                         remove_entry(Path(blob.path))
+                os.rmdir(folder)  # only when it is empty now: no empty folders are left
 
 
 def _check_output_folder(out_dir: Path) -> None:

@@ -83,6 +83,8 @@ _DEFINE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(?:=.*)?$"
 
 
 def _relative_path(value: str, where: str) -> None:
+    if "\0" in value:  # the system refuses such a path; say so before anything opens it
+        raise SettingsError(f"{where}: {value!r} holds a NUL byte, which no path can")
     if re.fullmatch(_RELATIVE_PATH_PATTERN, value) is None:
         raise SettingsError(
             f"{where}: '{value}' must be a relative path inside the project (forward slashes)"
@@ -145,6 +147,15 @@ def _define(value: str, where: str) -> None:
             f"{where}: '{value}' is not a definition; give NAME or NAME=VALUE (without -D), "
             "NAME an identifier"
         )
+
+
+def _size(value: str, where: str) -> None:
+    from pypto_build.chip_build.cache import parse_size
+
+    try:
+        parse_size(value)
+    except ValueError as exc:
+        raise SettingsError(f"{where}: {exc}") from None
 
 
 def _url(value: str, where: str) -> None:
@@ -389,6 +400,17 @@ class PyptoSettings:
             default="the clean git `HEAD` of the PTO-ISA root",
         ),
     )
+    cache_max_size: str = field(
+        default="5G",
+        metadata=_meta(
+            "The most the compile cache's folder may hold, its build records included: every "
+            "build brings it within this after it publishes, the least recently used entries "
+            "first (as ccache does).",
+            check=_size,
+            value="size: 4096, 500M, 2G, 1.5GiB",
+            default="`5G`",
+        ),
+    )
     remote_cache_url: str | None = field(
         default=None,
         metadata=_meta(
@@ -404,6 +426,17 @@ class PyptoSettings:
     remote_cache_read_only: bool = field(
         default=False,
         metadata=_meta("Only read from remote-cache-url, never upload to it.", default="`false`"),
+    )
+    remote_cache_signed: bool = field(
+        default=False,
+        metadata=_meta(
+            "Take only remote entries signed with the secret in "
+            "PYPTO_REMOTE_CACHE_SIGNING_KEY (an HMAC-SHA256 over the compile key, the "
+            "artifact's SHA-256 and the files it was compiled from), from both remote caches; "
+            "whoever can write a remote without the secret cannot make a build ship their "
+            "binary. Uploads are signed whenever the secret is set; see docs/scaling.md.",
+            default="`false`",
+        ),
     )
     remote_cache_fallback_url: str | None = field(
         default=None,

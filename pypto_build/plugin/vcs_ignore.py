@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from pypto_build.chip_build.fs import atomic_write_text
+from pypto_build.files import atomic_write_text, read_text
 
 GITIGNORE = ".gitignore"
 _COMMENT = "# Build output of pypto-build: kept out of git and out of sdists."
@@ -53,7 +53,7 @@ def ensure_ignored(project: Path, folder: Path) -> Path | None:
     line there already names it or a folder holding it; the ignore file written, or None."""
     gitignore = nearest_gitignore(project)
     relative = PurePosixPath(folder.resolve().relative_to(gitignore.parent).as_posix())
-    text = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
+    text = read_text(gitignore) if gitignore.is_file() else ""
     if any(_covers(line, relative) for line in text.splitlines()):
         return None
     if text and not text.endswith("\n"):

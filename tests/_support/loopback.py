@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import grp
+import http.server
+import itertools
 import os
 import pwd
 import shutil
@@ -18,8 +20,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,6 +231,114 @@ def hanging_port() -> Iterator[int]:
         listener.bind((LOOPBACK, 0))
         listener.listen(64)
         yield listener.getsockname()[1]
+
+
+@contextlib.contextmanager
+def trickling_server(phase: str, *, interval: float = 0.2, duration: float = 8.0) -> Iterator[int]:
+    """A scripted HTTP server that answers every request, but sends one part of its answer one
+    byte per ``interval`` seconds, without end: ``status`` (the status line), ``headers`` (the
+    header lines after a prompt status line), ``body`` (the body of a 200 promising a megabyte),
+    or ``upload`` (a ``GET`` is a prompt 404, the answer to a ``PUT`` trickles its status line).
+    Every read of the client returns within ``interval``, so only a deadline over the whole
+    exchange stops it; after ``duration`` seconds the connection is closed, so that a client
+    without one fails its test instead of hanging it. Serves on loopback until the block ends,
+    then closes every connection."""
+    listener = socket.socket()
+    listener.bind((LOOPBACK, 0))
+    listener.listen(64)
+    stop = threading.Event()
+    open_connections: list[socket.socket] = []
+
+    def trickle(connection: socket.socket, data: bytes) -> None:
+        end = time.monotonic() + duration
+        for index in itertools.count():
+            if stop.wait(interval) or time.monotonic() > end:
+                return
+            connection.sendall(data[index % len(data) : index % len(data) + 1])
+
+    def serve(connection: socket.socket) -> None:
+        with contextlib.suppress(OSError), connection:
+            buffered = b""
+            while True:  # the requests of a kept-alive connection
+                while b"\r\n\r\n" not in buffered:
+                    if not (chunk := connection.recv(65536)):
+                        return
+                    buffered += chunk
+                head, _, buffered = buffered.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                while len(buffered) < length and (chunk := connection.recv(65536)):
+                    buffered += chunk
+                buffered = buffered[length:]
+                if phase == "upload" and not head.startswith(b"PUT"):
+                    connection.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    continue
+                if phase in ("status", "upload"):
+                    trickle(connection, b"HTTP/1.1 200 OK")
+                elif phase == "headers":
+                    connection.sendall(b"HTTP/1.1 200 OK\r\n")
+                    trickle(connection, b"X-Slow: yes\r\n")
+                else:
+                    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n")
+                    trickle(connection, b"x")
+                return
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while not stop.is_set():
+                connection, _ = listener.accept()
+                open_connections.append(connection)
+                threading.Thread(target=serve, args=(connection,), daemon=True).start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        for connection in open_connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        acceptor.join(STOP_TIMEOUT)
+
+
+@contextlib.contextmanager
+def scripted_server(answer: Callable[[str, str], tuple[int, bytes]]) -> Iterator[int]:
+    """An HTTP server on loopback whose every answer is ``answer(method, path)``: a status and
+    a body (a request's own body is read and dropped). For remotes that misbehave in ways a
+    real server is not configured to; serves until the block ends."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, body = answer(self.command, self.path)
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = _answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # the test's output is its assertions
+
+    server = http.server.ThreadingHTTPServer((LOOPBACK, 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(STOP_TIMEOUT)
 
 
 # --- distccd, redis-server, sccache -----------------------------------------------------------

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, header_closure
 from pypto_build.chip_build.chips import CoreType
-from pypto_build.chip_build.fs import atomic_write_text
 from pypto_build.chip_build.kernel_config import (
     KernelEntry,
     OrchestrationEntry,
     render_kernel_config,
 )
 from pypto_build.chip_build.manifest import write_manifest
+from pypto_build.files import atomic_write_text
 
 #: Inputs the "renderer" recorded; compiling must keep them in the manifest.
 INPUTS = {"src/pkg/pipelines.py": hashlib.sha256(b"program").hexdigest()}

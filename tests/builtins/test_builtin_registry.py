@@ -166,30 +166,43 @@ def test_entry_point_registers_a_third_party_package(
 def test_entry_point_naming_a_missing_package(install_distribution: InstallDistribution) -> None:
     install_distribution({"ghost": "acme_missing.kernels"})
     with pytest.raises(BuiltinRegistryError) as error:
-        BuiltinRegistry.discover()
+        BuiltinRegistry.discover().require_none_broken()
     message = str(error.value)
     assert "entry point ghost = 'acme_missing.kernels' of distribution acme-builtins" in message
     assert "acme_missing" in message
+
+
+def test_a_broken_registration_is_set_aside_and_named_when_asked_for(
+    install_distribution: InstallDistribution,
+) -> None:
+    """Discovery does not fail on a third party's broken registration: ours still resolve, and
+    the error is raised by whoever needs an op no loaded package implements."""
+    install_distribution({"ghost": "acme_missing.kernels"})
+    registry = BuiltinRegistry.discover()
+    assert registry.handles() == (A2AV, INDEXED, MC2)
+    assert len(registry.broken) == 1 and "acme_missing" in registry.broken[0]
+    with pytest.raises(BuiltinRegistryError, match="acme_missing"):
+        registry.resolve(":acme.kernels.copy")
 
 
 def test_entry_point_naming_a_module(install_distribution: InstallDistribution) -> None:
     site = install_distribution({"mod": "acme_module"})
     (site / "acme_module.py").write_text('"""Not a package."""\n')
     with pytest.raises(BuiltinRegistryError, match="'acme_module' is a module, not a package"):
-        BuiltinRegistry.discover()
+        BuiltinRegistry.discover().require_none_broken()
 
 
 def test_entry_point_naming_an_object(install_distribution: InstallDistribution) -> None:
     install_distribution({"obj": "acme_pkg:builtin"})
     with pytest.raises(BuiltinRegistryError, match="must name a package, not an object"):
-        BuiltinRegistry.discover()
+        BuiltinRegistry.discover().require_none_broken()
 
 
 def test_entry_point_folder_without_manifest(install_distribution: InstallDistribution) -> None:
     site = install_distribution({"empty": "acme_empty"})
     write_python_package(site, "acme_empty")
     with pytest.raises(BuiltinRegistryError, match=r"holding builtin\.toml, found 0"):
-        BuiltinRegistry.discover()
+        BuiltinRegistry.discover().require_none_broken()
 
 
 def test_extra_roots_are_searched_recursively(make_package: Callable[..., Path]) -> None:

@@ -21,10 +21,10 @@ from pypto_build.chip_build.compile import (
     find_jobs,
     start_order,
 )
-from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.toolchains import SimToolchain, UnitKind
+from pypto_build.files import walk_files
 
 PIPE = Path("next_levels") / "pipe"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.chip_build import fs
+from pypto_build import files as fs
 
 
 def test_atomic_write_creates_parents_and_leaves_no_temp_files(tmp_path: Path) -> None:
@@ -73,7 +73,15 @@ def test_walk_files_requires_a_directory(tmp_path: Path) -> None:
         fs.walk_files(tmp_path / "missing")
 
 
-def test_sha256_file(tmp_path: Path) -> None:
+def test_sha256_regular_of_a_written_file(tmp_path: Path) -> None:
     data = bytes(range(256)) * 5000
     fs.atomic_write_bytes(tmp_path / "f", data)
-    assert fs.sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+    assert fs.sha256_regular(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+def test_walk_files_refuses_a_fifo(tmp_path: Path) -> None:
+    """A walk lists regular files only: a FIFO is named, never listed to be opened."""
+    (tmp_path / "sub").mkdir()
+    os.mkfifo(tmp_path / "sub" / "pipe")
+    with pytest.raises(fs.IrregularEntry, match="FIFO, device or socket in build tree: sub/pipe"):
+        fs.walk_files(tmp_path)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from pypto_build.chip_build.fs import atomic_write_bytes, atomic_write_text
 from pypto_build.chip_build.manifest import (
     MANIFEST_NAME,
     ManifestProblem,
     verify_manifest,
     write_manifest,
 )
+from pypto_build.files import atomic_write_bytes, atomic_write_text
 
 FILES = {
     "next_levels/chip_pipeline/kernel_config.py": b"KERNELS = []\n",
@@ -198,3 +199,17 @@ def test_verify_after_copy_elsewhere(tmp_path: Path) -> None:
     copy = tmp_path / "installed" / "a3"
     shutil.copytree(root, copy)
     assert verify_manifest(copy) == []
+
+
+def test_a_listed_file_replaced_by_a_fifo_is_named_not_opened(tmp_path: Path) -> None:
+    """``run`` verifies every tree it opens: a FIFO where a listed file was must be a problem,
+    not a read that blocks forever."""
+    root = make_tree(tmp_path)
+    write(root)
+    listed = json.loads((root / MANIFEST_NAME).read_text())["files"][0]["path"]
+    (root / listed).unlink()
+    os.mkfifo(root / listed)
+    (problem,) = verify_manifest(root)
+    assert problem == ManifestProblem(
+        "manifest.json", f"unreadable: FIFO, device or socket in build tree: {listed}"
+    )

@@ -130,3 +130,20 @@ def test_builds_into_one_folder_wait_for_each_other(
         assert "Traceback" not in run.stderr
     assert (out / "a3" / "manifest.json").is_file()
     assert sorted(path.name for path in out.parent.iterdir()) == ["k.cpp", "out", "tiny.py"]
+
+
+def test_an_existing_output_folder_keeps_its_mode(tmp_path: Path) -> None:
+    """``--out`` on an existing (empty) private folder leaves it private; a new one gets the
+    fixed mode of every tree folder."""
+    program = write_project(tmp_path / "p")
+    private = tmp_path / "private"
+    private.mkdir()
+    private.chmod(0o700)
+    for out in (private, tmp_path / "new"):
+        done = pypto_build(*render_argv(program, out))
+        assert done.returncode == 0, done.stderr
+    assert (private.stat().st_mode & 0o777, (tmp_path / "new").stat().st_mode & 0o777) == (
+        0o700,
+        0o755,
+    )
+    assert (private / "a3").stat().st_mode & 0o777 == 0o755

@@ -14,8 +14,8 @@ from _support.console import run_cli
 
 from pypto_build.builtins import default_registry, include_dir
 from pypto_build.chip_build.cache import read_depfile
-from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.files import walk_files
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.depfile import depfile_text
 

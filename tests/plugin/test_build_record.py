@@ -26,8 +26,8 @@ from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environ
 import pypto_build
 from pypto_build.chip_build import publish
 from pypto_build.chip_build.cache import LAYOUT
-from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.publish import KILL_AT_ENV
+from pypto_build.files import walk_files
 from pypto_build.plugin import build_record, hatch, project_build, record_store
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.hatch import host_platform_tag
@@ -463,7 +463,6 @@ def test_the_store_keeps_the_last_used_records_and_the_files_they_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(record_store, "MAX_RECORDS", 2)
-    monkeypatch.setattr(record_store, "BLOB_GRACE_S", -1)
     store = record_store.RecordStore(tmp_path / "cache", warn=pytest.fail)
     out = tmp_path / "out"
     (out / "a3").mkdir(parents=True)
@@ -561,3 +560,33 @@ def test_every_engine_error_the_hook_explains_is_named_where_it_lives() -> None:
     for module, name in (hatch._PROGRAM_ERROR, *hatch._ENGINE_ERRORS):
         importlib.import_module(module)
         assert hatch._loaded_class(module, name) is not None, f"{module}.{name}"
+
+
+def test_the_cache_bound_covers_the_build_records_and_leaves_no_empty_folder(
+    tmp_path: Path,
+) -> None:
+    """Records count against ``cache-max-size``: pruning to 100K removes the least recently
+    used records and, at once, the files only they named, and no empty folder is left."""
+    from pypto_build.plugin.cache_bound import bound_cache
+
+    store = record_store.RecordStore(tmp_path / "cache", warn=pytest.fail)
+    out = tmp_path / "out"
+    (out / "a3").mkdir(parents=True)
+    digests = []
+    for index in range(6):
+        data = bytes([index]) * 40_000
+        (out / "a3" / "f").write_bytes(data)
+        digests.append(hashlib.sha256(data).hexdigest())
+        store.save(_record(f"k{index}", digests[-1]), out)
+        last_use = time.time() - 100 + index
+        os.utime(store.root / "records" / f"k{index}.json", (last_use, last_use))
+    assert store.size() > 240_000
+    bound_cache(tmp_path / "cache", 100_000, warn=pytest.fail)
+    assert store.size() <= 100_000
+    assert sorted(path.name for path in (store.root / "records").iterdir()) == [
+        "k4.json",
+        "k5.json",
+    ]
+    assert sorted(path.name for path in (store.root / "blobs").glob("*/*")) == sorted(digests[4:])
+    empty = [p for p in (tmp_path / "cache").rglob("*") if p.is_dir() and not any(p.iterdir())]
+    assert empty == []

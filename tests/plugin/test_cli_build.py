@@ -464,3 +464,42 @@ def test_added_flags_and_cxxflags_rebuild_and_reach_the_log(
     assert text.count("-O0 -g -std=c++17") == 4
     assert text.count("-DFROM_SETTING=1 -DFROM_CXXFLAGS ") == 4
     assert "-DNDEBUG" not in text
+
+
+@needs_gxx
+def test_a_relative_cache_folder_is_taken_from_the_working_folder(
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``PYPTO_CACHE_DIR=relcache`` names ``./relcache`` wherever a compile runs: the compiler
+    writes its dependency file under the cache's staging folder from its own working folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", "relcache")
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli(capsys, "build", str(project), "--chip", "a3", "--out", str(out_dir))
+    assert (code, err) == (ExitCode.OK, "")
+    assert out.splitlines()[1] == f"cache: 0 hits / 4 misses ({tmp_path / 'relcache'})"
+    assert json.loads(run_cli(capsys, "cache", "stats", "--json")[1])["entries"] == 4
+
+
+@needs_gxx
+def test_every_build_brings_the_cache_within_cache_max_size(
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    code, _, err = run_cli(capsys, "build", str(project), "--out", str(tmp_path / "one"))
+    assert (code, err) == (ExitCode.OK, "")
+    stats = json.loads(run_cli(capsys, "cache", "stats", "--json")[1])
+    assert stats["entries"] == 4  # the default bound (5G) keeps them
+    monkeypatch.setenv("PYPTO_CACHE_MAX_SIZE", str(stats["bytes"] // 2))
+    code, _, err = run_cli(capsys, "build", str(project), "--out", str(tmp_path / "two"))
+    assert (code, err) == (ExitCode.OK, "")
+    stats_after = json.loads(run_cli(capsys, "cache", "stats", "--json")[1])
+    assert 0 < stats_after["entries"] < 4
+    assert stats_after["bytes"] <= stats["bytes"] // 2
+    entries = tmp_path / "cache" / "v2" / "entries"
+    assert [p for p in entries.rglob("*") if p.is_dir() and not any(p.iterdir())] == []

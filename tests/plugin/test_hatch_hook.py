@@ -20,8 +20,8 @@ from hatchling.builders.wheel import WheelBuilder
 from hatchling.plugin.manager import PluginManager
 from packaging.tags import sys_tags
 
-from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.files import walk_files
 from pypto_build.plugin.hatch import (
     PyptoBuildError,
     PyptoBuildHook,

@@ -27,8 +27,8 @@ from _support.scaling_samples import (
     machine_environment,
 )
 
-from pypto_build.chip_build.fs import walk_files
 from pypto_build.chip_build.toolchains import launcher_jobs, resolve_launcher
+from pypto_build.files import walk_files
 
 CHIPS = ("a3", "a5")
 

@@ -115,6 +115,71 @@ def test_read_only_setting_never_uploads(
     assert not (nginx_server.root / instance).exists()
 
 
+SECRET = "the builders' secret"
+
+
+def _swap_artifacts(server: Nginx, instance: str) -> None:
+    """What a writer of the store can do: point every key's entry at another key's binary (a
+    valid blob, of the right size and hash), keeping every other field."""
+    documents = store_files(server, instance)["ac"]
+    loaded = [json.loads(path.read_text(encoding="utf-8")) for path in documents]
+    artifacts = [
+        (doc["entries"][0]["artifact_sha256"], doc["entries"][0]["artifact_size"]) for doc in loaded
+    ]
+    for path, doc, (sha256, size) in zip(
+        documents, loaded, artifacts[1:] + artifacts[:1], strict=True
+    ):
+        doc["entries"][0].update(artifact_sha256=sha256, artifact_size=size)
+        path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_a_remote_that_must_present_signed_entries_takes_no_substituted_binary(
+    sim: SimToolchain, nginx_server: Nginx, instance: str, tmp_path: Path
+) -> None:
+    url = nginx_server.url(nginx_server.webdav, instance)
+    reference = build(tmp_path / "reference", sim, None)
+    signing = {"PYPTO_REMOTE_CACHE_SIGNING_KEY": SECRET}
+    writer = RemoteTier([RemoteSpec(url, timeout=TIMEOUT)], warn=Warnings(), environ=signing)
+    build(tmp_path / "writer", sim, CompileCache(tmp_path / "writer-cache", remote=writer))
+    entries = [
+        json.loads(p.read_text())["entries"][0] for p in store_files(nginx_server, instance)["ac"]
+    ]
+    assert all(len(entry["signature"]) == 64 for entry in entries)
+    # A reader that requires signatures is served by the signed entries.
+    spec = RemoteSpec(url, read_only=True, timeout=TIMEOUT, signed=True)
+    reader = RemoteTier([spec], warn=Warnings(), environ=signing)
+    served = build(tmp_path / "served", sim, CompileCache(tmp_path / "served-cache", remote=reader))
+    assert (served.remote_hits, binaries(served)) == (COMPILES, binaries(reference))
+
+    _swap_artifacts(nginx_server, instance)
+    # Without the setting, the substituted binaries are taken: what a store's writer can do.
+    fooled = build(
+        tmp_path / "fooled",
+        sim,
+        CompileCache(
+            tmp_path / "fooled-cache",
+            remote=tier(RemoteSpec(url, read_only=True, timeout=TIMEOUT))[0],
+        ),
+    )
+    assert fooled.remote_hits == COMPILES and binaries(fooled) != binaries(reference)
+    # With it, every substituted entry is a damaged one: compiled, and the tree is a cold build's.
+    warnings = Warnings()
+    reader = RemoteTier([spec], warn=warnings, environ=signing)
+    report = build(tmp_path / "out", sim, CompileCache(tmp_path / "cache", remote=reader))
+    assert (report.compiled, report.remote_hits) == (COMPILES, 0)
+    assert binaries(report) == binaries(reference)
+    assert len(warnings) == 1 and "an entry without a valid signature" in warnings[0]
+    assert reader.summaries()[0].damaged == COMPILES
+    # A reader without the secret is told so once, and builds without the remote.
+    warnings = Warnings()
+    blind = RemoteTier([spec], warn=warnings, environ={})
+    build(tmp_path / "blind", sim, CompileCache(tmp_path / "blind-cache", remote=blind))
+    assert warnings == [
+        f"remote cache {url}: requires signed entries but PYPTO_REMOTE_CACHE_SIGNING_KEY is not "
+        "set; building without it"
+    ]
+
+
 def _corrupt_blobs(server: Nginx, instance: str) -> None:
     for blob in store_files(server, instance)["cas"]:
         data = bytearray(blob.read_bytes())
@@ -131,7 +196,7 @@ def _garbage_documents(server: Nginx, instance: str) -> None:
     ("fault", "expected"),
     [
         ("refuses connections", "Connection refused"),
-        ("hangs", "timed out"),
+        ("hangs", "took longer than 2 s"),
         ("returns corrupted blobs", "does not hash to its name"),
         ("returns garbage documents", "is damaged (not a JSON document)"),
         ("answers 500", "answered HTTP 500"),

@@ -4,7 +4,9 @@ stdout, and the documented exit codes."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import py_compile
 import re
 import shutil
@@ -319,3 +321,35 @@ def test_every_input_problem_is_reported_at_once(build: Path, tmp_path: Path) ->
         "scalar 'core_num' of host_orch",
     ]
     assert "missing counts_in; unknown extra" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda data: b"PK\x03\x04 not a zip archive at all", "File is not a zip file"),
+        (lambda data: data[: len(data) // 2], "File is not a zip file"),
+        (lambda data: _npy(), "not an .npz archive of named arrays"),
+    ],
+    ids=["zip-signature-no-zip", "truncated", "an-npy-file"],
+)
+def test_inputs_that_are_no_npz_archive_are_a_usage_error(
+    build: Path, tmp_path: Path, damage: Callable[[bytes], bytes], reason: str
+) -> None:
+    inputs = tmp_path / "in.npz"
+    write_inputs(inputs, core_num=1)
+    inputs.write_bytes(damage(inputs.read_bytes()))
+    with pytest.raises(UsageError, match=f"^{inputs}: cannot read the inputs: .*{reason}"):
+        run_command(str(build), "--ranks", "2", "--inputs", str(inputs))
+
+
+def _npy() -> bytes:
+    stream = io.BytesIO()
+    np.save(stream, np.zeros(3))
+    return stream.getvalue()
+
+
+def test_inputs_that_are_a_fifo_are_refused_not_waited_for(build: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "in.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match=r"cannot read the inputs: .*not a regular file"):
+        run_command(str(build), "--ranks", "2", "--inputs", str(fifo))

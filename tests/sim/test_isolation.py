@@ -21,6 +21,7 @@ from pypto_build import sim
 
 NR = 2
 BEHAVE, NULL, ABORT, THROW, EXIT, SPIN, OVERFLOW = range(7)
+FORK_AND_EXIT, STOP, CLOSE_ALL, FORK = range(7, 11)
 #: How kernel 'misbehave' is named in every message.
 KERNEL = "kernel 'misbehave' (func_id 0) block 0/1"
 
@@ -140,4 +141,59 @@ def test_a_kernel_spinning_forever_times_out_and_burns_no_cpu_afterwards(build: 
     before = _cpu_seconds(os.getpid())
     time.sleep(1.0)
     assert _cpu_seconds(os.getpid()) - before < 0.2
+    behaves(build)
+
+
+def _worker_processes() -> set[int]:
+    """Every live process running the simulation worker's module (forked copies included)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if b"pypto_build.chip_build.sim.worker" in command and state[state.rindex(")") + 2] != "Z":
+            found.add(int(entry))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("victim", "message"),
+    [
+        (
+            FORK_AND_EXIT,
+            "the simulation process exited with status 0 while this rank ran it: no thread "
+            "reported why (a signal from outside, or _exit())",
+        ),
+        (
+            STOP,
+            "the simulation process sent nothing for 2 s: it is stopped (a kernel raised "
+            "SIGSTOP); it was killed with every process its kernels started",
+        ),
+        (CLOSE_ALL, "the simulation process exited with status 0 while this rank ran it: "),
+        (
+            FORK,
+            "a kernel started 1 process of its own (fork()); the simulation process and all "
+            "of them were killed",
+        ),
+    ],
+    ids=["fork-and-exit", "sigstop", "close-every-descriptor", "fork"],
+)
+def test_a_kernel_that_escapes_its_process_ends_in_a_named_error_leaving_no_process(
+    build: Path, victim: int, message: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Within the run's bound (``timeout=0.2``: the world gives up on a silent run after 1 s,
+    the caller 1 s later), and no copy of the worker outlives the run."""
+    before = _worker_processes()
+    start = time.monotonic()
+    with pytest.raises(sim.SimulationError) as failed:
+        sim.run(build, ranks=NR, inputs=modes(victim), timeout=0.2)
+    assert time.monotonic() - start < 10
+    assert failed.value.ranks[0].message.startswith(message), failed.value.ranks[0].message
+    time.sleep(0.2)  # SIGKILL is delivered at once, the kernel reaps a moment later
+    assert _worker_processes() <= before
+    assert "Traceback" not in capfd.readouterr().err
     behaves(build)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pypto_build.chip_build.fs import atomic_write_text, walk_files
+from pypto_build.files import atomic_write_text, read_regular, walk_files
 
 #: diffoscope's exit status for "the inputs differ" (0: identical, 2: trouble).
 _DIFFOSCOPE_DIFFERENT = 1
@@ -54,7 +54,7 @@ def compare_trees(left: Path, right: Path) -> TreeDiff:
     changed = [
         path
         for path in sorted(left_files & right_files)
-        if (left / path).read_bytes() != (right / path).read_bytes()
+        if read_regular(left / path) != read_regular(right / path)
     ]
     return TreeDiff(
         only_left=tuple(sorted(left_files - right_files)),
@@ -163,7 +163,7 @@ def builtin_report(left: Path, right: Path, diff: TreeDiff, note: str) -> str:
 
 
 def _file_diff(left: Path, right: Path, path: str) -> list[str]:
-    old, new = left.read_bytes(), right.read_bytes()
+    old, new = read_regular(left), read_regular(right)
     old_text, new_text = _text(old), _text(new)
     if old_text is None or new_text is None:
         offset = next(

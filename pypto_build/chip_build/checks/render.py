@@ -37,8 +37,8 @@ from pypto_build.chip_build.checks.environment import (
     unlike_this_process,
 )
 from pypto_build.chip_build.chips import get_chip
-from pypto_build.chip_build.fs import atomic_write_text
 from pypto_build.chip_build.subbuild import RUNTIME, SourceProgram, render_subbuilds
+from pypto_build.files import atomic_write_text
 
 RAIL_IDENTITY = "rail-identity"
 REPRODUCIBLE = "reproducible"

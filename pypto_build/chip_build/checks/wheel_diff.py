@@ -25,7 +25,7 @@ from pypto_build.chip_build.checks.diffreport import (
     diffoscope_report,
 )
 from pypto_build.chip_build.checks.environment import VARIANTS
-from pypto_build.chip_build.fs import atomic_write_text, sha256_file
+from pypto_build.files import atomic_write_text, read_regular, sha256_regular
 
 REPORT_NAME = "check-reproducible"
 
@@ -66,7 +66,7 @@ def _entry_metadata(info: zipfile.ZipInfo) -> dict[str, object]:
 
 def compare_wheels(left: Path, right: Path) -> WheelDiff:
     """Compare the wheel files ``left`` and ``right``, member by member when they differ."""
-    if left.read_bytes() == right.read_bytes():
+    if read_regular(left) == read_regular(right):
         return WheelDiff(identical=True)
     with zipfile.ZipFile(left) as old, zipfile.ZipFile(right) as new:
         old_names, new_names = old.namelist(), new.namelist()
@@ -131,7 +131,7 @@ def check_wheels(
     ``report_dir/second`` and write the report there."""
     clear_report(report_dir)
     names = (left.name, right.name)
-    sha256 = (sha256_file(left), sha256_file(right))
+    sha256 = (sha256_regular(left), sha256_regular(right))
     diff = compare_wheels(left, right)
     if diff.identical:
         return WheelCheck(names, sha256, diff)

@@ -30,8 +30,7 @@ from typing import Any
 
 from pypto_build.chip_build.checks.environment import VARIANTS, Variant, run_varied
 from pypto_build.chip_build.checks.wheel_diff import WheelCheck, check_wheels, clear_report
-from pypto_build.chip_build.fs import atomic_write_text
-from pypto_build.files import read_regular
+from pypto_build.files import atomic_write_text, read_regular
 
 #: The archive timestamp both builds use when the caller sets none: hatchling's own default
 #: (2020-02-02), so the wheels equal those a plain ``pip wheel`` makes.

@@ -15,6 +15,16 @@ the worker streamed as they did; its ``result`` is None, the tensors and windows
 with the process. A death no thread reported (a signal from outside, ``_exit``) is put on every
 rank that was running a dispatch.
 
+A kernel can also leave its process without ending it, or end it without ending its work: it
+forks and the parent calls ``_exit`` (the copy goes on holding the worker's channel), stops
+itself (``raise(SIGSTOP)``), closes every descriptor, or forks and goes on in both processes.
+So each worker runs in a session of its own, and whenever a worker is done with, its whole
+process group is killed, whatever the kernels started in it; the caller watches the worker's
+process itself (a pidfd), not only its channel; a worker that sends nothing, not even the
+heartbeat it sends every wait timeout during a run, for longer than the world's own bound on a
+run without progress (``Timeouts.idle``) is killed as stuck or stopped;
+and the worker reports processes its kernels started (:mod:`.worker`), which fail the run.
+
 Workers are kept for reuse: starting one costs an interpreter and the simulator's imports
 (``bench/bench_sim_isolation.py`` measures it), a run in one a few messages. A worker that
 died, abandoned kernel threads (a timed-out run, after which it leaves by itself and is killed
@@ -27,6 +37,7 @@ arrays in shared memory (:mod:`.shared`): windows are not copied at all, other a
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import socket
@@ -49,6 +60,9 @@ from pypto_build.chip_build.sim.world import DispatchStart
 
 #: How long a worker that reported its crash, or was told to leave, may take to end.
 _GRACE_SECONDS = 5.0
+#: How much longer than the world's own bound on a run making no progress (its ``idle``
+#: timeout, after which it abandons the run and replies) the caller waits for a silent worker.
+_SILENCE_MARGIN = 1.0
 
 
 class WorkerError(RuntimeError):
@@ -112,29 +126,33 @@ def crash_error(
     report: CrashReport | None,
     running: Sequence[DispatchStart],
     finished: Sequence[DispatchRecord],
+    broke: str | None = None,
 ) -> SimulationError:
     """The error of a run whose worker ended with ``returncode``: the reporting thread's rank
-    (see the module), or every rank that was ``running`` a dispatch when no thread reported."""
+    (see the module), or every rank that was ``running`` a dispatch when no thread reported
+    (``broke``: what the worker did instead of replying, when it did not just die)."""
     ended = describe_status(returncode)
     if report is not None and report.rank >= 0:
         did = "called exit()" if report.signal == 0 else f"raised signal {report.signal}"
         message = f"{report.who()} {did}; the simulation process {ended}"
-        errors = [RankError(report.rank, KERNEL_CRASHED, message, report.next_level)]
+        records = sorted(finished, key=lambda record: (record.rank, record.index))
+        return SimulationError(
+            [RankError(report.rank, KERNEL_CRASHED, message, report.next_level)], records
+        )
+    if broke is not None:
+        message = (
+            f"the simulation process {broke} (a kernel's forked copy wrote on its channel); it "
+            "was killed with every process its kernels started"
+        )
+        return _rank_errors(message, running, finished)
+    if report is not None:
+        cause = "a thread outside any rank's run " + (
+            "called exit()" if report.signal == 0 else f"raised signal {report.signal}"
+        )
     else:
-        if report is not None:
-            cause = "a thread outside any rank's run " + (
-                "called exit()" if report.signal == 0 else f"raised signal {report.signal}"
-            )
-        else:
-            cause = "no thread reported why (a signal from outside, or _exit())"
-        message = f"the simulation process {ended} while this rank ran it: {cause}"
-        errors = [
-            RankError(start.rank, KERNEL_CRASHED, message, start.next_level) for start in running
-        ]
-        if not errors:  # it died between dispatches: the whole world failed
-            errors = [RankError(0, KERNEL_CRASHED, message, "(between dispatches)")]
-    records = sorted(finished, key=lambda record: (record.rank, record.index))
-    return SimulationError(errors, records)
+        cause = "no thread reported why (a signal from outside, or _exit())"
+    message = f"the simulation process {ended} while this rank ran it: {cause}"
+    return _rank_errors(message, running, finished)
 
 
 class _Worker:
@@ -148,15 +166,20 @@ class _Worker:
         package_root = str(Path(pypto_build.__file__).resolve().parent.parent)
         path = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
         try:
+            # A session of its own: the worker and whatever its kernels start are one process
+            # group, killed as a whole (see the module).
             self.process = subprocess.Popen(
                 [sys.executable, "-m", protocol.__name__, *(str(fd) for fd in child_fds)],
                 pass_fds=child_fds,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONPATH": path},
+                start_new_session=True,
             )
         finally:
             child.close()
             os.close(crashes_write)
+        #: Readable once the worker process has ended, whoever still holds its channel.
+        self._ended = os.pidfd_open(self.process.pid)
         try:
             carried = shared.send(self._channel, runtime_image(), returned=True)
             kind, value, _ = shared.receive(self._channel)
@@ -172,16 +195,20 @@ class _Worker:
 
     def run(self, launch: Launch) -> tuple[str, object, bool]:
         """Send ``launch`` and wait for its reply (its kind, its value, and whether the worker
-        leaves); raises :class:`SimulationError` if the worker dies first."""
+        leaves); raises :class:`SimulationError` if the worker dies, falls silent or breaks the
+        protocol first."""
         running: dict[tuple[int, int], DispatchStart] = {}
         finished: list[DispatchRecord] = []
         carried: list[shared.Segment] = []  # held until the reply: the worker uses them
+        silence = launch.timeouts.idle + _SILENCE_MARGIN
         try:
             carried = shared.send(self._channel, launch, returned=True)
             while True:
-                ready = wait([self._channel, self._crashes])
+                ready = wait([self._channel, self._crashes, self._ended], timeout=silence)
+                if not ready:
+                    raise self._silent(silence, list(running.values()), finished)
                 if self._channel not in ready:
-                    break  # a crash report: the worker is ending
+                    break  # a crash report, or the process ended: the worker is gone
                 kind, value, leaving = shared.receive(self._channel)
                 if kind != protocol.EVENT:
                     carried.clear()
@@ -193,33 +220,87 @@ class _Worker:
                     finished.append(value)
         except (OSError, EOFError):
             pass  # the worker is gone
+        except SimulationError:
+            raise
+        except Exception:  # not what the worker sends: a forked copy wrote on the channel too
+            self._kill()
+            raise crash_error(
+                self._reap(), None, list(running.values()), finished, "broke the protocol"
+            ) from None
         returncode = self._reap()
         report = CrashReport.parse(self._read_crashes())
         raise crash_error(returncode, report, list(running.values()), finished)
 
+    def _silent(
+        self, seconds: float, running: list[DispatchStart], finished: list[DispatchRecord]
+    ) -> SimulationError:
+        """The error of a worker that sent nothing for ``seconds``: stopped or stuck; it is
+        killed with its process group."""
+        stopped = _state(self.process.pid) in ("T", "t")
+        self._kill()
+        self._reap()
+        how = "is stopped (a kernel raised SIGSTOP)" if stopped else "hangs"
+        message = (
+            f"the simulation process sent nothing for {seconds:g} s: it {how}; it was killed "
+            "with every process its kernels started"
+        )
+        return _rank_errors(message, running, finished)
+
+    def _kill(self) -> None:
+        """SIGKILL the worker's process group: the worker and whatever its kernels started
+        (forked copies included), stopped or not. The group outlives a reaped worker while any
+        member lives, so its id is never another's."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
     def _reap(self) -> int:
-        """Wait for the process to end (killing it after the grace period)."""
+        """Wait for the process to end (killing its group after the grace period), then kill
+        what is left of its group."""
         try:
-            return self.process.wait(_GRACE_SECONDS)
+            returncode = self.process.wait(_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+            self._kill()
+            returncode = self.process.wait()
+        self._kill()
+        return returncode
 
     def _read_crashes(self) -> str:
-        """Everything the worker's crash handlers wrote (the process has ended: no writer is
-        left, so the read ends)."""
+        """Everything the worker's crash handlers wrote before it ended; read without blocking,
+        as a process that escaped the group could still hold the pipe."""
+        os.set_blocking(self._crashes, False)
         chunks = []
-        while chunk := os.read(self._crashes, 4096):
-            chunks.append(chunk)
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self._crashes, 4096):
+                chunks.append(chunk)
         return b"".join(chunks).decode("utf-8", errors="replace")
 
     def stop(self) -> None:
         """End the worker: it leaves when its channel closes; one that does not (it is stuck, or
-        still running abandoned threads) is killed."""
+        still running abandoned threads) is killed, and so is every process of its group."""
         self._channel.close()
-        if self.process.poll() is None:
-            self._reap()
+        self._reap()
         os.close(self._crashes)
+        os.close(self._ended)
+
+
+def _state(pid: int) -> str:
+    """The state letter ``/proc`` gives process ``pid`` (``T`` when stopped), "" if unknown."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return ""
+    return text[text.rindex(")") + 2 :][:1]
+
+
+def _rank_errors(
+    message: str, running: Sequence[DispatchStart], finished: Sequence[DispatchRecord]
+) -> SimulationError:
+    """``message`` on every rank that was running a dispatch (or on the run as a whole)."""
+    errors = [RankError(start.rank, KERNEL_CRASHED, message, start.next_level) for start in running]
+    if not errors:  # between dispatches: the whole world failed
+        errors = [RankError(0, KERNEL_CRASHED, message, "(between dispatches)")]
+    records = sorted(finished, key=lambda record: (record.rank, record.index))
+    return SimulationError(errors, records)
 
 
 class _Pool:

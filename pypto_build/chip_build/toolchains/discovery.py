@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pypto_build.chip_build.toolchains.base import ToolchainError, ToolkitNotFoundError
 from pypto_build.chip_build.toolchains.version import Version
+from pypto_build.files import read_regular
 
 #: Environment variables naming a toolkit root, in search order, with how each names it.
 _ROOT_VARIABLES = (
@@ -193,7 +194,7 @@ def read_version(root: Path, arch: str) -> tuple[Path, Version]:
     for path, keys in _version_files(root, arch):
         if not path.is_file():
             continue
-        value = _key_value(path.read_text(encoding="utf-8", errors="replace"), keys)
+        value = _key_value(read_regular(path).decode("utf-8", errors="replace"), keys)
         if value is None:
             continue
         try:

@@ -18,6 +18,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from pypto_build.files import read_regular
+
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 
 
@@ -38,7 +40,7 @@ def include_closure(sources: Sequence[Path], include_dirs: Sequence[Path]) -> tu
 
 def _includes(path: Path, include_dirs: Sequence[Path]) -> list[Path]:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_regular(path).decode("utf-8", errors="replace")
     except OSError:
         return []
     headers: list[Path] = []

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from pypto_build.chip_build.toolchains.base import ToolchainError
 from pypto_build.chip_build.toolchains.includes import include_closure
+from pypto_build.files import read_text
 
 #: The runtime every sub-build names in its ``RUNTIME_CONFIG`` (the device-orchestration one).
 RUNTIME_NAME = "tensormap_and_ringbuffer"
@@ -58,7 +59,7 @@ def read_build_config(path: Path) -> BuildConfig:
     """The ``BUILD_CONFIG`` literal of ``path`` (``aicore`` and ``orchestration`` sections);
     a file that does not hold one is a :class:`ToolchainError` naming it."""
     try:
-        module = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        module = ast.parse(read_text(path), filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:
         raise ToolchainError(
             f"{path}: cannot read the runtime's build configuration: {exc}"

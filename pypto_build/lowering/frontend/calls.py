@@ -12,6 +12,7 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pypto_build.builtins.registry import default_registry
 from pypto_build.lowering.frontend.constants import element_size
 from pypto_build.lowering.frontend.literals import element_size_call
 from pypto_build.lowering.frontend.source import keyword_name, text
@@ -29,7 +30,7 @@ from pypto_build.lowering.ir import (
     Type,
 )
 from pypto_build.lowering.ir.names import CallAttr
-from pypto_build.lowering.ops import make_call, resolve_dsl_name
+from pypto_build.lowering.ops import is_unimplemented_collective, make_call, resolve_dsl_name
 from pypto_build.lowering.printer import format_type
 
 if TYPE_CHECKING:
@@ -64,6 +65,9 @@ def convert_call(conv: ExprConverter, node: ast.Call) -> Expr:
         return ConstInt(element_size(node, dtype, conv.source), span=conv.source.span(node))
     if path is not None:
         op = resolve_dsl_name(path)
+        if op is None or is_unimplemented_collective(op):
+            # Perhaps the op of a registered package that could not be loaded: its error.
+            default_registry().require_none_broken()
         if op is None:
             conv.source.error(func, f"unknown operation '{path}'")
         args = [conv.value(arg) for arg in node.args]

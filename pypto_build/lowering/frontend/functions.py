@@ -227,7 +227,11 @@ def _params(node: ast.FunctionDef, ctx: ModuleContext) -> tuple[str, tuple[Param
     if not positional:
         ctx.source.error(node, f"method '{node.name}' must take 'self' as its first parameter")
     params: list[Param] = []
+    seen = {positional[0].arg}
     for arg in positional[1:]:
+        if arg.arg in seen:  # ast.parse takes it; compiling or rendering the function would not
+            ctx.source.error(arg, f"duplicate parameter '{arg.arg}' of '{node.name}'")
+        seen.add(arg.arg)
         if arg.annotation is None:
             ctx.source.error(
                 arg,

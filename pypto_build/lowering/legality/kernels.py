@@ -117,6 +117,13 @@ def _check_external_source(kernel: Function) -> None:
             kernel.span,
             PHASE,
         )
+    if "\0" in relative:
+        raise ProgramError(
+            f"external_source {relative!r} of kernel '{kernel.name}' holds a NUL byte, which no "
+            "path can",
+            kernel.span,
+            PHASE,
+        )
     path = Path(kernel.span.file).parent / relative
     problem = file_problem(path)
     if problem is None and not os.access(path, os.R_OK):

@@ -9,6 +9,7 @@ from pypto_build.lowering.ops.binding import deduce_type, make_call, spelled_ope
 from pypto_build.lowering.ops.registry import (
     dsl_spelling,
     is_managed_collective,
+    is_unimplemented_collective,
     resolve_dsl_name,
 )
 
@@ -16,6 +17,7 @@ __all__ = [
     "deduce_type",
     "dsl_spelling",
     "is_managed_collective",
+    "is_unimplemented_collective",
     "make_call",
     "resolve_dsl_name",
     "spelled_operands",

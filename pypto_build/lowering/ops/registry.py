@@ -37,6 +37,8 @@ class _Table:
     collectives: frozenset[str]
     #: DSL spelling -> IR name.
     by_dsl_name: dict[str, str]
+    #: The managed collectives no loaded package implements (they only parse).
+    unimplemented: frozenset[str]
 
 
 @functools.cache
@@ -67,7 +69,8 @@ def _table() -> _Table:
         for op in ops.values()
         for spelling in (_spelling(op.name, internal), *op.spellings)
     }
-    return _Table(ops, internal, frozenset({*parse_only, *packaged}), by_dsl_name)
+    collectives = frozenset({*parse_only, *packaged})
+    return _Table(ops, internal, collectives, by_dsl_name, frozenset(parse_only))
 
 
 def _spelling(op: str, internal: dict[str, OpDef]) -> str:
@@ -97,6 +100,11 @@ def dsl_spelling(op: str) -> str:
 def resolve_dsl_name(path: str) -> str | None:
     """The IR op a canonical DSL dotted path names, or None if it is not an op."""
     return _table().by_dsl_name.get(path)
+
+
+def is_unimplemented_collective(op: str) -> bool:
+    """Whether ``op`` is a ``pld.tensor.*`` collective that no loaded package implements."""
+    return op in _table().unimplemented
 
 
 def is_managed_collective(op: str) -> bool:

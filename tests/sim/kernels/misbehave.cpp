@@ -3,11 +3,15 @@
 //
 //   args[0] mode [1] int32   0 behave; 1 dereference null; 2 abort(); 3 throw std::runtime_error;
 //                            4 exit(7); 5 spin forever, outside any signal wait; 6 overflow the
-//                            stack
+//                            stack; 7 fork, the parent _exit(0)s, the copy goes on; 8 raise(SIGSTOP);
+//                            9 close every descriptor; 10 fork, both go on
 //   args[1] out [1] int32    1 once the kernel has started (written first, whatever the mode)
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include "pypto_build/portability.h"
 
@@ -46,6 +50,22 @@ extern "C" PYPTO_KERNEL_EXPORT void kernel_entry(__gm__ int64_t* args) {
     case 6:
       pypto_build::store_i32(pypto_build::tensor_data<int32_t>(pypto_build::tensor_arg(args, 1)),
                              recurse(0));
+      break;
+    case 7:
+      if (fork() != 0) {
+        _exit(0);
+      }
+      break;
+    case 8:
+      std::raise(SIGSTOP);
+      break;
+    case 9:
+      for (int fd = 0; fd < 65536; ++fd) {
+        close(fd);
+      }
+      break;
+    case 10:
+      fork();
       break;
     default:
       break;
