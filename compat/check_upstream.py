@@ -351,6 +351,39 @@ def prepare_skbuild_sample(work: Path, platform: str) -> Prepared:
     return Prepared("moe_a2a_skbuild", tree, inputs, _save(work / "expected.npz", {}), nr)
 
 
+def _upstream_style(name: str, rail: str, nr: int) -> Callable[[Path, str], Prepared]:
+    """A program in upstream PyPTO's own spelling (``tests/_support/upstream_programs.py``: the
+    shape of its HOST and chip-rail all_to_all_v system tests), with their golden: rank r sends
+    ``NR - d`` rows to rank d, row k valued ``r*1000 + d*100 + k*10 + j % 10``."""
+
+    def prepare(work: Path, platform: str) -> Prepared:
+        programs = _test_support("upstream_programs")
+        spec = programs.UpstreamStyle(rail=rail, nr=nr, chip=PLATFORM_CHIPS[platform])
+        tree = _build_tree(spec.write(work), work, platform)
+        m, size = programs.MAX_RECV, programs.SIZE
+        sent = np.zeros((nr, nr * m, size), np.float32)
+        counts = np.zeros((nr, nr, 1), np.int32)
+        outputs = np.zeros_like(sent)
+        recv = np.zeros((nr, nr, 1), np.int32)
+        for r in range(nr):
+            for d in range(nr):
+                counts[r, d, 0] = recv[d, r, 0] = nr - d
+                for k in range(nr - d):
+                    row = r * 1000 + d * 100 + k * 10 + np.arange(size) % 10
+                    sent[r, d * m + k] = outputs[d, r * m + k] = row
+        inputs = {"inputs": sent, "send_counts": counts}
+        expected = {"outputs": outputs, "recv_outputs": recv}
+        return Prepared(
+            name,
+            tree,
+            _save(work / "inputs.npz", inputs),
+            _save(work / "expected.npz", expected),
+            nr,
+        )
+
+    return prepare
+
+
 def prepare_wide_launch(work: Path, platform: str) -> Prepared:
     """An error case: a chip-rail exchange launched 18 blocks wide with sync_start, within the
     a3 device's 48 AIV but beyond the 16 a host-simulation platform runs: both runtimes refuse
@@ -409,6 +442,8 @@ PROGRAMS: dict[str, Callable[[Path, str], Prepared]] = {
     "chip_int8_p3": _rail_case("chip_int8_p3", 3, "int8", 1, "negative"),
     "chip_fp32_p5_l2": _rail_case("chip_fp32_p5_l2", 5, "fp32", 2, "uniform"),
     "chip_fp32_p2_l4": _rail_case("chip_fp32_p2_l4", 2, "fp32", 4, "uniform"),
+    "upstream_host_p4": _upstream_style("upstream_host_p4", "host", 4),
+    "upstream_chip_p2": _upstream_style("upstream_chip_p2", "chip", 2),
     "wide_launch": prepare_wide_launch,
     "missing_peer": prepare_missing_peer,
 }
