@@ -15,9 +15,17 @@ import argparse
 import sys
 from importlib.resources import as_file, files
 
+try:  # the package's `sim` extra
+    import numpy  # noqa: F401
+
+    from pypto_build import sim
+except ImportError as exc:
+    raise SystemExit(
+        f"the demo runs the kernels on pypto-build's simulator: pip install 'moe-a2a[sim]' ({exc})"
+    ) from None
+
 from moe_a2a import golden
 from moe_a2a.pipelines import NR
-from pypto_build import sim
 
 #: The resource folder the hook fills (``package`` in ``[tool.pypto]``).
 KERNELS = "_kernels"

@@ -13,9 +13,18 @@ import argparse
 import sys
 from importlib.resources import as_file, files
 
+try:  # the package's `sim` extra
+    import numpy  # noqa: F401
+
+    from pypto_build import sim
+except ImportError as exc:
+    raise SystemExit(
+        "the demo runs the kernels on pypto-build's simulator: "
+        f"pip install 'moe-a2a-host[sim]' ({exc})"
+    ) from None
+
 from moe_a2a_host import golden
 from moe_a2a_host.pipelines import NR
-from pypto_build import sim
 
 
 def main(argv: list[str] | None = None) -> int:

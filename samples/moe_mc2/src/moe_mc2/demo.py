@@ -16,9 +16,17 @@ import argparse
 import sys
 from importlib.resources import as_file, files
 
+try:  # the package's `sim` extra
+    import numpy  # noqa: F401
+
+    from pypto_build import sim
+except ImportError as exc:
+    raise SystemExit(
+        f"the demo runs the kernels on pypto-build's simulator: pip install 'moe-mc2[sim]' ({exc})"
+    ) from None
+
 from moe_mc2 import golden
 from moe_mc2.pipelines import EP, RANKS, TP
-from pypto_build import sim
 
 #: The resource folder the hook fills (``package`` in ``[tool.pypto]``), and what runs.
 KERNELS = "_kernels"
