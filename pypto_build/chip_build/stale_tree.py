@@ -11,10 +11,11 @@ run time and could compile in the middle of a run; a warning keeps a run a run.
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+
+from pypto_build.files import file_problem, sha256_regular
 
 #: The name of the file that marks the project folder.
 PYPROJECT = "pyproject.toml"
@@ -37,7 +38,7 @@ def changed_inputs(root: Path, manifest: Mapping[str, object]) -> tuple[Path, li
     changed = []
     for name, digest in sorted(inputs.items()):
         path = project / name
-        if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        if file_problem(path) is None and sha256_regular(path) != digest:
             changed.append(name)
     return project, changed
 

@@ -343,7 +343,7 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
         generated = generate_host_orchestrator(program, host, names)
         # The world: the NR the collectives are sized for (a world domain's is the world's),
         # and at least every device the program names (a subset domain's NR is its own).
-        world = max(generated.devices, *collective_ranks(program))
+        world = max((generated.devices, *collective_ranks(program)))
         _plan_host(plan, chip, generated, world)
     if not hosts and len(sub_builds) == 1:
         ranks = _sized_for(kernel_slots(program, sub_builds[0]))

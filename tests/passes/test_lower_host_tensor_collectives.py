@@ -568,9 +568,10 @@ def _renamed(text: str, suffix: str) -> str:
 def test_a_subset_domain_must_lie_inside_the_world_a_collective_fixes(
     devices: str, refused: bool
 ) -> None:
-    # The collective over every device has windows for NR = 2: the world is devices 0 and 1.
+    # The collectives over every device (two rounds) have windows for NR = 2: the world is
+    # devices 0 and 1.
     subset = textwrap.indent(_renamed(WINDOWS + COLLECTIVE, "2"), "    ")
-    body = WINDOWS + COLLECTIVE + f"with pld.comm_domain(devices={devices}):\n" + subset
+    body = WINDOWS + COLLECTIVE * 2 + f"with pld.comm_domain(devices={devices}):\n" + subset
     source = host_source(body)
     if not refused:
         lower(source)

@@ -189,7 +189,7 @@ class _HostLowering(Mutator):
         it forever."""
         if not self._world:
             return
-        size, at = min(self._world)
+        size, at = min(self._world, key=lambda world: world[0])
         for scope in self._subsets:
             assert scope.devices is not None
             outside = [d for d in scope.devices if d >= size]
