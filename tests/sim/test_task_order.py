@@ -89,3 +89,46 @@ def test_a_missing_write_after_read_dependency_fails_the_run(
     result = raised.value.result
     np.testing.assert_array_equal(result["out_first"], pipeline_golden(_inputs()["first"]))
     assert [(d.rank, d.tasks) for d in result.dispatches] == [(rank, 4) for rank in range(NR)]
+
+
+LOOP_PROGRAM = """\
+import pypto.language as pl
+
+
+@pl.program
+class Many:
+    @pl.function(type=pl.FunctionType.AIV, external_source="count.cpp")
+    def count(self, tally: pl.Out[pl.Tensor[[4], pl.INT32]]) -> pl.Tensor[[4], pl.INT32]: ...
+
+    @pl.function(type=pl.FunctionType.Orchestration)
+    def orch(self, tally: pl.Out[pl.Tensor[[4], pl.INT32]]) -> pl.Tensor[[4], pl.INT32]:
+        for i in pl.range(ROUNDS):
+            tally = self.count(tally)
+        return tally
+"""
+
+COUNT_KERNEL = """\
+#include "pypto_build/kernel_abi.h"
+
+extern "C" __aicore__ void kernel_entry(__gm__ int64_t* args) {
+  __gm__ ChipTensor* tally = reinterpret_cast<__gm__ ChipTensor*>(args[0]);
+  reinterpret_cast<__gm__ int32_t*>(tally->buffer.addr)[tally->start_offset] += 1;
+}
+"""
+
+
+def test_a_loop_longer_than_the_checked_tasks_follows_its_own_previous_instance(
+    tmp_path: Path, cache_dir: Path, sim: SimToolchain, runtime: NativeRuntime
+) -> None:
+    # Every iteration overwrites its Out tensor, so it follows its previous instance explicitly;
+    # past the tasks whose order the simulator checks, the ids stay valid and the run goes on.
+    rounds = 4100
+    (tmp_path / "count.cpp").write_text(COUNT_KERNEL, encoding="utf-8")
+    program = tmp_path / "many.py"
+    program.write_text(LOOP_PROGRAM.replace("ROUNDS", str(rounds)), encoding="utf-8")
+    out = tmp_path / "out"
+    render_subbuilds(lower_file(program, ["a3"]), ["a3"], out, source_root=tmp_path)
+    compile_tree(out / "a3", "a3", sim, cache=CompileCache(cache_dir), progress=None)
+    result = simulation.SimProgram.open(out, chip="a3", program="orch").run({}, ranks=1)
+    assert result["tally"][0].tolist() == [rounds, 0, 0, 0]
+    assert [d.tasks for d in result.dispatches] == [rounds]

@@ -76,13 +76,27 @@ void TaskOrder::end_scope() {
 
 bool TaskOrder::add(const std::string& name, const CoreTaskArgs& args,
                     std::vector<ChipTensor>* tensors, RankRun& run, PTO2TaskId* id) {
-  const auto index = static_cast<uint32_t>(tasks_.size());
+  const uint32_t index = submitted_;
+  for (uint32_t i = 0; i < args.explicit_dep_count(); ++i) {
+    const PTO2TaskId dep = args.explicit_dep(i);
+    if (!dep.is_valid()) {
+      run.report(SIMPLER_ERROR_INVALID_ARGS,
+                 "Arg.set_dependencies(...) requires valid task ids");
+      return false;
+    }
+    if (dep.ring() != 0 || dep.local() >= index) {
+      run.report(SIMPLER_ERROR_INVALID_ARGS,
+                 format("%s: set_dependencies names task %llu, which this run has not submitted",
+                        name.c_str(), static_cast<unsigned long long>(dep.raw)));
+      return false;
+    }
+  }
+  ++submitted_;
   *id = PTO2TaskId::make(0, index);
-  if (tasks_.size() >= kTrackedTasks) {
-    if (tasks_.size() == kTrackedTasks) {
+  if (index >= kTrackedTasks) {
+    if (index == kTrackedTasks) {
       run.log(format("note: the simulator checks the order of the first %zu tasks of a run only",
                      kTrackedTasks));
-      tasks_.emplace_back();  // count once past the bound, so the note is logged once
     }
     return true;
   }
@@ -97,19 +111,7 @@ bool TaskOrder::add(const std::string& name, const CoreTaskArgs& args,
     }
   };
   for (uint32_t i = 0; i < args.explicit_dep_count(); ++i) {
-    const PTO2TaskId dep = args.explicit_dep(i);
-    if (!dep.is_valid()) {
-      run.report(SIMPLER_ERROR_INVALID_ARGS,
-                 "Arg.set_dependencies(...) requires valid task ids");
-      return false;
-    }
-    if (dep.ring() != 0 || dep.local() >= index) {
-      run.report(SIMPLER_ERROR_INVALID_ARGS,
-                 format("%s: set_dependencies names task %llu, which this run has not submitted",
-                        name.c_str(), static_cast<unsigned long long>(dep.raw)));
-      return false;
-    }
-    follow(dep.local());
+    follow(args.explicit_dep(i).local());
   }
   const bool tensor_map = manual_depth_ == 0;
   for (int32_t i = 0; i < args.tensor_count(); ++i) {

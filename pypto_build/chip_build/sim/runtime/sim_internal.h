@@ -100,7 +100,8 @@ class TaskOrder {
 
   std::vector<Entry> producers_;
   std::vector<Creator> creators_;
-  std::vector<Task> tasks_;
+  std::vector<Task> tasks_;  // the first kTrackedTasks tasks of the run
+  uint32_t submitted_ = 0;   // tasks of the run so far (their ids are 0, 1, ...)
   std::vector<bool> scopes_;  // true for a MANUAL scope
   int32_t manual_depth_ = 0;
 };
