@@ -37,9 +37,29 @@ class PyptoError(Exception):
         """The message a user reads, without the program-name prefix a front end adds."""
         return str(self)
 
+    def report(self, prog: str) -> str:
+        """The whole text the command ``prog`` prints: ``<prog>: error: <render()>`` (a
+        located diagnostic, which names its own place, overrides this)."""
+        return f"{prog}: error: {self.render()}"
+
 
 class PyptoUsageError(PyptoError):
     """The request itself is wrong (an unknown setting, a file or class that does not exist)
     rather than what a program says."""
 
     exit_code: ClassVar[ExitCode] = ExitCode.USAGE_ERROR
+
+
+def describe_os_error(err: OSError) -> str:
+    """An operating-system failure as a user reads it: the path and the reason."""
+    reason = err.strerror or str(err)
+    return f"{err.filename}: {reason}" if err.filename is not None else reason
+
+
+class PyptoOSError(PyptoUsageError, OSError):
+    """A path the user named that cannot be read, written or created; still an
+    :class:`OSError`, so code that handles those handles it, and rendered as every other one
+    is (:func:`describe_os_error`)."""
+
+    def render(self) -> str:
+        return describe_os_error(self)

@@ -34,19 +34,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pypto_build.errors import PyptoOSError, PyptoUsageError
+
 #: Mode of every written file. Fixed, so that trees and wheels do not depend on the umask, and
 #: readable by all, unlike the 0600 that temporary files are created with.
 FILE_MODE = 0o644
 
 
-class NotRegularFile(OSError):
+class NotRegularFile(PyptoOSError):
     """The path names a FIFO, a device, a folder or a socket, not a regular file."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
 
 
-class TooLarge(OSError):
+class TooLarge(PyptoOSError):
     """The file holds more bytes than its reader takes (``max_bytes``)."""
 
     def __init__(self, path: str | os.PathLike[str], limit: int) -> None:
@@ -228,7 +230,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-class IrregularEntry(ValueError):
+class IrregularEntry(PyptoUsageError, ValueError):
     """A tree holds something other than folders and regular files (:func:`walk_files`);
     ``relative`` is its path in the tree, ``what`` says what it is."""
 

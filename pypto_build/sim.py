@@ -61,15 +61,6 @@ import numpy.typing as npt
 from pypto_build.chip_build.distributed_meta import Parameter
 from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.chip_build.sim.arguments import InputError
-from pypto_build.chip_build.sim.errors import (
-    SIMPLER_ERROR_INVALID_ARGS,
-    SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
-    SIMPLER_ERROR_SCHEDULER_TIMEOUT,
-    DispatchRecord,
-    RankError,
-    SimulationError,
-    error_name,
-)
 from pypto_build.chip_build.sim.isolation import run_isolated
 from pypto_build.chip_build.sim.l3 import DomainSnapshot
 from pypto_build.chip_build.sim.launch import RankCountError, execute, prepare
@@ -81,6 +72,15 @@ from pypto_build.chip_build.sim.program import (
     open_chip_build,
 )
 from pypto_build.chip_build.sim.result import SimResult
+from pypto_build.chip_build.sim.run_failure import (
+    SIMPLER_ERROR_INVALID_ARGS,
+    SIMPLER_ERROR_REQUIRE_SYNC_START_INVALID,
+    SIMPLER_ERROR_SCHEDULER_TIMEOUT,
+    DispatchRecord,
+    RankError,
+    SimulationError,
+    error_name,
+)
 from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED, UNORDERED_ACCESS
 from pypto_build.chip_build.sim.world import TIMEOUT_ENV, Timeouts
 

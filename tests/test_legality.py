@@ -14,7 +14,7 @@ import pytest
 from _support.console import run_cli
 from _support.legality_cases import CASES, Case
 
-from pypto_build.plugin.cli_common import ExitCode
+from pypto_build.errors import ExitCode
 
 
 def _write(case: Case, folder: Path) -> Path:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast, get_args
 
+from pypto_build.errors import PyptoUsageError
 from pypto_build.files import read_regular
 
 MANIFEST_NAME = "builtin.toml"
@@ -61,7 +62,7 @@ _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 _HANDLE = re.compile(r":[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
-class ManifestError(ValueError):
+class ManifestError(PyptoUsageError, ValueError):
     """A ``builtin.toml`` is malformed; the message names the file and the offending key."""
 
 

@@ -24,6 +24,7 @@ from pypto_build.builtins.manifest import (
     ManifestError,
     load_package,
 )
+from pypto_build.errors import PyptoError, PyptoUsageError
 
 #: Entry-point group through which other distributions register builtin packages. The value of
 #: each entry point is the dotted name of a package whose folder holds a ``builtin.toml``.
@@ -32,11 +33,11 @@ ENTRY_POINT_GROUP = "pypto_build.builtins"
 _BUILTINS_DIR = Path(__file__).resolve().parent
 
 
-class BuiltinRegistryError(ValueError):
+class BuiltinRegistryError(PyptoUsageError, ValueError):
     """A builtin package registration is broken or conflicts with another one."""
 
 
-class UnknownBuiltinError(LookupError):
+class UnknownBuiltinError(PyptoError, LookupError):
     """A well-formed handle that no registered builtin package declares."""
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pypto_build.builtins.manifest import BuiltinPackage, TemplateSpec
+from pypto_build.errors import PyptoUsageError
 
 if TYPE_CHECKING:
     # Jinja2 is loaded by the first render: a process that reads this package for its headers
@@ -35,7 +36,7 @@ MAX_VALUE = 1 << 20
 MAX_OUTPUT = 16 << 20
 
 
-class TemplateRenderError(ValueError):
+class TemplateRenderError(PyptoUsageError, ValueError):
     """A template could not be rendered with the given variables; names template and variable."""
 
     def __init__(self, package: BuiltinPackage, template: str, message: str) -> None:

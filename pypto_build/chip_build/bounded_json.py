@@ -13,6 +13,8 @@ import itertools
 import json
 import re
 
+from pypto_build.errors import PyptoError
+
 #: A JSON string, escapes included: brackets inside one do not nest.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 #: Every byte but the four brackets, deleted before the depth is counted.
@@ -20,7 +22,7 @@ _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
-class DocumentRefused(ValueError):
+class DocumentRefused(PyptoError, ValueError):
     """The bytes are not JSON, or larger or deeper than the document can be."""
 
 

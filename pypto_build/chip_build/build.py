@@ -20,9 +20,9 @@ from typing import TextIO
 
 from pypto_build.chip_build.cache import BuildCounts, CompileCache
 from pypto_build.chip_build.compile import BuildFailed, CompileReport, compile_tree
-from pypto_build.chip_build.errors import NoPrograms
 from pypto_build.chip_build.launch_capacity import BuildWarning
 from pypto_build.chip_build.publish import replacing, step
+from pypto_build.chip_build.render_errors import NoPrograms
 from pypto_build.chip_build.subbuild import (
     LOG_DIR,
     RenderResult,

@@ -26,7 +26,7 @@ from functools import cached_property
 from pypto_build.builtins import BuiltinPackage, TemplateRenderError, render, resolve
 from pypto_build.builtins.manifest import CONFIG_TEMPLATE, ENTRY_TEMPLATE, KERNEL_TEMPLATE
 from pypto_build.chip_build.chips import Chip, CoreType
-from pypto_build.chip_build.errors import RenderError
+from pypto_build.chip_build.render_errors import RenderError
 from pypto_build.lowering.builtin_ops import (
     HOST_RAIL,
     SIGNAL,

@@ -61,6 +61,7 @@ from pypto_build.chip_build.toolchains.base import (
 )
 from pypto_build.chip_build.toolchains.launcher import Launcher
 from pypto_build.chip_build.toolchains.sim import SIM_BINARY_DIR
+from pypto_build.errors import PyptoError
 from pypto_build.files import atomic_write_bytes, atomic_write_text, read_regular, read_text
 
 KERNEL_CONFIG = "kernel_config.py"
@@ -121,7 +122,7 @@ class CompileReport:
         return sum(result.remote for result in self.results)
 
 
-class BuildFailed(Exception):
+class BuildFailed(PyptoError):
     """Some sources did not compile; the message holds every failure and the log's path."""
 
     def __init__(self, chip: str, failures: Sequence[str], total: int, log: Path) -> None:

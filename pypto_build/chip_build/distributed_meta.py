@@ -22,6 +22,7 @@ from typing import Literal
 
 from pypto_build.chip_build.chips import Chip
 from pypto_build.chip_build.runtime_types import DataType
+from pypto_build.errors import PyptoUsageError
 from pypto_build.files import atomic_write_text, read_text
 
 META_NAME = "distributed_meta.json"
@@ -62,7 +63,7 @@ def dtype_of_name(name: object) -> DataType:
     return _DTYPES[name]
 
 
-class MetaError(ValueError):
+class MetaError(PyptoUsageError, ValueError):
     """A ``distributed_meta.json`` this module cannot read."""
 
 

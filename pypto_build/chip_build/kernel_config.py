@@ -45,6 +45,7 @@ from pypto_build.chip_build.distributed_meta import (
     dtype_of_name,
 )
 from pypto_build.chip_build.runtime_types import DataType
+from pypto_build.errors import PyptoUsageError
 from pypto_build.files import read_text
 from pypto_build.lowering.ir import ParamDirection
 from pypto_build.lowering.legality.runtime import COMM_MAX_RANK_NUM
@@ -85,7 +86,7 @@ class ArgDirection(enum.StrEnum):
         return cls[direction.name.upper()]
 
 
-class KernelConfigError(ValueError):
+class KernelConfigError(PyptoUsageError, ValueError):
     """A kernel_config.py that this module did not write, or an entry it cannot represent."""
 
 

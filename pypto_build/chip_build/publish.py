@@ -36,6 +36,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from pypto_build.errors import PyptoOSError
 from pypto_build.files import remove_entry
 
 #: The steps of a publish, in order (``rendered`` and ``compiled`` are the engine's, between
@@ -63,7 +64,7 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-class PublishError(OSError):
+class PublishError(PyptoOSError):
     """The output folder cannot be created, locked or replaced; the message names it."""
 
 

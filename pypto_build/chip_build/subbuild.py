@@ -52,7 +52,6 @@ from pypto_build.chip_build.builtin_variants import (
 from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
 from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES
 from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
-from pypto_build.chip_build.errors import RenderError
 from pypto_build.chip_build.host_orch_codegen import (
     HostOrchestrator,
     generate_host_orchestrator,
@@ -74,6 +73,7 @@ from pypto_build.chip_build.orchestration_codegen import (
     kernel_slots,
 )
 from pypto_build.chip_build.publish import replacing, step
+from pypto_build.chip_build.render_errors import RenderError
 from pypto_build.collector import pauses_collector
 from pypto_build.files import FILE_MODE, read_regular
 from pypto_build.lowering.diagnostics import InternalError

@@ -7,10 +7,16 @@ the way out, beats silently returning a fake value that would look like a result
 
 from __future__ import annotations
 
+from pypto_build.errors import PyptoUsageError
 
-def compiled_only(op_name: str) -> RuntimeError:
+
+class CompiledOnlyError(PyptoUsageError, RuntimeError):
+    """A DSL op called from Python rather than compiled."""
+
+
+def compiled_only(op_name: str) -> CompiledOnlyError:
     """The error for calling ``op_name`` (its DSL spelling, e.g. ``pl.tensor.slice``)."""
-    return RuntimeError(
+    return CompiledOnlyError(
         "PyPTO programs are compiled by pypto-build, not executed; "
         f"{op_name} has no Python implementation. Build the model package, or run "
         "`pypto-build lower <program file>` to see what the program compiles to."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pypto_build.errors import PyptoError
 from pypto_build.files import read_regular
 from pypto_build.lowering.frozen import fast_init
 
@@ -34,7 +35,7 @@ class Span:
 SYNTHETIC = Span("<synthesized>", 0, 0)
 
 
-class ProgramError(Exception):
+class ProgramError(PyptoError):
     """An error in the user's program, located at ``span`` and raised by ``phase``."""
 
     def __init__(self, message: str, span: Span, phase: str = "frontend") -> None:
@@ -54,6 +55,11 @@ class ProgramError(Exception):
             lines.append(source_line)
             lines.append(" " * self.span.col + "^")
         return "\n".join(lines)
+
+    def report(self, prog: str) -> str:
+        """The diagnostic as it stands: it names its own place, as a compiler's does, rather
+        than the command that found it."""
+        return self.render()
 
 
 class InternalError(Exception):

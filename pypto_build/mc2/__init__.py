@@ -42,9 +42,9 @@ from __future__ import annotations
 
 from pypto_build.lowering.mc2.rules import AclnnStatus, Mc2Error, Rule
 from pypto_build.lowering.mc2.tiling import SYSTEM_BYTES
-from pypto_build.mc2.errors import RunError
 from pypto_build.mc2.executor import Executor, get_workspace_size
 from pypto_build.mc2.operands import Tensor, bf16, is_transposed_view
+from pypto_build.mc2.run_error import RunError
 from pypto_build.mc2.world import SimStream, SimWorld, run
 
 __all__ = [

@@ -27,7 +27,6 @@ from pypto_build.lowering.mc2.rules import (
     check,
 )
 from pypto_build.lowering.mc2.tiling import Mc2Tiling, tile
-from pypto_build.mc2.errors import RunError
 from pypto_build.mc2.kernels import BuiltProgram, built_program
 from pypto_build.mc2.operands import (
     UNNAMED,
@@ -40,6 +39,7 @@ from pypto_build.mc2.operands import (
     typed,
 )
 from pypto_build.mc2.program import Mc2Program, mc2_program
+from pypto_build.mc2.run_error import RunError
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ rank's tensors stacked along a leading rank axis; each rank's result is then wri
 ``out``. A world's launches run one after another, in the order they filled, as a stream runs
 what was queued on it in order. :meth:`SimStream.synchronize` waits for the rank's launches and
 raises what failed (the first failure of a launch, on every rank's stream), or, when some rank
-never launched, a :class:`~pypto_build.mc2.errors.RunError` naming those ranks instead of
+never launched, a :class:`~pypto_build.mc2.run_error.RunError` naming those ranks instead of
 hanging.
 
 One thread per rank, as in aclnn's sample, or one thread calling :func:`run` for every rank in
@@ -35,9 +35,9 @@ import numpy as np
 import numpy.typing as npt
 
 from pypto_build.chip_build.sim.world import Timeouts
-from pypto_build.mc2.errors import RunError
 from pypto_build.mc2.executor import Executor
 from pypto_build.mc2.program import OUT, WORKSPACE
+from pypto_build.mc2.run_error import RunError
 
 #: The most ranks the simulator runs in one comm domain.
 MAX_RANKS = 64
@@ -269,7 +269,7 @@ def run(
     the module); :meth:`SimStream.synchronize` waits for it. ``workspace`` is a writable buffer
     of at least ``workspace_size`` bytes, itself at least what the first stage returned; after
     the run its first bytes hold the kernel's window (the user part), the system part being
-    HCCL's on hardware and unused here. A misuse is a :class:`~pypto_build.mc2.errors.RunError`
+    HCCL's on hardware and unused here. A misuse is a :class:`~pypto_build.mc2.run_error.RunError`
     and queues nothing."""
     if not isinstance(executor, Executor):
         raise RunError(f"executor must be what get_workspace_size returned, got {executor!r}")

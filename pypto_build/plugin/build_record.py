@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pypto_build
+from pypto_build.errors import PyptoError
 from pypto_build.files import read_regular, read_text, walk_files
 from pypto_build.plugin.signatures import (
     FileInput,
@@ -64,7 +65,7 @@ ENGINE_PACKAGES = ("pypto_build", "jinja2", "markupsafe")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-class Damaged(Exception):
+class Damaged(PyptoError):
     """A record or blob this store could not have written."""
 
 

@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pypto_build import __version__
+from pypto_build.errors import ExitCode, PyptoError, describe_os_error
 from pypto_build.plugin import cli_build, cli_reproducible, cli_run
 from pypto_build.plugin.cli_common import (
     PROG,
-    ExitCode,
     UsageError,
     add_chip_option,
     add_json_option,
     add_verbose_option,
-    describe_os_error,
     print_error,
     print_json,
     print_warnings,
@@ -64,29 +63,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _failed(err: Exception) -> int:
     """Report a command's failure as one message and return its exit code.
 
-    The error types of the engine are imported here, once a command has failed, rather than
-    when the command line starts: ``--version`` and ``--help`` must not load the engine.
+    Every failure of the user's input or machine is a :class:`~pypto_build.errors.PyptoError`
+    that knows its status and its text; what else reaches here is a bug. The lowering's
+    :class:`~pypto_build.lowering.diagnostics.InternalError` is imported once a command has
+    failed, rather than when the command line starts: ``--version`` and ``--help`` must not
+    load the engine.
     """
-    from pypto_build.builtins.manifest import ManifestError
-    from pypto_build.builtins.registry import BuiltinRegistryError
-    from pypto_build.chip_build.errors import NoPrograms
-    from pypto_build.lowering.diagnostics import InternalError, ProgramError
+    from pypto_build.lowering.diagnostics import InternalError
 
-    if isinstance(err, UsageError):
-        print_error(str(err))
-        return ExitCode.USAGE_ERROR
-    if isinstance(err, ProgramError):
-        print(err.render(), file=sys.stderr)
-        return ExitCode.PROGRAM_ERROR
-    if isinstance(err, ManifestError | BuiltinRegistryError):
-        # A builtin package installed here is broken (a malformed builtin.toml, an op two
-        # packages implement, a launch-width rule pypto-build lacks): no program can be lowered
-        # until its author fixes it, and the message already names the manifest and the key.
-        print_error(str(err))
-        return ExitCode.USAGE_ERROR
-    if isinstance(err, NoPrograms):
-        print_error(str(err))
-        return ExitCode.PROGRAM_ERROR
+    if isinstance(err, PyptoError):
+        print(err.report(PROG), file=sys.stderr)
+        return err.exit_code
     if isinstance(err, InternalError):
         print(f"{PROG}: {err}", file=sys.stderr)
         return ExitCode.INTERNAL_ERROR
@@ -298,7 +285,7 @@ def _program_inputs(
     args: argparse.Namespace,
 ) -> tuple[Path, Path, tuple[str, ...], tuple[SourceProgram, ...]]:
     """The program file, source root, chips and lowered programs a render command names."""
-    from pypto_build.chip_build.errors import NoPrograms
+    from pypto_build.chip_build.render_errors import NoPrograms
     from pypto_build.chip_build.subbuild import default_chips, lower_file
     from pypto_build.files import file_problem
 
@@ -317,23 +304,6 @@ def _program_inputs(
     return path, source_root, chips, programs
 
 
-def _render_command(
-    run: Callable[[argparse.Namespace], int],
-) -> Callable[[argparse.Namespace], int]:
-    """Map the render engine's own failures onto the documented exit codes."""
-
-    def command(args: argparse.Namespace) -> int:
-        from pypto_build.chip_build.errors import RenderError
-
-        try:
-            return run(args)
-        except RenderError as err:
-            raise UsageError(str(err)) from None
-
-    return command
-
-
-@_render_command
 def _render(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.subbuild import render_subbuilds
 
@@ -351,7 +321,6 @@ def _render(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-@_render_command
 def _check_render(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.checks.diffreport import find_diffoscope
     from pypto_build.chip_build.checks.render import check_render

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from pypto_build.chip_build.cache_location import default_cache_dir
 from pypto_build.chip_build.toolchains.names import TOOLCHAIN_NAMES
+from pypto_build.errors import ExitCode
 from pypto_build.plugin.cli_common import (
-    ExitCode,
     UsageError,
     add_chip_option,
     add_json_option,
@@ -191,31 +191,21 @@ def _add_doctor(commands: Subparsers) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.cache import parse_size
-    from pypto_build.chip_build.compile import BuildFailed
-    from pypto_build.chip_build.errors import RenderError
-    from pypto_build.chip_build.toolchains import ToolchainError
     from pypto_build.plugin.cache_bound import bound_after_build
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache
     from pypto_build.plugin.project_target import project_toolchain
-    from pypto_build.plugin.settings import SettingsError
     from pypto_build.plugin.vcs_ignore import ensure_ignored
 
     if args.depfile is not None and args.stamp is None:
         raise UsageError("--depfile needs --stamp: the depfile lists the stamp's inputs")
-    try:
-        project, settings = _build_settings(args)
-        toolchain = project_toolchain(project, settings)
-        cache = None if args.no_cache else project_cache(settings)
-        out = Path(args.out) if args.out else project / "build" / "pypto"
-        result = build_project(
-            project, settings, out, toolchain=toolchain, cache=cache, progress=sys.stderr
-        )
-    except (SettingsError, RenderError) as err:
-        raise UsageError(str(err)) from None
-    except (ToolchainError, BuildFailed) as err:
-        print_error(str(err))
-        return ExitCode.PROGRAM_ERROR
+    project, settings = _build_settings(args)
+    toolchain = project_toolchain(project, settings)
+    cache = None if args.no_cache else project_cache(settings)
+    out = Path(args.out) if args.out else project / "build" / "pypto"
+    result = build_project(
+        project, settings, out, toolchain=toolchain, cache=cache, progress=sys.stderr
+    )
     if cache is not None:
         bound_after_build(cache.root, parse_size(settings.cache_max_size), warn=_warn)
     print_warnings(result.warnings)
@@ -285,7 +275,7 @@ def _program_settings(
     Unless the chips are ``chosen`` on the command line, they default to those the builtins of
     every file support, as for render (finding them lowers each file once more).
     """
-    from pypto_build.chip_build.errors import RenderError
+    from pypto_build.chip_build.render_errors import RenderError
     from pypto_build.chip_build.subbuild import programs_default_chips
     from pypto_build.plugin.settings import PyptoSettings, apply_environment
 
@@ -435,12 +425,9 @@ def _cache_prune(args: argparse.Namespace) -> int:
 
 def _doctor(args: argparse.Namespace) -> int:
     from pypto_build.plugin.project_target import target_settings
-    from pypto_build.plugin.settings import CHIP_NAMES, SettingsError
+    from pypto_build.plugin.settings import CHIP_NAMES
 
-    try:
-        project, settings = _doctor_settings(args.project)
-    except SettingsError as err:
-        raise UsageError(str(err)) from None
+    project, settings = _doctor_settings(args.project)
     settings = _with_runtime_root(settings, args.runtime_root)
     report = _doctor_report(target_settings(project, settings), settings.chips or CHIP_NAMES)
     if args.json:

@@ -1,5 +1,6 @@
-"""What every command module of ``pypto-build`` shares: exit codes, the usage error, the options
-several commands take, and how results and errors are printed.
+"""What every command module of ``pypto-build`` shares: the command line's usage error, the
+options several commands take, and how results and errors are printed (the exit codes and the
+error root are :mod:`pypto_build.errors`).
 
 The commands live in several modules (:mod:`~pypto_build.plugin.cli`,
 :mod:`~pypto_build.plugin.cli_build`, :mod:`~pypto_build.plugin.cli_run`,
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import enum
 import json
 import sys
 import time
@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from pypto_build import PROG as PROG
+from pypto_build.errors import PyptoUsageError
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -29,22 +30,13 @@ if TYPE_CHECKING:
     Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
-class ExitCode(enum.IntEnum):
-    """The process exit status, as documented in docs/cli.md."""
-
-    OK = 0
-    PROGRAM_ERROR = 1
-    USAGE_ERROR = 2
-    INTERNAL_ERROR = 3
-
-
 class HasRender(Protocol):
     """A located message that formats itself (a build warning)."""
 
     def render(self) -> str: ...
 
 
-class UsageError(Exception):
+class UsageError(PyptoUsageError):
     """The command line asks for something that does not exist (a file, a class, a pass)."""
 
 
@@ -107,12 +99,6 @@ def add_chip_option(parser: argparse.ArgumentParser, help: str, *, repeatable: b
 def print_json(document: object) -> None:
     """Print ``document`` on stdout as every ``--json`` output is: indented, keys sorted."""
     print(json.dumps(document, indent=2, sort_keys=True))
-
-
-def describe_os_error(err: OSError) -> str:
-    """An operating-system failure as a user reads it: the path and the reason."""
-    reason = err.strerror or str(err)
-    return f"{err.filename}: {reason}" if err.filename is not None else reason
 
 
 def print_warnings(warnings: Iterable[HasRender]) -> None:

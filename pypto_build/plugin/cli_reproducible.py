@@ -12,13 +12,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pypto_build.plugin.cli_common import (
-    ExitCode,
-    UsageError,
-    add_json_option,
-    print_error,
-    print_json,
-)
+from pypto_build.errors import ExitCode
+from pypto_build.plugin.cli_common import UsageError, add_json_option, print_json
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.checks.wheels import ReproducibleResult
@@ -59,24 +54,12 @@ def register(commands: Subparsers) -> None:
 
 def _check_reproducible(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.checks.diffreport import find_diffoscope
-    from pypto_build.chip_build.checks.wheels import (
-        ReproducibleError,
-        WheelBuildFailed,
-        check_reproducible,
-    )
+    from pypto_build.chip_build.checks.wheels import check_reproducible
 
     project = Path(args.project)
     if not (project / "pyproject.toml").is_file():
         raise UsageError(f"{args.project}: no pyproject.toml; give a project folder")
-    try:
-        result = check_reproducible(
-            project, report_dir=Path(args.report), diffoscope=find_diffoscope()
-        )
-    except ReproducibleError as err:
-        raise UsageError(str(err)) from None
-    except WheelBuildFailed as err:
-        print_error(str(err))
-        return ExitCode.PROGRAM_ERROR
+    result = check_reproducible(project, report_dir=Path(args.report), diffoscope=find_diffoscope())
     if args.json:
         print_json(result.to_json())
     else:

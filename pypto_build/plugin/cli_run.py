@@ -29,10 +29,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pypto_build.errors import ExitCode
 from pypto_build.files import atomic_write_bytes, open_regular
 from pypto_build.plugin.cli_common import (
     PROG,
-    ExitCode,
     UsageError,
     add_chip_option,
     add_json_option,
@@ -155,14 +155,11 @@ def _run(args: argparse.Namespace) -> int:
         return ExitCode.PROGRAM_ERROR
     from pypto_build.chip_build.sim.library import RuntimeBuildError
     from pypto_build.chip_build.toolchains import ToolchainError
-    from pypto_build.sim import BuildTreeError, SimProgram, SimulationError
+    from pypto_build.sim import SimProgram, SimulationError
 
     verbose = verbose_stream(args)
-    try:
-        with timed(verbose, f"opened {args.build}"):
-            program = SimProgram.open(args.build, chip=args.chip, program=args.program)
-    except BuildTreeError as exc:
-        raise UsageError(str(exc)) from None
+    with timed(verbose, f"opened {args.build}"):
+        program = SimProgram.open(args.build, chip=args.chip, program=args.program)
     inputs = _read_arrays(args.inputs, "inputs")
     expected = _read_arrays(args.expected, "expected outputs")
     try:

@@ -38,9 +38,11 @@ config settings, which hatchling itself hands hooks none of) and runs the engine
 * **Reproducible.** Hatchling writes reproducible archives (``SOURCE_DATE_EPOCH``, fixed modes,
   sorted walks); the engine's outputs are pure functions of the inputs, with no absolute path.
 
-Every failure is raised as :class:`PyptoBuildError`, whose message is what the user must read:
-the settings key path at fault, a program diagnostic in compiler style, or the failed compiles
-with the log's path. It ends the backend's process with that message and no traceback.
+Every failure of the build's inputs or machine (a :class:`~pypto_build.errors.PyptoError`, or
+an operating-system error) is raised as :class:`PyptoBuildError`, whose message is what the user
+must read, as the command line prints it: the settings key path at fault, a program diagnostic
+in compiler style, a broken builtin package's manifest, or the failed compiles with the log's
+path. It ends the backend's process with that message and no traceback.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ from typing import TYPE_CHECKING, Any
 
 from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+from pypto_build.errors import PyptoError, describe_os_error
 
 if TYPE_CHECKING:
     from pypto_build.plugin.last_build import Unchanged
@@ -182,38 +186,11 @@ def default_package(config: BuilderConfig, project_name: str) -> str:
     return f"{PurePosixPath(packages[0]).as_posix()}/{KERNELS_FOLDER}"
 
 
-#: The engine's failures a user must read, by module and class, in the order they are matched:
-#: a program diagnostic is shown in compiler style, the others by their message.
-_PROGRAM_ERROR = ("pypto_build.lowering.diagnostics", "ProgramError")
-_ENGINE_ERRORS = (
-    ("pypto_build.chip_build.errors", "RenderError"),
-    ("pypto_build.chip_build.errors", "NoPrograms"),
-    ("pypto_build.chip_build.toolchains.base", "ToolchainError"),
-    ("pypto_build.chip_build.compile", "BuildFailed"),
-)
-
-
-def _loaded_class(module: str, name: str) -> type[BaseException] | None:
-    """The exception class ``module.name`` when that module is loaded, else None: an error of
-    a module never imported cannot have been raised, and importing the engine only to name
-    its errors would cost a build that did not run it."""
-    loaded = sys.modules.get(module)
-    found = getattr(loaded, name, None) if loaded is not None else None
-    return found if isinstance(found, type) and issubclass(found, BaseException) else None
-
-
 def _user_message(err: Exception) -> str | None:
     """What the user must read of ``err``; None when it is not a failure of the build's
     inputs or environment (a bug, which keeps its traceback)."""
-    from pypto_build.plugin.cli_common import describe_os_error
-    from pypto_build.plugin.settings import SettingsError
-
-    program_error = _loaded_class(*_PROGRAM_ERROR)
-    if program_error is not None and isinstance(err, program_error):
-        return str(err.render())  # type: ignore[attr-defined]
-    engine = tuple(filter(None, (_loaded_class(*where) for where in _ENGINE_ERRORS)))
-    if isinstance(err, (SettingsError, *engine)):
-        return str(err)
+    if isinstance(err, PyptoError):
+        return err.render()
     if isinstance(err, OSError):
         return describe_os_error(err)
     return None
@@ -225,7 +202,8 @@ def _user_errors() -> Iterator[None]:
 
     The engine is imported in the hook's methods, and only when a build needs it: hatchling
     imports every plugin of its group for every build that asks for one, and a plugin's import
-    must not cost a build that does not use it."""
+    must not cost a build that does not use it. Its failures are told from bugs by the error
+    root alone, :mod:`pypto_build.errors`, which imports nothing."""
     try:
         yield
     except Exception as err:

@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 from pypto_build.chip_build.chips import CHIPS
 from pypto_build.chip_build.toolchains.revisions import is_commit
+from pypto_build.errors import PyptoUsageError
 from pypto_build.files import read_regular
 
 TABLE = "tool.pypto"
@@ -57,7 +58,7 @@ ToolchainSetting = Literal["auto", "cann", "sim"]
 BuildTypeSetting = Literal["release", "debug"]
 
 
-class SettingsError(ValueError):
+class SettingsError(PyptoUsageError, ValueError):
     """Settings that are missing, of the wrong type or not allowed. The message names each
     one's key path (or variable, or option), one per line; :attr:`errors` holds the lines."""
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pypto_build.builtins import BuiltinRegistryError, ManifestError
-from pypto_build.chip_build.errors import RenderError
+from pypto_build.chip_build.render_errors import RenderError
 from pypto_build.chip_build.subbuild import lower_file, plan_trees
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.printer import print_programs

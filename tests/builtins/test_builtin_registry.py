@@ -264,5 +264,7 @@ def test_the_builtins_package_is_a_leaf() -> None:
         "pypto_build.builtins.manifest",
         "pypto_build.builtins.registry",
         "pypto_build.builtins.render",
+        # The error root, which imports nothing either (tests/test_error_root.py).
+        "pypto_build.errors",
         "pypto_build.files",
     ]

@@ -11,7 +11,7 @@ import pytest
 from _support.console import run_cli
 
 from pypto_build.chip_build.subbuild import lower_file, plan_chip
-from pypto_build.plugin.cli_common import ExitCode
+from pypto_build.errors import ExitCode
 
 
 def _wide_program(tmp_path: Path, repo_root: Path, ranks: int) -> Path:

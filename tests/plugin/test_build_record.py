@@ -5,7 +5,6 @@ trusted only after verification; the wheel is the same either way."""
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import shutil
@@ -28,7 +27,7 @@ from pypto_build.chip_build import publish
 from pypto_build.chip_build.cache import LAYOUT
 from pypto_build.chip_build.publish import KILL_AT_ENV
 from pypto_build.files import walk_files
-from pypto_build.plugin import build_record, hatch, project_build, record_store
+from pypto_build.plugin import build_record, project_build, record_store
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.hatch import host_platform_tag
 from pypto_build.plugin.signatures import FileInput, FolderInput, distribution_inputs, tree_inputs
@@ -552,14 +551,6 @@ def test_a_killed_restore_leaves_the_folder_as_it_was(builds: Builds) -> None:
     # The trees the record holds (the compile logs beside them are not output: none is
     # written by a build that compiled nothing).
     assert {path: (tree / "a3" / path).read_bytes() for path in walk_files(tree / "a3")} == newer
-
-
-def test_every_engine_error_the_hook_explains_is_named_where_it_lives() -> None:
-    """The hook matches the engine's errors by module and name, so as not to load the engine
-    for a build that does not run it; a moved class would otherwise lose its message."""
-    for module, name in (hatch._PROGRAM_ERROR, *hatch._ENGINE_ERRORS):
-        importlib.import_module(module)
-        assert hatch._loaded_class(module, name) is not None, f"{module}.{name}"
 
 
 def test_the_cache_bound_covers_the_build_records_and_leaves_no_empty_folder(

@@ -22,7 +22,7 @@ from pypto_build import sim
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.kernel_config import OrchestrationParam
 from pypto_build.chip_build.sim.program import ChipBuild, HostOrchestrator, SubBuild
-from pypto_build.plugin.cli import UsageError
+from pypto_build.errors import PyptoUsageError
 from pypto_build.plugin.cli_run import register
 
 NR = 4
@@ -213,7 +213,7 @@ def test_a_program_that_cannot_run_is_a_usage_error(
     build_program: BuildProgram, program: str, message: str
 ) -> None:
     build = build_program(HostRail(2, "fp32", 1))
-    with pytest.raises(UsageError, match=re.escape(message)):
+    with pytest.raises(PyptoUsageError, match=re.escape(message)):
         run_command(str(build), "--ranks", "2", "--program", program)
 
 

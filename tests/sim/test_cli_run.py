@@ -19,7 +19,7 @@ from _support.goldens import exchange, payload, uniform_counts
 from _support.sim_programs import MAX_RECV, ROUNDS, SIZE, BuildProgram, HostRail
 
 from pypto_build import sim
-from pypto_build.plugin.cli import UsageError
+from pypto_build.errors import PyptoUsageError
 from pypto_build.plugin.cli_run import register
 from pypto_build.sim import BuildTreeError
 
@@ -137,12 +137,12 @@ def test_a_failed_run_still_writes_its_tensors_windows_and_error(
 
 def test_inputs_must_match_the_parameters(build: Path, tmp_path: Path) -> None:
     np.savez(tmp_path / "in.npz", inp=np.zeros(3))
-    with pytest.raises(UsageError, match=r"missing counts_in, core_num \(parameters: inp,"):
+    with pytest.raises(PyptoUsageError, match=r"missing counts_in, core_num \(parameters: inp,"):
         run_command(str(build), "--ranks", "2", "--inputs", str(tmp_path / "in.npz"))
 
 
 def test_a_folder_that_is_not_a_build_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="is not a build directory"):
+    with pytest.raises(PyptoUsageError, match="is not a build directory"):
         run_command(str(tmp_path), "--ranks", "2")
 
 
@@ -158,7 +158,7 @@ def test_inputs_of_the_wrong_shape_are_a_usage_error(build: Path, tmp_path: Path
         f"input 'inp' of host_orch: expected shape ({rows}, {SIZE}) float32, "
         f"got shape ({rows // 2}, {SIZE}) float32"
     )
-    with pytest.raises(UsageError, match=re.escape(message)):
+    with pytest.raises(PyptoUsageError, match=re.escape(message)):
         run_command(str(build), "--ranks", "2", "--inputs", str(tmp_path / "in.npz"))
 
 
@@ -208,7 +208,7 @@ def test_a_tree_that_differs_from_its_manifest_runs_nothing(
     write_inputs(tmp_path / "in.npz", core_num=1)
     out = tmp_path / "out.npz"
     argv = [str(copy), "--ranks", "2", "--inputs", str(tmp_path / "in.npz"), "--out", str(out)]
-    with pytest.raises(UsageError) as refused:
+    with pytest.raises(PyptoUsageError) as refused:
         run_command(*argv)
     assert str(refused.value) == message
     assert not out.exists()
@@ -298,7 +298,7 @@ def test_a_run_prints_a_table_per_rank_and_of_the_outputs_and_compares_them(
 def test_an_expected_name_that_is_no_output_is_a_usage_error(build: Path, tmp_path: Path) -> None:
     write_inputs(tmp_path / "in.npz", core_num=1)
     np.savez(tmp_path / "expected.npz", result=np.zeros(2))
-    with pytest.raises(UsageError, match=r"expected.npz: result: not an output of the run \("):
+    with pytest.raises(PyptoUsageError, match=r"expected.npz: result: not an output of the run \("):
         run_command(
             str(build),
             "--ranks",
@@ -312,7 +312,7 @@ def test_an_expected_name_that_is_no_output_is_a_usage_error(build: Path, tmp_pa
 
 def test_every_input_problem_is_reported_at_once(build: Path, tmp_path: Path) -> None:
     np.savez(tmp_path / "in.npz", inp=np.zeros(3), core_num=np.float64(1.5), extra=np.zeros(1))
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(PyptoUsageError) as caught:
         run_command(str(build), "--ranks", "2", "--inputs", str(tmp_path / "in.npz"))
     problems = str(caught.value).splitlines()
     assert [problem.split(":")[0] for problem in problems] == [
@@ -338,7 +338,7 @@ def test_inputs_that_are_no_npz_archive_are_a_usage_error(
     inputs = tmp_path / "in.npz"
     write_inputs(inputs, core_num=1)
     inputs.write_bytes(damage(inputs.read_bytes()))
-    with pytest.raises(UsageError, match=f"^{inputs}: cannot read the inputs: .*{reason}"):
+    with pytest.raises(PyptoUsageError, match=f"^{inputs}: cannot read the inputs: .*{reason}"):
         run_command(str(build), "--ranks", "2", "--inputs", str(inputs))
 
 
@@ -351,5 +351,5 @@ def _npy() -> bytes:
 def test_inputs_that_are_a_fifo_are_refused_not_waited_for(build: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "in.npz"
     os.mkfifo(fifo)
-    with pytest.raises(UsageError, match=r"cannot read the inputs: .*not a regular file"):
+    with pytest.raises(PyptoUsageError, match=r"cannot read the inputs: .*not a regular file"):
         run_command(str(build), "--ranks", "2", "--inputs", str(fifo))

@@ -22,7 +22,6 @@ from pypto_build.chip_build.compile import compile_tree
 from pypto_build.chip_build.kernel_config import KernelEntry
 from pypto_build.chip_build.manifest import write_manifest
 from pypto_build.chip_build.runtime_types import DataType, TensorArgType
-from pypto_build.chip_build.sim.errors import DispatchRecord, SimulationError
 from pypto_build.chip_build.sim.l3 import (
     CallConfig,
     SimNextLevel,
@@ -32,6 +31,7 @@ from pypto_build.chip_build.sim.l3 import (
 )
 from pypto_build.chip_build.sim.library import RUNTIME_DIR, runtime_library
 from pypto_build.chip_build.sim.program import BuildTreeError, ChipBuild, open_chip_build
+from pypto_build.chip_build.sim.run_failure import DispatchRecord, SimulationError
 from pypto_build.chip_build.sim.runtime import RUN_REFUSED, NativeRuntime
 from pypto_build.chip_build.sim.tensors import SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import Timeouts, World

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pypto_build.chip_build.build import render
-from pypto_build.chip_build.errors import RenderError
+from pypto_build.chip_build.render_errors import RenderError
 from pypto_build.lowering.diagnostics import ProgramError
 
 

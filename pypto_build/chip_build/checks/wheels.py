@@ -30,6 +30,7 @@ from typing import Any
 
 from pypto_build.chip_build.checks.environment import VARIANTS, Variant, run_varied
 from pypto_build.chip_build.checks.wheel_diff import WheelCheck, check_wheels, clear_report
+from pypto_build.errors import PyptoError, PyptoUsageError
 from pypto_build.files import atomic_write_text, read_regular
 
 #: The archive timestamp both builds use when the caller sets none: hatchling's own default
@@ -42,11 +43,11 @@ _SKIPPED_AT_TOP = frozenset({"build", "dist", ".venv", "venv", ".tox", ".nox"})
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-class ReproducibleError(Exception):
+class ReproducibleError(PyptoUsageError):
     """The check cannot run: no project there, or build tools missing from the environment."""
 
 
-class WheelBuildFailed(Exception):
+class WheelBuildFailed(PyptoError):
     """One of the two builds failed; the message holds the end of its output and the log."""
 
 

@@ -28,12 +28,13 @@ import numpy.typing as npt
 from pypto_build.chip_build.distributed_meta import Parameter
 from pypto_build.chip_build.runtime_types import DataType, ScalarValue, scalar_type
 from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES
+from pypto_build.errors import PyptoUsageError
 
 #: NumPy kinds a scalar of each Python type accepts: bool, signed, unsigned, floating.
 _SCALAR_KINDS = {bool: "b", int: "iu", float: "iuf"}
 
 
-class InputError(ValueError):
+class InputError(PyptoUsageError, ValueError):
     """Inputs that do not match the program's parameters: missing, unknown, or of the wrong
     shape or element type. The message holds every problem, one per line; :attr:`problems`
     holds the lines."""

@@ -33,9 +33,10 @@ from pypto_build.chip_build.sim.l3 import (
     make_tensor_arg,
     submit_chip,
 )
+from pypto_build.errors import PyptoUsageError
 
 
-class HostModuleError(ValueError):
+class HostModuleError(PyptoUsageError, ValueError):
     """A HOST orchestrator module the simulator cannot run (its path and the reason)."""
 
 

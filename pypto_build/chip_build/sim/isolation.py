@@ -52,9 +52,9 @@ from pathlib import Path
 import pypto_build
 from pypto_build.chip_build.sim import shared
 from pypto_build.chip_build.sim import worker as protocol
-from pypto_build.chip_build.sim.errors import DispatchRecord, RankError, SimulationError
 from pypto_build.chip_build.sim.launch import Launch
 from pypto_build.chip_build.sim.result import SimResult
+from pypto_build.chip_build.sim.run_failure import DispatchRecord, RankError, SimulationError
 from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, runtime_image
 from pypto_build.chip_build.sim.world import DispatchStart
 

@@ -36,7 +36,6 @@ from pypto_build.chip_build.sim.arguments import (
     bind_arguments,
     bind_rank_arguments,
 )
-from pypto_build.chip_build.sim.errors import SimulationError
 from pypto_build.chip_build.sim.host_env import allocate_intermediates, entry_of
 from pypto_build.chip_build.sim.l3 import (
     OPAQUE,
@@ -51,10 +50,12 @@ from pypto_build.chip_build.sim.l3 import (
 )
 from pypto_build.chip_build.sim.program import ChipBuild, HostOrchestrator, SubBuild
 from pypto_build.chip_build.sim.result import SimResult
+from pypto_build.chip_build.sim.run_failure import SimulationError
 from pypto_build.chip_build.sim.runtime import load_runtime, window_stride
 from pypto_build.chip_build.sim.shared import Segment, stack
 from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import DispatchListener, Timeouts, World
+from pypto_build.errors import PyptoUsageError
 from pypto_build.lowering.ir import ParamDirection
 
 #: The comm domain of a chip orchestration's windows: the name a HOST orchestrator's single
@@ -62,7 +63,7 @@ from pypto_build.lowering.ir import ParamDirection
 CHIP_DOMAIN = "d0"
 
 
-class RankCountError(ValueError):
+class RankCountError(PyptoUsageError, ValueError):
     """A run asked for another rank count than the program's windows were sized for."""
 
 

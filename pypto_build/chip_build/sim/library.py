@@ -21,6 +21,7 @@ from pypto_build.chip_build.cache import Built, CompileCache, compile_key
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER, run_tool
 from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
+from pypto_build.errors import PyptoError
 
 #: The runtime's C++ sources and private headers.
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
@@ -29,7 +30,7 @@ LIBRARY_NAME = "libpypto_sim_runtime.so"
 _FLAGS = ("-shared", "-fPIC", "-O2", "-std=c++17", "-pthread", "-Wall", "-Wextra")
 
 
-class RuntimeBuildError(RuntimeError):
+class RuntimeBuildError(PyptoError, RuntimeError):
     """The host compiler rejected the runtime's sources (an unsupported compiler)."""
 
 

@@ -43,6 +43,7 @@ from pypto_build.chip_build.manifest import MANIFEST_NAME, verify_manifest
 from pypto_build.chip_build.sim.host_env import HostModuleError, load_host_module
 from pypto_build.chip_build.sim.runtime import KernelBinary
 from pypto_build.chip_build.stale_tree import warn_if_stale
+from pypto_build.errors import PyptoUsageError
 
 NEXT_LEVELS = "next_levels"
 ORCHESTRATION = "orchestration"
@@ -52,7 +53,7 @@ SIM_TOOLCHAIN = "sim"
 BINARY_SUFFIX = ".so"
 
 
-class BuildTreeError(ValueError):
+class BuildTreeError(PyptoUsageError, ValueError):
     """A build directory the simulator cannot run: not a chip tree, changed since its build,
     not compiled for the simulator, or without the requested HOST orchestrator."""
 

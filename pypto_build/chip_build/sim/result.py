@@ -7,7 +7,7 @@ orchestration on every rank leaves each tensor parameter with a leading rank axi
 included: there a window is a parameter. Either way :attr:`SimResult.windows` holds every window
 by name, so a check reads windows the same way whichever program ran. A run that fails leaves
 the same, as far as it got (:attr:`SimulationError.result
-<pypto_build.chip_build.sim.errors.SimulationError.result>`).
+<pypto_build.chip_build.sim.run_failure.SimulationError.result>`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.chip_build.sim.errors import DispatchRecord
 from pypto_build.chip_build.sim.l3 import DomainSnapshot
+from pypto_build.chip_build.sim.run_failure import DispatchRecord
 
 
 class SimResult(Mapping[str, npt.NDArray[np.generic]]):

@@ -28,6 +28,7 @@ from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.sim.library import LIBRARY_NAME, runtime_library
 from pypto_build.chip_build.sim.shared import Segment
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.errors import PyptoError
 
 #: The interface version this binding is written for (PYPTO_SIM_API_VERSION).
 API_VERSION = 3
@@ -95,7 +96,7 @@ _SIGNATURES: dict[str, tuple[object, tuple[object, ...]]] = {
 }
 
 
-class RuntimeLoadError(RuntimeError):
+class RuntimeLoadError(PyptoError, RuntimeError):
     """The runtime library, a kernel or an orchestration could not be loaded."""
 
 

@@ -37,8 +37,8 @@ import threading
 from collections.abc import Sequence
 
 from pypto_build.chip_build.sim import shared
-from pypto_build.chip_build.sim.errors import RankError, SimulationError
 from pypto_build.chip_build.sim.launch import Launch, execute
+from pypto_build.chip_build.sim.run_failure import RankError, SimulationError
 from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, load_runtime
 from pypto_build.chip_build.sim.world import threads_abandoned
 

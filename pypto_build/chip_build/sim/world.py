@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pypto_build.chip_build.chips import Chip, CoreType
-from pypto_build.chip_build.sim.errors import (
+from pypto_build.chip_build.sim.run_failure import (
     SIMPLER_ERROR_SCHEDULER_TIMEOUT,
     DispatchRecord,
     RankError,

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from pypto_build.chip_build.chips import Chip, CoreType
+from pypto_build.errors import PyptoError
 
 #: The staging directory as it appears in a command line that only serves as a cache key.
 STAGE_PLACEHOLDER = Path("@stage")
@@ -41,7 +42,7 @@ class UnitKind(enum.StrEnum):
     ORCHESTRATION = "orchestration"
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(PyptoError, RuntimeError):
     """A toolchain cannot be found or cannot run (as opposed to a compiler rejecting a source)."""
 
 
@@ -204,7 +205,7 @@ def dependency_flags(depfile: Path, target: str) -> tuple[str, ...]:
     return ("-MD", "-MF", str(depfile), "-MT", target)
 
 
-class CompileError(Exception):
+class CompileError(PyptoError):
     """A compiler (or linker) rejected a source; carries everything needed to act on it."""
 
     def __init__(self, source: str, argv: Sequence[str], returncode: int, output: str) -> None:

@@ -14,6 +14,7 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from pypto_build.errors import PyptoError
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.frontend.literals import element_size_call
 from pypto_build.lowering.frontend.source import Source
@@ -43,7 +44,7 @@ _INT_FUNCTIONS: Mapping[str, Callable[[int, int], int]] = {
 }
 
 
-class FoldError(Exception):
+class FoldError(PyptoError):
     """An integer operation that has no int64 result (division by zero, overflow)."""
 
 

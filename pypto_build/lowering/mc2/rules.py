@@ -60,6 +60,7 @@ import enum
 from dataclasses import dataclass
 from math import prod
 
+from pypto_build.errors import PyptoError
 from pypto_build.lowering.ir.types import DataType
 
 #: ``HCCL_GROUP_NAME_MAX``: a group name is shorter than this many bytes [reference A.2.1].
@@ -110,7 +111,7 @@ class Rule(enum.StrEnum):
         return "infer-shape" if self is Rule.GROUP_CHECK else "aclnn"
 
 
-class Mc2Error(ValueError):
+class Mc2Error(PyptoError, ValueError):
     """A violated rule: its aclnn ``status``, the ``rule``, the ``operand`` (or attribute) the
     message is about, so a diagnostic can point at it, and the bare ``message``; ``str()`` adds
     the rule and the status."""

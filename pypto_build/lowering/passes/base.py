@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pypto_build.collector import collector_paused
+from pypto_build.errors import PyptoUsageError
 from pypto_build.lowering.ir import Program
 
 
@@ -43,7 +44,7 @@ class Pass:
         raise NotImplementedError(f"{type(self).__name__} does not implement apply")
 
 
-class PipelineOrderError(ValueError):
+class PipelineOrderError(PyptoUsageError, ValueError):
     """A pass was scheduled before the passes that establish what it requires."""
 
     def __init__(self, pass_name: str, missing: Sequence[Property]) -> None:

@@ -9,6 +9,8 @@ aclnn's documentation gives none for them.
 
 from __future__ import annotations
 
+from pypto_build.errors import PyptoUsageError
 
-class RunError(ValueError):
+
+class RunError(PyptoUsageError, ValueError):
     """A misuse of :func:`~pypto_build.mc2.run` or of a simulated world's streams."""

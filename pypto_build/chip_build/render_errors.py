@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pypto_build.errors import PyptoError, PyptoUsageError
 
-class RenderError(Exception):
+
+class RenderError(PyptoUsageError):
     """A render that cannot proceed for a reason outside the programs (an input outside the
     source root, an output directory that is not a render tree, a builtin package whose
     templates do not render)."""
 
 
-class NoPrograms(Exception):
+class NoPrograms(PyptoError):
     """A program file of the build defines no ``@pl.program`` class: a mistake in the input
     (reported like a program error), not a render that could not proceed."""
 

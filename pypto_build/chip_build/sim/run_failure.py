@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pypto_build.chip_build.sim.runtime import KERNEL_CRASHED, RUN_REFUSED, UNORDERED_ACCESS
+from pypto_build.errors import PyptoError
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.sim.result import SimResult
@@ -95,7 +96,7 @@ class RankError:
         )
 
 
-class SimulationError(RuntimeError):
+class SimulationError(PyptoError, RuntimeError):
     """A simulated run failed; :attr:`ranks` holds each failed rank's first error,
     :attr:`dispatches` what every dispatch had done by then and :attr:`result`, when the run
     got as far as its program, the tensors and windows as the failure left them: what a user
