@@ -1,6 +1,6 @@
-"""The MC2 golden (tests/_support/mc2_golden.py) against the reference's per-element formulas
-(§A.5.2), written independently here, exact in float64: for receiver (p, t), sender EP position
-i and expert e,
+"""The MC2 golden (tests/_support/mc2_golden.py) against the operator's per-element formulas
+(``docs/mc2.md``, Upstream sources), written independently here, exact in float64: for
+receiver (p, t), sender EP position i and expert e,
 
 * y_shard_type 1: ``y[i*E/ep + e, c, h] = S_i[e, p*tp*Ct + t*Ct + c, h] + b_{i,t}[e, h]``;
 * y_shard_type 0: ``y[i*E/ep + e, c, h'] = S_i[e, p*C + c, t*Ht + h'] + b_{i,t}[e, h']``,

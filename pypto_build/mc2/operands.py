@@ -10,8 +10,8 @@ directly are settled here:
 * **A transposed weight.** aclnn has no ``transposeWeight`` argument: it asks the weight's view
   whether its last two dimensions are a transposed view of contiguous storage
   (``IsTransposeLastTwoDims``) and then hands the kernel the storage with ``transpose_weight``
-  set (``TransTensor``; reference A.1). :func:`is_transposed_view` asks NumPy's strides the same
-  question, so ``w.transpose(0, 2, 1)`` of a contiguous ``(E/ep, H, M/tp)`` array is a
+  set (``TransTensor``; ``[aclnn]`` of ``docs/mc2.md``). :func:`is_transposed_view` asks
+  NumPy's strides the same question, so ``w.transpose(0, 2, 1)`` of a contiguous ``(E/ep, H, M/tp)`` array is a
   transposed weight and any other layout is made contiguous, as aclnn's ``AutoContiguous``
   inputs are.
 

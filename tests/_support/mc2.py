@@ -1,8 +1,8 @@
 """Requests of the MC2 op built from its logical sizes, for the rules and tiling tests.
 
-Shapes are the contract of ``reference/cann-fused-op-and-toolchain.md`` §A.2.2, written out
+Shapes are the operator's documented contract (``[aclnn doc]`` of ``docs/mc2.md``), written out
 here independently of ``pypto_build.lowering.mc2`` so a test of the rules does not borrow the
-module's own arithmetic. The defaults are the aclnn sample's sizes (§A.6: E = 4*ep, C = 6*tp,
+module's own arithmetic. The defaults are the aclnn sample's sizes ([sample]: E = 4*ep, C = 6*tp,
 H = 2*tp, M = 6*tp).
 """
 

@@ -1,12 +1,12 @@
 """A NumPy golden of ``batch_matmul_reduce_scatter_all_to_all`` for every rank at once, written
-from the reference's semantics (``reference/cann-fused-op-and-toolchain.md`` §A.5.3), and the
+from the operator's semantics (``docs/mc2.md``, Upstream sources: ``[golden]``), and the
 I/O dtypes' storage as the simulator holds it.
 
-The golden computes in float64 and rounds to the I/O dtype exactly where §A.5.3 does: once after
-each rank's matmul, after each add of the TP reduction (in TP-position order) and after the bias
-add; ties go to even. A kernel that follows the device's precision model (§A.5.4) differs from it
-only where the device computes or rounds otherwise (FP32 rather than exact accumulation, BF16's
-bias add rounded with CAST_ROUND): see :func:`tolerance`.
+The golden computes in float64 and rounds to the I/O dtype exactly where upstream's golden does:
+once after each rank's matmul, after each add of the TP reduction (in TP-position order) and after
+the bias add; ties go to even. A kernel that follows the device's precision model ([kernel]) differs
+from it only where the device computes or rounds otherwise (FP32 rather than exact accumulation,
+BF16's bias add rounded with CAST_ROUND): see :func:`tolerance`.
 
 Rank layout: ``rank_of(p, t) = p * tp + t`` by default (TP groups contiguous, the aclnn sample's);
 MindSpeed's is ``t * ep + p``.
@@ -31,8 +31,8 @@ FRACTION_BITS = {"fp16": 10, "bf16": 7}
 
 
 def quantize(values: npt.ArrayLike, dtype: str) -> F64:
-    """``q(a)`` of §A.5.3: ``values`` rounded to ``dtype`` (to nearest, ties to even) and held
-    in float64; any dtype but fp16 and bf16 leaves them exact."""
+    """The golden's quantizer ``q(a)``: ``values`` rounded to ``dtype`` (to nearest, ties to even)
+    and held in float64; any dtype but fp16 and bf16 leaves them exact."""
     a = np.asarray(values, dtype=np.float64)
     if dtype == "fp16":
         return a.astype(np.float16).astype(np.float64)
@@ -43,7 +43,7 @@ def quantize(values: npt.ArrayLike, dtype: str) -> F64:
 
 def float_to_bf16(values: npt.ArrayLike) -> npt.NDArray[np.uint16]:
     """bfloat16 bit patterns of ``values`` (narrowed to float32 first), rounded to nearest with
-    ties to even on the bit pattern (§A.5.3)."""
+    ties to even on the bit pattern, as the golden rounds."""
     bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
     return rounded.astype(np.uint16)
@@ -85,7 +85,7 @@ def golden(
     dtype: str,
     rank_of: Callable[[int, int], int] | None = None,
 ) -> F64:
-    """Every rank's output ``[ep*tp, E, rows, cols]`` (§A.5.3).
+    """Every rank's output ``[ep*tp, E, rows, cols]`` ([golden]).
 
     ``x[rank]`` is ``(E/ep, X1, M/tp)``, ``weight[rank]`` the logical ``(E/ep, M/tp, H)`` (a
     transposed weight's storage transposed back), ``bias[rank]`` ``(E/ep, N)`` or
@@ -129,7 +129,7 @@ def _block(part: F64, p: int, t: int, ep: int, tp: int, y_shard_type: int) -> F6
 
 
 def tolerance(dtype: str) -> float:
-    """The relative and absolute tolerance the device's precision model (§A.5.4) justifies
+    """The relative and absolute tolerance the device's precision model ([kernel]) justifies
     against :func:`golden`: two units in the last place of the I/O dtype at magnitude 1
     (``2 * 2**-fraction_bits``; fp16 ``2**-9`` ~ 1.95e-3, MindSpeed's 2e-3; bf16 ``2**-6``).
 

@@ -1,10 +1,11 @@
 """The MC2 op's rules (``pypto_build.lowering.mc2.rules``): one test per rule, each with the
 accepted edge values and the rejected neighbours, the aclnn status and the exact message.
 
-The limits come from ``reference/cann-fused-op-and-toolchain.md`` §A.2.1 and the seed document
-of the operator; the requests are built from logical sizes by ``_support.mc2``. Unless a test
-says otherwise a request is the aclnn sample's (ep 4, tp 2, E 16, C 12, H 4, M 12): x
-(4, 48, 6), weight (4, 6, 4), out (16, 6, 4) for y_shard_type 1 and (16, 12, 2) for 0.
+The limits come from upstream's aclnn source and the operator's documentation (``[aclnn]`` and
+``[aclnn doc]`` of ``docs/mc2.md``, Upstream sources); the requests are built from logical sizes by
+``_support.mc2``. Unless a test says otherwise a request is the aclnn sample's (ep 4, tp 2,
+E 16, C 12, H 4, M 12): x (4, 48, 6), weight (4, 6, 4), out (16, 6, 4) for y_shard_type 1 and
+(16, 12, 2) for 0.
 """
 
 from __future__ import annotations
@@ -503,8 +504,8 @@ def test_the_documented_constraints_hold_for_every_accepted_request(
 
 
 def test_the_configuration_follows_the_tiling_derivation() -> None:
-    """[reference A.3.2]: E and C from out (C = out[1] * tp for shard 1), E/ep and M/tp from x,
-    H from the weight; out is the shape infer-shape derives (§A.2.3)."""
+    """[tiling]: E and C from out (C = out[1] * tp for shard 1), E/ep and M/tp from x,
+    H from the weight; out is the shape infer-shape derives ([infershape])."""
     shard1 = check(mc2_request(shard=1, bias_rank=2, dtype=BF16))
     assert shard1 == Mc2Config(
         dtype=BF16,

@@ -1,15 +1,16 @@
 """The MC2 op's build-time tiling (``pypto_build.lowering.mc2.tiling``) against values worked
-out by hand from ``reference/cann-fused-op-and-toolchain.md`` §A.3.
+out by hand from upstream's tiling (``[tiling]`` of ``docs/mc2.md``, Upstream sources).
 
 Every expected number below is written as the formula's arithmetic on literal sizes, never with
 the module's helpers; tiles are uncut (E tiles E/ep, C tiles C or C/tp, one tile, no tail).
 
-Workspace (§A.3.5), in 2-byte elements, plus 16 MiB = 16777216 bytes:
+Workspace (``MC2SetWorkspace`` / ``MC2SetWorkspaceShard``), in 2-byte elements, plus 16 MiB =
+16777216 bytes:
 * y_shard_type 0: ``2*E*C*H/tp + E*C*H + max(E/ep*C*H, (ep-1)*E/ep*C*H)``;
 * y_shard_type 1: ``2*E*C/tp*H + E*C*H``, and in Lite mode (C/tp <= 640), with
   ``r = C/tp*E/ep*tp`` the local tile's rows, ``+ max(r*M/tp, r*M/tp*(ep-1))`` (x gathered
   before the matmul) ``+ max(r*H, r*H*(ep-1))`` (the matmul's output).
-Tiling key (§A.3.6): ``10**18 + shard + 10*transposed + 100*bias + 1000*lite``.
+Tiling key (``UpdateTilingKey``): ``10**18 + shard + 10*transposed + 100*bias + 1000*lite``.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ class Case:
 
 
 CASES = [
-    # The aclnn sample (§A.6) at ep 4, tp 2: E = 4*4 = 16, C = 6*2 = 12, H = 2*2 = 4,
-    # M = 6*2 = 12, so E/ep = 4, C/tp = 6, H/tp = 2, M/tp = 6. This is §A.3.5's worked example:
+    # The aclnn sample ([sample]) at ep 4, tp 2: E = 4*4 = 16, C = 6*2 = 12, H = 2*2 = 4,
+    # M = 6*2 = 12, so E/ep = 4, C/tp = 6, H/tp = 2, M/tp = 6. With uncut tiles its workspace is
     # 1536 + 1440 = 2976 elements, 5952 bytes, 16,783,168 in all.
     Case(
         "sample-shard1-lite",
@@ -136,7 +137,7 @@ CASES = [
         lite=True,
         key=1_000_000_000_000_000_000 + 1 + 100 + 1000,
     ),
-    # A configuration of §A.5.5's table: shard 1, ep 4, tp 2, E/ep 4, C/tp 5, M/tp 3, H 6.
+    # A configuration of uneven sizes: shard 1, ep 4, tp 2, E/ep 4, C/tp 5, M/tp 3, H 6.
     Case(
         "table-shard1-ep4-tp2",
         mc2_request(4, 2, 1, E=16, C=10, H=6, M=6),
@@ -174,7 +175,8 @@ def test_workspace_lite_and_key_match_the_hand_computed_values(case: Case) -> No
 
 
 def test_the_worked_example_needs_16783168_bytes() -> None:
-    """§A.3.5: ep 4, tp 2, E 16, C 12, H 4, M 12, y_shard_type 1, Lite, uncut tiles."""
+    """The aclnn sample's sizes: ep 4, tp 2, E 16, C 12, H 4, M 12, y_shard_type 1, Lite, uncut
+    tiles."""
     tiling = tile(check(mc2_request(4, 2, 1)))
     assert (tiling.user_bytes, tiling.total_bytes) == (5952, 16_783_168)
 
@@ -214,8 +216,8 @@ def test_the_tiling_key_of_every_flag_combination(
 
 
 def test_the_kernel_dispatches_twelve_keys() -> None:
-    """§A.3.6: shard 1 ...0001, 0011, 0101, 0111, 1001, 1011, 1101, 1111; shard 0 ...0000,
-    0010, 0100, 0110."""
+    """Template instances ([kernel]): shard 1 ...0001, 0011, 0101, 0111, 1001, 1011, 1101, 1111;
+    shard 0 ...0000, 0010, 0100, 0110."""
     suffixes = {1, 11, 101, 111, 1001, 1011, 1101, 1111, 0, 10, 100, 110}
     assert {1_000_000_000_000_000_000 + s for s in suffixes} == DISPATCHED_TILING_KEYS
 
@@ -238,7 +240,7 @@ def test_the_tiling_makes_only_dispatched_keys(
 
 @pytest.mark.parametrize(("shard", "c_rows"), [(0, 12), (1, 6)])
 def test_tiles_are_uncut(shard: int, c_rows: int) -> None:
-    """§A.3.2 ``InitTileInfo``: E tiles of E/ep = 4, C tiles of C = 12 (shard 0) or
+    """``InitTileInfo``: E tiles of E/ep = 4, C tiles of C = 12 (shard 0) or
     C/tp = 6 (shard 1), one tile each and no tail, local and non-local alike."""
     tiling = tile(check(mc2_request(4, 2, shard)))
     assert tiling.local_tile_e == tiling.nonlocal_tile_e == TileInfo(4, 1, 0, 0)
@@ -246,8 +248,8 @@ def test_tiles_are_uncut(shard: int, c_rows: int) -> None:
 
 
 def test_matmul_shapes() -> None:
-    """§A.3.4: (m, n, k, batch) = (C tile, H, M/tp, 1), in Lite mode (C tile * tp, ..., E tile)
-    locally and (C tile * tp * (ep-1), ..., E tile) for the other ep-1 positions."""
+    """The matmul sub-tilings: (m, n, k, batch) = (C tile, H, M/tp, 1), in Lite mode (C tile * tp,
+    ..., E tile) locally and (C tile * tp * (ep-1), ..., E tile) for the other ep-1 positions."""
     lite = tile(check(mc2_request(4, 2, 1)))
     assert lite.local_matmul == MatmulShape(6 * 2, 4, 6, 4)
     assert lite.nonlocal_matmul == MatmulShape(6 * 2 * 3, 4, 6, 4)
@@ -256,7 +258,7 @@ def test_matmul_shapes() -> None:
 
 
 def test_hccl_configuration() -> None:
-    """§A.3.7 with the seed's ``doublering`` for the ReduceScatter."""
+    """``SetHcomConfig``, with the newer tiling's ``doublering`` for the ReduceScatter."""
     tiling = tile(check(mc2_request(dtype=BF16)))
     rs, ata = tiling.reduce_scatter, tiling.all_to_all
     assert (rs.group, rs.op_type, rs.alg_config, rs.reduce_type) == (
@@ -278,9 +280,9 @@ def test_hccl_configuration() -> None:
 @pytest.mark.parametrize(
     ("dtype", "bias_rank", "capacity", "bias_datasize"),
     [
-        (FP16, None, 196608 // 2 // 16 * 16, 2),  # 98304, §A.3.8
-        (FP16, 2, 196608 // (2 + 2 + 2) // 16 * 16, 2),  # 32768, §A.3.8
-        (BF16, 2, 196608 // (2 + 4 + 2 + 4) // 16 * 16, 4),  # 16384, §A.3.8
+        (FP16, None, 196608 // 2 // 16 * 16, 2),  # 98304
+        (FP16, 2, 196608 // (2 + 2 + 2) // 16 * 16, 2),  # 32768
+        (BF16, 2, 196608 // (2 + 4 + 2 + 4) // 16 * 16, 4),  # 16384
         # No bias: the tiling takes x's dtype for it, so BF16 counts a bias cast and a 4-byte
         # output: 196608 // 14 = 14043, rounded down to 14032.
         (BF16, None, 196608 // (2 + 4 + 4 + 4) // 16 * 16, 2),
@@ -367,8 +369,8 @@ def test_template_vars_are_strings_in_a_fixed_order() -> None:
 
 
 def test_as_json_is_upstreams_tiling_data() -> None:
-    """§A.3.1's names and the commonTiling fields in declaration order (``aivCoreNum``, a chip
-    fact, left out), JSON all the way down."""
+    """Upstream's tiling-data names and the commonTiling fields in declaration order
+    (``aivCoreNum``, a chip fact, left out), JSON all the way down."""
     data = _sample().as_json()
     assert json.loads(json.dumps(data)) == data
     common = data["commonTiling"]

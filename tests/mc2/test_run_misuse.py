@@ -1,5 +1,5 @@
 """The second stage refuses its misuse before anything runs, and a simulated world lays its
-ranks and groups out as the reference does. Nothing here needs the kernel: a refused run queues
+ranks and groups out as the aclnn sample does. Nothing here needs the kernel: a refused run queues
 nothing, and a launch missing a rank never starts."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 ``pld.tensor.batch_matmul_reduce_scatter_all_to_all``, built with the sim toolchain for a3 and run
 without a HOST orchestrator (``pypto-build run BUILD --ranks P --program <orchestration>``, every
 rank's inputs as ``[P, *shape]`` arrays in an .npz), against the NumPy golden of
-``tests/_support/mc2_golden.py`` (reference §A.5.3; rank = ep_index * tp + tp_index).
+``tests/_support/mc2_golden.py`` (``docs/mc2.md``; rank = ep_index * tp + tp_index).
 
 Coverage: at ep*tp = 4 (ep 2, tp 2) every combination of dtype (FP16, BF16), y_shard_type (0, 1),
 bias (none, or 2-D / 3-D in turn) and weight (plain, transposed): 16 variants; at ep*tp = 8
@@ -78,7 +78,7 @@ class Variant:
         return f"{self.dtype}_shard{self.shard}_{bias}_{'wt' if self.transposed else 'w'}"
 
     def shapes(self, s: Sizes) -> dict[str, tuple[int, ...]]:
-        """Each operand's shape on one rank (§A.2.2), the weight as stored."""
+        """Each operand's shape on one rank ([aclnn doc]), the weight as stored."""
         e, m = s.E // s.ep, s.M // s.tp
         out = (s.E, s.C // s.tp, s.H) if self.shard == 1 else (s.E, s.C, s.H // s.tp)
         shapes = {

@@ -1,11 +1,11 @@
 """The host API (``pypto_build.mc2``) run on simulated ranks: every rank's ``out`` against the
-NumPy golden of the operator (``_support.mc2_golden``, reference §A.5.3) within the tolerance its
+NumPy golden of the operator (``_support.mc2_golden``, ``docs/mc2.md``) within the tolerance its
 precision model justifies (``mc2_golden.tolerance``: two units in the last place of the I/O
 dtype, relative and absolute), on 8 ranks (ep 4, tp 2) and on 4 (ep 2, tp 2); ranks launched from
 a thread each, as aclnn's sample does, and from one thread; a repeatable executor run twice; and
 the kernel the API ran, byte for byte the one a program's build ships.
 
-Sizes are the reference's sample shapes (E = 4*ep, C = 6*tp, H = 2*tp, M = 6*tp).
+Sizes are the aclnn sample's shapes (E = 4*ep, C = 6*tp, H = 2*tp, M = 6*tp).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def session_cache(cache_dir: Path, runtime: NativeRuntime, monkeypatch: pytest.M
 
 @dataclass(frozen=True)
 class Case:
-    """One configuration on ``ep * tp`` ranks with the reference's sample shapes."""
+    """One configuration on ``ep * tp`` ranks with the aclnn sample's shapes."""
 
     ep: int
     tp: int

@@ -1,4 +1,4 @@
-"""The fused MC2 operator ``batch_matmul_reduce_scatter_all_to_all`` (seed 003) as pure rules.
+"""The fused MC2 operator ``batch_matmul_reduce_scatter_all_to_all`` as pure rules.
 
 Two modules that know no IR and no build, so the op's type deduction, the kernel build and the
 two-stage host API apply exactly the same checks and compute exactly the same tiling:

@@ -5,11 +5,11 @@ given -- into the checked static :class:`Mc2Config`, or raises an :class:`Mc2Err
 first violated rule. The op's type deduction and the host API both call it, so a program and an
 API call are refused by the same rule with the same aclnn status and message.
 
-Citation shorthand: ``[reference A.x]`` = ``reference/cann-fused-op-and-toolchain.md`` §A.x;
-``[seed 003]`` = the seed document of the operator (``seeds/003_e00d3cb4e6178ec8.txt``).
+Keys in brackets name upstream's files of the operator, listed with their repository and
+revision in ``docs/mc2.md`` (Upstream sources).
 
-Order ([reference A.2.1], aclnn's ``CheckParams``; [seed 003]: null pointers, group name length,
-dtypes, attributes, dimensions, shape ranges), each rule with the status its failure returns:
+Order ([aclnn]'s ``CheckParams``; [aclnn doc]: null pointers, group name length, dtypes,
+attributes, dimensions, shape ranges), each rule with the status its failure returns:
 
 1. ``CheckNotNull`` (161001): x, weight and out given; the group names given and non-empty.
 2. ``CheckParams`` (161002): the group names shorter than 128 bytes.
@@ -25,12 +25,12 @@ dtypes, attributes, dimensions, shape ranges), each rule with the status its fai
    C (or C/tp) > 0.
 10. ``GroupCheck`` (161002): group_ep != group_tp.
 
-The four ``CheckTensorDim`` sub-checks carry the names [seed 003] and [reference A.2.1] give
-them. ``GroupCheck`` is not aclnn's: upstream makes it in infer-shape and tiling, after every
-aclnn check, with a status [reference A.2.1] leaves open; it is reported here last, as 161002,
-which [seed 003]'s status table gives for invalid attribute values.
+The four ``CheckTensorDim`` sub-checks carry the names upstream gives them ([aclnn]).
+``GroupCheck`` is not aclnn's: upstream makes it in infer-shape and tiling ([infershape]), after
+every aclnn check, with a status upstream does not document; it is reported here last, as
+161002, which [aclnn doc]'s status table gives for invalid attribute values.
 
-The other constraints the operator documents ([seed 003], [reference A.2.1]) are implied by the
+The other constraints the operator documents ([aclnn doc]) are implied by the
 relations above, so no rule of their own can fire (``tests/lowering/test_mc2_rules.py`` checks
 it over a grid of shapes):
 
@@ -39,19 +39,19 @@ it over a grid of shapes):
   ``H = out.shape[2] * tp``.
 * **C > 0** -- C is ``out.shape[1]`` (y_shard_type 0) or ``out.shape[1] * tp`` (1), and
   CheckShapeRange requires ``out.shape[1] > 0``.
-* **C a multiple of tp (y_shard_type 1)** -- C is ``out.shape[1] * tp`` ([reference A.3.2]), and
+* **C a multiple of tp (y_shard_type 1)** -- C is ``out.shape[1] * tp`` ([tiling]), and
   CheckTensorDimUniqueShape makes ``x.shape[1] = ep * tp * out.shape[1]``.
 * Likewise E >= 2 always holds (E/ep >= 1, ep >= 2), so of E's range only the upper bound can
   fire, and only for E = E/ep * ep, e.g. 544 = 17 * 32 (513 fails the common shape first).
 
-Shapes are the shapes the caller gives ([reference A.2.2]): x (E/ep, X1, M/tp), out
+Shapes are the shapes the caller gives ([aclnn doc]): x (E/ep, X1, M/tp), out
 (E, C, H/tp) for y_shard_type 0 or (E, C/tp, H) for 1, bias (E/ep, [1,] H/tp) or
 (E/ep, [1,] H). The weight is given **as stored**: (E/ep, M/tp, H), or with
 ``transpose_weight`` (E/ep, H, M/tp), whose logical view aclnn checks is still (E/ep, M/tp, H)
-([reference A.2.1], aclnn's ``TransTensor``). So the relations use the weight's logical
+([aclnn]'s ``TransTensor``). So the relations use the weight's logical
 dimensions, and a message names the stored dimension the caller wrote (``weight.shape[1]`` is
 H when the weight is transposed). ``out`` is given by the caller too; the relations hold exactly
-when it equals the shape infer-shape derives ([reference A.2.3]).
+when it equals the shape infer-shape derives ([infershape]).
 """
 
 from __future__ import annotations
@@ -63,16 +63,16 @@ from math import prod
 from pypto_build.errors import PyptoError
 from pypto_build.lowering.ir.types import DataType
 
-#: ``HCCL_GROUP_NAME_MAX``: a group name is shorter than this many bytes [reference A.2.1].
+#: ``HCCL_GROUP_NAME_MAX``: a group name is shorter than this many bytes [aclnn].
 HCCL_GROUP_NAME_MAX = 128
-#: The EP and TP group sizes aclnn accepts (``WORLD_SIZE_*``) [reference A.2.1].
+#: The EP and TP group sizes aclnn accepts (``WORLD_SIZE_*``) [aclnn].
 WORLD_SIZES = (2, 4, 8, 16, 32)
-#: ``MOE_X_DTYPE_SUPPORT_LIST`` and ``MOE_BIAS_DTYPE_SUPPORT_LIST`` [reference A.2.1].
+#: ``MOE_X_DTYPE_SUPPORT_LIST`` and ``MOE_BIAS_DTYPE_SUPPORT_LIST`` [aclnn].
 X_DTYPES = (DataType.FP16, DataType.BF16)
 BIAS_DTYPES = (DataType.FP16, DataType.FP32)
-#: The bias dtype each x dtype needs: BF16's bias is added in FP32 [seed 003].
+#: The bias dtype each x dtype needs: BF16's bias is added in FP32 [aclnn doc].
 BIAS_DTYPE_FOR = {DataType.FP16: DataType.FP16, DataType.BF16: DataType.FP32}
-#: Inclusive ranges of CheckShapeRange [reference A.2.1]: ``EXPERT_LOWER_LIMIT`` /
+#: Inclusive ranges of CheckShapeRange [aclnn]: ``EXPERT_LOWER_LIMIT`` /
 #: ``EXPERT_UPPER_LIMIT``, ``MATMUL_E_OVER_EP_LIMIT``, ``MATMUL_K_LIMIT`` (M/tp and H).
 E_RANGE = (2, 512)
 E_OVER_EP_RANGE = (1, 32)
@@ -162,7 +162,7 @@ class Mc2Request:
 class Mc2Config:
     """The checked static configuration: what the tiling and a kernel variant depend on.
 
-    The sizes follow the tiling's derivation ([reference A.3.2]): ``E`` and ``C`` from out
+    The sizes follow the tiling's derivation ([tiling]): ``E`` and ``C`` from out
     (``C = out.shape[1] * tp`` for y_shard_type 1), ``E_over_ep`` and ``M_over_tp`` from x, ``H``
     from the weight's logical view. ``C_over_tp`` (y_shard_type 0) and ``H_over_tp``
     (y_shard_type 1) need not divide evenly; they are the tiling's integer quotients there and
@@ -319,7 +319,7 @@ def _require_in(rule: Rule, dim: _Dim, meaning: str, bounds: tuple[int, int]) ->
 
 @dataclass(frozen=True)
 class _Layout:
-    """The operands' layouts under one y_shard_type [reference A.2.2], for the messages."""
+    """The operands' layouts under one y_shard_type [aclnn doc], for the messages."""
 
     x: str
     out: str
@@ -340,7 +340,7 @@ _LAYOUTS = {
 
 
 def _check_not_null(request: Mc2Request) -> None:
-    """CheckNotNull [reference A.2.1]: the required tensors, then the group names; a name that
+    """CheckNotNull [aclnn]: the required tensors, then the group names; a name that
     is empty counts as null (``strnlen(name, 128) != 0``)."""
     for operand in ("x", "weight", "out"):
         if getattr(request, operand) is None:
@@ -363,7 +363,7 @@ def _check_not_null(request: Mc2Request) -> None:
 
 
 def _check_group_name_length(request: Mc2Request) -> None:
-    """The name length check of aclnn's CheckParams [reference A.2.1]: ``strnlen`` counts bytes,
+    """The name length check of aclnn's CheckParams [aclnn]: ``strnlen`` counts bytes,
     so a name is measured in UTF-8 bytes, 1 to 127 of them."""
     for name in ("group_ep", "group_tp"):
         value = getattr(request, name)
@@ -377,8 +377,8 @@ def _check_group_name_length(request: Mc2Request) -> None:
 
 
 def _check_dtype_valid(operands: _Operands) -> None:
-    """CheckDtypeValid [reference A.2.1]: x, weight, out in the x list and all x's dtype; the
-    bias in the bias list and the one x's dtype needs [seed 003]."""
+    """CheckDtypeValid [aclnn]: x, weight, out in the x list and all x's dtype; the
+    bias in the bias list and the one x's dtype needs [aclnn doc]."""
     x_dtype = operands.x.dtype
     for name, spec in (("x", operands.x), ("weight", operands.weight), ("out", operands.out)):
         if spec.dtype not in X_DTYPES:
@@ -415,7 +415,7 @@ def _check_dtype_valid(operands: _Operands) -> None:
 
 
 def _check_attr(request: Mc2Request) -> None:
-    """CheckAttr [reference A.2.1]: the shard type, then the two group sizes."""
+    """CheckAttr [aclnn]: the shard type, then the two group sizes."""
     if request.y_shard_type not in (0, 1):
         raise _invalid(
             Rule.CHECK_ATTR,
@@ -434,7 +434,7 @@ def _check_attr(request: Mc2Request) -> None:
 
 
 def _check_three_dim(operands: _Operands) -> None:
-    """CheckIfTensorThreeDim [reference A.2.1]: x, weight and out 3-D, the bias 2-D or 3-D."""
+    """CheckIfTensorThreeDim [aclnn]: x, weight and out 3-D, the bias 2-D or 3-D."""
     layout = _LAYOUTS[operands.shard]
     weight = "(E/ep, H, M/tp)" if operands.request.transpose_weight else "(E/ep, M/tp, H)"
     specs = (
@@ -453,7 +453,7 @@ def _check_three_dim(operands: _Operands) -> None:
 
 
 def _check_common_shape(operands: _Operands) -> None:
-    """CheckTensorDimCommonShape [reference A.2.1]: E, E/ep and M/tp agree across operands."""
+    """CheckTensorDimCommonShape [aclnn]: E, E/ep and M/tp agree across operands."""
     x0, ep = operands.dim("x", 0), operands.attr("ep_world_size")
     rule = Rule.COMMON_SHAPE
     _require_equal(rule, "out", _Product((x0, ep)), operands.dim("out", 0), "E = E/ep * ep")
@@ -463,7 +463,7 @@ def _check_common_shape(operands: _Operands) -> None:
 
 
 def _check_unique_shape(operands: _Operands) -> None:
-    """CheckTensorDimUniqueShape [reference A.2.1]: y_shard_type 0 reduce-scatters H over tp
+    """CheckTensorDimUniqueShape [aclnn]: y_shard_type 0 reduce-scatters H over tp
     (out holds H/tp, x's rows are ep*C); 1 reduce-scatters C (out holds H whole and C/tp rows,
     x's rows are ep*tp*C/tp). Reported about out, the shape the other two determine."""
     out1, out2 = operands.dim("out", 1), operands.dim("out", 2)
@@ -482,7 +482,7 @@ def _check_unique_shape(operands: _Operands) -> None:
 
 
 def _check_bias_dim(operands: _Operands) -> None:
-    """CheckBiasDim [reference A.2.1]: one bias row per local expert, as wide as out's rows."""
+    """CheckBiasDim [aclnn]: one bias row per local expert, as wide as out's rows."""
     bias = operands.request.bias
     if bias is None:
         return
@@ -501,7 +501,7 @@ def _check_bias_dim(operands: _Operands) -> None:
 
 
 def _check_shape_range(operands: _Operands) -> None:
-    """CheckShapeRange [reference A.2.1], in aclnn's order. ``out.shape[1]`` is C or C/tp and
+    """CheckShapeRange [aclnn], in aclnn's order. ``out.shape[1]`` is C or C/tp and
     must be positive: empty tensors are not supported."""
     _require_in(Rule.SHAPE_RANGE, operands.dim("x", 2), "M/tp", DIM_RANGE)
     _require_in(Rule.SHAPE_RANGE, operands.dim("x", 0), "E/ep", E_OVER_EP_RANGE)
@@ -519,7 +519,7 @@ def _check_shape_range(operands: _Operands) -> None:
 
 
 def _group_check(request: Mc2Request) -> None:
-    """GroupCheck [reference A.2.3]: EP and TP are different groups. Skipped when a name is not
+    """GroupCheck [infershape]: EP and TP are different groups. Skipped when a name is not
     given (the DSL op names no groups)."""
     if request.group_ep is not None and request.group_ep == request.group_tp:
         raise _invalid(

@@ -2,28 +2,29 @@
 
 Every kernel variant is built for one static :class:`~pypto_build.lowering.mc2.rules.Mc2Config`,
 so its whole tiling is known at build time: :func:`tile` computes it exactly as upstream's host
-tiling does ([reference A.3]), for the kernel template (:meth:`Mc2Tiling.template_vars`), the
+tiling does ([tiling]), for the kernel template (:meth:`Mc2Tiling.template_vars`), the
 variant's ``kernel_config.py`` entry (:meth:`Mc2Tiling.as_json`), ``pypto-build lower`` and the
 workspace the op and the host API require.
 
-Citation shorthand: ``[reference A.x]`` = ``reference/cann-fused-op-and-toolchain.md`` §A.x;
-``[seed 003]`` = the seed document of the operator.
+Keys in brackets name upstream's files of the operator, listed with their repository and
+revision in ``docs/mc2.md`` (Upstream sources).
 
 **Tiles are uncut.** Upstream cuts the local and non-local E and C axes into tiles sized by
-performance models of the matmul and of HCCL, which are not public ([reference A.3.3]): tile
-shapes are implementation-defined, and the result does not depend on them ([reference A.5.5]).
-So every tile here is the one ``InitTileInfo`` starts from ([reference A.3.2]): the whole E/ep
-experts and the whole C (y_shard_type 0) or C/tp (1) rows, one tile, no tail. The workspace
-formula only grows with the tile lengths, so the workspace of uncut tiles also bounds the
-workspace of any cut; [reference A.3.5]'s worked example assumes uncut tiles too.
+performance models of the matmul and of HCCL, which are not public ([formulaic tiling]): tile
+shapes are implementation-defined, and the result does not depend on them (a cut only
+partitions the same sums). So every tile here is the one ``InitTileInfo`` starts from
+([tiling]): the whole E/ep experts and the whole C (y_shard_type 0) or C/tp (1) rows, one
+tile, no tail. The workspace formula only grows with the tile lengths, so the workspace of uncut
+tiles also bounds the workspace of any cut; the worked sizes in ``tests/lowering/test_mc2_tiling.py`` assume uncut
+tiles too.
 
-**Local and non-local** ([reference A.3.3]): a rank's rows bound for its own EP position
+**Local and non-local** ([formulaic tiling]): a rank's rows bound for its own EP position
 (``local``) need no AllToAll and go straight into ``out``; the rows for the other ep-1 positions
 (``nonlocal``, upstream's ``domestic*`` fields) go ReduceScatter -> bias -> AllToAll, and the
 kernel runs them first.
 
 Names: the attributes are Python's; :meth:`Mc2Tiling.as_json` uses upstream's tiling-data names
-([reference A.3.1], e.g. ``commonTiling.domesticTileE.tileLen``) and
+([tiling], e.g. ``commonTiling.domesticTileE.tileLen``) and
 :meth:`Mc2Tiling.template_vars` the snake_case of its key paths
 (``common_tiling_domestic_tile_e_tile_len``). ``aivCoreNum``, a fact of the chip and not of the
 configuration, is not part of it.
@@ -39,27 +40,27 @@ from typing import Literal
 from pypto_build.lowering.ir.types import DataType
 from pypto_build.lowering.mc2.rules import Mc2Config
 
-#: The workspace's system part: 16 MiB on top of the kernel's own buffers [reference A.3.5].
+#: The workspace's system part: 16 MiB on top of the kernel's own buffers [tiling].
 SYSTEM_BYTES = 16 * 1024 * 1024
 #: The UB of one a3 (Ascend910_93) vector core: ``ub_size=196608`` in CANN's platform config
-#: ``Ascend910_93.ini`` ([AICoreSpec]), the size [reference A.3.8]'s examples use.
+#: ``Ascend910_93.ini`` ([AICoreSpec]), the size of a3's vector core that [tiling] reads.
 A3_UB_BYTES = 196608
 #: ``LITE_THRESHOLD``: y_shard_type 1 runs in Lite mode when C/tp is at most this
-#: [reference A.3.2].
+#: [tiling].
 LITE_THRESHOLD = 640
-#: The tiling key's base; the flags are its last four decimal digits [reference A.3.6].
+#: The tiling key's base; the flags are its last four decimal digits [tiling].
 TILING_KEY_BASE = 1_000_000_000_000_000_000
-#: Tiling data ``version`` and ``hcommCnt`` (two HCCL groups) [reference A.3.1].
+#: Tiling data ``version`` and ``hcommCnt`` (two HCCL groups) [tiling].
 TILING_VERSION = 2
 HCOMM_CNT = 2
 #: What each flag of the tiling key adds: yShardFlag, isWeightTrans, isBias, isLite.
 _KEY_DIGITS = (1, 10, 100, 1000)
-#: ``ALIGN16``: the add step's element count is a multiple of 16 [reference A.3.8].
+#: ``ALIGN16``: the add step's element count is a multiple of 16 [tiling].
 UB_ALIGN = 16
 
 
 def tiling_key(y_shard_type: int, transpose_weight: bool, has_bias: bool, is_lite: bool) -> int:
-    """``UpdateTilingKey`` [reference A.3.6]: one decimal digit per flag (yShardFlag,
+    """``UpdateTilingKey`` [tiling]: one decimal digit per flag (yShardFlag,
     isWeightTrans, isBias, isLite), for any of the 16 combinations."""
     flags = (y_shard_type == 1, transpose_weight, has_bias, is_lite)
     return TILING_KEY_BASE + sum(
@@ -67,7 +68,7 @@ def tiling_key(y_shard_type: int, transpose_weight: bool, has_bias: bool, is_lit
     )
 
 
-#: The keys the kernel has a template instance for [reference A.3.6]: all eight of
+#: The keys the kernel has a template instance for [kernel]: all eight of
 #: y_shard_type 1, and the four of y_shard_type 0 without Lite (which the tiling never sets
 #: for y_shard_type 0).
 DISPATCHED_TILING_KEYS = frozenset(
@@ -81,18 +82,18 @@ DISPATCHED_TILING_KEYS = frozenset(
 
 
 def is_lite(config: Mc2Config) -> bool:
-    """Lite mode [reference A.3.2]: y_shard_type 1 with C/tp <= 640 gathers the tile's x rows
+    """Lite mode [tiling]: y_shard_type 1 with C/tp <= 640 gathers the tile's x rows
     into one batched matmul."""
     return config.y_shard_type == 1 and config.C_over_tp <= LITE_THRESHOLD
 
 
 def datasize(dtype: DataType) -> int:
-    """``GetDataSize``: 2 bytes for FP16 and BF16, 4 otherwise [reference A.3.2]."""
+    """``GetDataSize``: 2 bytes for FP16 and BF16, 4 otherwise [tiling]."""
     return 2 if dtype in (DataType.FP16, DataType.BF16) else 4
 
 
 def _tiling_bias_dtype(config: Mc2Config) -> DataType:
-    """The bias dtype the tiling computes with. [reference A.3.2] and [reference A.3.8] leave
+    """The bias dtype the tiling computes with. [tiling]'s derivation leaves
     the case without a bias open; upstream's tiling function then takes x's dtype
     (``biasDatatype = inputDatatype``), which decides ``biasDatasize`` (2) and, for BF16 x, the
     UB sizing's bias cast flag."""
@@ -102,7 +103,7 @@ def _tiling_bias_dtype(config: Mc2Config) -> DataType:
 def ub_capacity_for_add(
     x_dtype: DataType, bias_dtype: DataType, has_bias: bool, ub_bytes: int
 ) -> int:
-    """``CalculateMaxSplitUB`` [reference A.3.8]: how many elements one bias-add step holds in
+    """``CalculateMaxSplitUB`` [tiling]: how many elements one bias-add step holds in
     ``ub_bytes`` of UB, for ``bias_dtype`` as the tiling takes it (x's without a bias, see
     :func:`_tiling_bias_dtype`). Per element it needs the left operand (2 bytes), its FP32
     cast for BF16 x, the bias (2) and its FP32 cast for a BF16 bias, and the output (2 with a
@@ -116,7 +117,7 @@ def ub_capacity_for_add(
 
 @dataclass(frozen=True)
 class TileInfo:
-    """``TileInfo`` [reference A.3.1]: ``tile_cnt`` tiles of ``tile_len``, then ``tail_cnt``
+    """``TileInfo`` [tiling]: ``tile_cnt`` tiles of ``tile_len``, then ``tail_cnt``
     tiles of ``tail_len``."""
 
     tile_len: int
@@ -126,7 +127,7 @@ class TileInfo:
 
     @staticmethod
     def uncut(length: int) -> TileInfo:
-        """The whole axis as one tile, as ``InitTileInfo`` sets it [reference A.3.2]."""
+        """The whole axis as one tile, as ``InitTileInfo`` sets it [tiling]."""
         return TileInfo(length, 1, 0, 0)
 
     @property
@@ -134,7 +135,7 @@ class TileInfo:
         return max(self.tile_len, self.tail_len)
 
     def as_json(self) -> dict[str, object]:
-        """HOT's field order (``tileLen, tileCnt, tailLen, tailCnt``) [reference A.3.1]."""
+        """Upstream's field order (``tileLen, tileCnt, tailLen, tailCnt``) [tiling]."""
         return {
             "tileLen": self.tile_len,
             "tileCnt": self.tile_cnt,
@@ -145,7 +146,7 @@ class TileInfo:
 
 @dataclass(frozen=True)
 class HcclConfig:
-    """One HCCL communication of the kernel [reference A.3.7]: the group it runs on (the op's
+    """One HCCL communication of the kernel [tiling]: the group it runs on (the op's
     ``group_ep`` or ``group_tp``), HCCL's op type, the algorithm string and the reduce op."""
 
     group: Literal["ep", "tp"]
@@ -162,19 +163,19 @@ class HcclConfig:
         }
 
 
-#: ReduceScatter (op type 7, sum) over the TP group; the algorithm is [seed 003]'s
-#: ``doublering`` (the older upstream tiling of [reference A.3.7] says ``ring``).
+#: ReduceScatter (op type 7, sum) over the TP group; the algorithm is the newer upstream
+#: tiling's ``doublering`` ([tiling] at c29bc10 says ``ring``; see docs/mc2.md).
 REDUCE_SCATTER = HcclConfig("tp", 7, "ReduceScatter=level0:doublering", 0)
-#: AlltoAll (op type 8) over the EP group [reference A.3.7].
+#: AlltoAll (op type 8) over the EP group [tiling].
 ALL_TO_ALL = HcclConfig("ep", 8, "AlltoAll=level0:fullmesh;level1:pairwise", 0)
-#: The HCCL element type of each I/O dtype [reference A.3.7].
+#: The HCCL element type of each I/O dtype [kernel].
 HCCL_DATA_TYPES = {DataType.FP16: "HCCL_DATA_TYPE_FP16", DataType.BF16: "HCCL_DATA_TYPE_BFP16"}
 
 
 @dataclass(frozen=True)
 class MatmulShape:
     """The problem one batched matmul of a tile solves, ``(m, n, k, batch)``; bias is never the
-    matmul's [reference A.3.4]."""
+    matmul's [tiling]."""
 
     m: int
     n: int
@@ -218,7 +219,7 @@ class Mc2Tiling:
         return self.user_bytes + SYSTEM_BYTES
 
     def as_json(self) -> dict[str, object]:
-        """The tiling as upstream lays it out ([reference A.3.1]; the commonTiling fields in
+        """The tiling as upstream lays it out ([tiling]; the commonTiling fields in
         declaration order), with the key, Lite mode and the workspace."""
         c = self.config
         return {
@@ -300,7 +301,7 @@ def tile(config: Mc2Config, *, ub_bytes: int = A3_UB_BYTES) -> Mc2Tiling:
 def _matmul(
     config: Mc2Config, tile_e: TileInfo, tile_c: TileInfo, destinations: int, lite: bool
 ) -> MatmulShape:
-    """The matmul of one tile bound for ``destinations`` EP positions [reference A.3.4]: one
+    """The matmul of one tile bound for ``destinations`` EP positions [tiling]: one
     expert's C rows at a time, or in Lite mode every expert of the tile and the rows for every
     TP and EP destination in one batched call."""
     if not lite:
@@ -318,7 +319,7 @@ def _workspace_elements(
     lite: bool,
 ) -> int:
     """The user workspace in elements, ``MC2SetWorkspace`` / ``MC2SetWorkspaceShard``
-    [reference A.3.5], for the given tiles."""
+    [tiling], for the given tiles."""
     E, C, H, ep, tp = config.E, config.C, config.H, config.ep, config.tp
     if config.y_shard_type == 0:
         # The ReduceScatter and AllToAll buffers, then the matmul output of the largest tile
