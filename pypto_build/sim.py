@@ -1,7 +1,7 @@
 """Run a built program on P simulated ranks on the CPU: NumPy arrays in, NumPy arrays out.
 
 A kernel developer without an NPU builds a program with the ``sim`` toolchain and runs it here,
-with the same kernel sources that ship to hardware (DESIGN §1, §8)::
+with the same kernel sources that ship to hardware::
 
     from pypto_build import sim
 

@@ -1,7 +1,8 @@
 """Builtin kernel template packages: manifests, templates, the headers they include, the registry
 that resolves a template-dir handle to a package, and the renderer.
 
-This package is a leaf (DESIGN §2): it imports nothing else from ``pypto_build``.
+This package is a leaf of the package's layering (``tests/test_layering.py``): it imports
+nothing else from ``pypto_build``.
 """
 
 from pypto_build.builtins.manifest import (

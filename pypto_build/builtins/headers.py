@@ -1,10 +1,10 @@
 """The headers of ``include/pypto_build/`` that a sub-build's sources need, so they travel with it.
 
-A tree is self-contained (DESIGN §8.2): PyPTO's runtime compiles it from its sources with its own
-include directories plus the ones ``kernel_config.py`` names, so every header of ours that a
-kernel or an orchestration includes is copied into the sub-build's ``include/pypto_build/`` and
-named relative to the tree. Only the headers actually reached are copied — the ``#include``
-closure of the sources — so a tree carries nothing it does not use.
+A tree is self-contained (``docs/runtime-compatibility.md``): PyPTO's runtime compiles it from its
+sources with its own include directories plus the ones ``kernel_config.py`` names, so every header
+of ours that a kernel or an orchestration includes is copied into the sub-build's
+``include/pypto_build/`` and named relative to the tree. Only the headers actually reached are
+copied — the ``#include`` closure of the sources — so a tree carries nothing it does not use.
 
 A source reaches a header with ``#include "pypto_build/<name>"`` (kernels, through the include
 directory ``kernel_config.py`` gives them) or ``#include "../include/pypto_build/<name>"``

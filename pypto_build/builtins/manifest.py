@@ -1,16 +1,16 @@
 """Builtin package manifests: a folder's ``builtin.toml`` parsed into a :class:`BuiltinPackage`.
 
 A builtin template package is data — a manifest and Jinja2 templates — and the single source of
-truth for its op (DESIGN §6): the lowering reads it to deduce the public op's types, synthesize the
-builtin kernel, check chips and rails and derive directions and CommCtx slots, and every chip
-sub-build renders its templates. The manifest declares the public DSL op and the HOST rail's
-internal op, the kernel operands in argument order (role, direction, window or not, which a peer
-reaches remotely, dtype rule, accepted shapes), the payload dtypes with the template variables
-each contributes, the chips, rails and core type, the launch-width rule by name, the kernel ABI,
-and the variables each template may reference. Parsing is strict (an unknown key, a wrong type
-or a template file that no entry declares is an error naming the file and the key), because a
-manifest typo would otherwise surface much later as a wrong render or as a kernel reading the
-wrong argument slot.
+truth for its op (``docs/builtin-packages.md``): the lowering reads it to deduce the public op's
+types, synthesize the builtin kernel, check chips and rails and derive directions and CommCtx slots,
+and every chip sub-build renders its templates. The manifest declares the public DSL op and the HOST
+rail's internal op, the kernel operands in argument order (role, direction, window or not, which a
+peer reaches remotely, dtype rule, accepted shapes), the payload dtypes with the template variables
+each contributes, the chips, rails and core type, the launch-width rule by name, the kernel ABI, and
+the variables each template may reference. Parsing is strict (an unknown key, a wrong type or a
+template file that no entry declares is an error naming the file and the key), because a manifest
+typo would otherwise surface much later as a wrong render or as a kernel reading the wrong argument
+slot.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-chip sub-build trees: the render half of a build (DESIGN §3, §7).
+"""Per-chip sub-build trees: the render half of a build.
 
 A lowered program becomes, for each target chip, a tree that PyPTO's runtime can load as it
 loads upstream's build output:
@@ -15,11 +15,11 @@ loads upstream's build output:
 ```
 
 Each CHIP orchestration's sub-build holds the orchestration and every kernel it calls: builtin
-kernels rendered from their template package, hand-written kernels (``external_source``, relative
-to the program file) copied in, and every header of ours they include, so a tree never refers to
-a path outside itself (DESIGN §8.2). A builtin variant appears under ``next_levels/`` only if a
-HOST orchestrator dispatches it. A tree holds at most one HOST orchestrator: PyPTO's L3 loader
-runs ``orchestration/host_orch.py`` of a tree.
+kernels rendered from their template package, hand-written kernels (``external_source``, relative to
+the program file) copied in, and every header of ours they include, so a tree never refers to a path
+outside itself (``docs/runtime-compatibility.md``). A builtin variant appears under ``next_levels/``
+only if a HOST orchestrator dispatches it. A tree holds at most one HOST orchestrator: PyPTO's L3
+loader runs ``orchestration/host_orch.py`` of a tree.
 
 The tree is a pure function of the programs' text, the external sources and the templates: it
 is planned in memory first (:func:`plan_chip`), so a bad program raises before anything is
@@ -454,10 +454,11 @@ def _signature(func: Function) -> tuple[ArgDirection, ...]:
 
 
 def _sized_for(slots: Sequence[KernelSlot]) -> int | None:
-    """The rank count the windows of an orchestration running ``slots`` are sized for: the NR
-    of its collectives, which the lowering makes the comm domain's size (seed 000). None when
-    it runs no collective (nothing ties its windows to a rank count) or collectives of several
-    NR (no single comm domain serves them all: only a HOST orchestrator can run it)."""
+    """The rank count the windows of an orchestration running ``slots`` are sized for: the NR of its
+    collectives, which the lowering makes the comm domain's size (the kernel takes its rank count
+    from the CommContext). None when it runs no collective (nothing ties its windows to a rank
+    count) or collectives of several NR (no single comm domain serves them all: only a HOST
+    orchestrator can run it)."""
     ranks = {nr for slot in slots for nr in kernel_ranks(slot.kernel)}
     return ranks.pop() if len(ranks) == 1 else None
 

@@ -2,12 +2,12 @@
 facts both rails rely on, and the builtin kernel declaration synthesized from them.
 
 A managed collective that runs as an AIV (or MIX) task is backed by a template package, not by
-generated code (DESIGN §6). Its manifest is the single source of truth for the op: its operands in
-kernel-argument order with their directions, which are windows and which a peer reaches, the
-payload dtypes and their template variables, the chips and rails, and the launch-width rule by
-name. This module reads it into a :class:`BuiltinOp`, so the type deducer, both rails and the
-sub-build writer work from one description; what a manifest cannot say lives in code keyed by the
-op's rule (:mod:`pypto_build.lowering.launch_width`) or is generic over every builtin (the
+generated code (``docs/builtin-packages.md``). Its manifest is the single source of truth for the
+op: its operands in kernel-argument order with their directions, which are windows and which a peer
+reaches, the payload dtypes and their template variables, the chips and rails, and the launch-width
+rule by name. This module reads it into a :class:`BuiltinOp`, so the type deducer, both rails and
+the sub-build writer work from one description; what a manifest cannot say lives in code keyed by
+the op's rule (:mod:`pypto_build.lowering.launch_width`) or is generic over every builtin (the
 contiguity proof of :mod:`pypto_build.lowering.analysis.contiguity`).
 """
 

@@ -2,11 +2,12 @@
 builtin kernel launches. A builtin package names its rule (``[op] launch_width``); the rule itself
 is code, because a manifest cannot say it.
 
-* ``all_to_all_v`` -- the multi-block ``all_to_all_v`` kernel (RFC #2521 admission formula). Both
+* ``all_to_all_v`` -- the multi-block ``all_to_all_v`` kernel (PyPTO's admission formula,
+  https://github.com/hw-native-sys/pypto/issues/2521). Both
   rails fold the requested block limit ``core_num`` (L) against the rank count (P) with the same
   formula: the CHIP rail at compile time (LowerL2TensorCollectives) and the HOST rail in its
-  generated entry. Keeping the formula in one function, pinned by the RFC's worked table in the
-  tests, is what keeps the two rails launching the same number of blocks.
+  generated entry. Keeping the formula in one function, pinned by that issue's worked table in
+  the tests, is what keeps the two rails launching the same number of blocks.
 * ``exact`` -- ``core_num`` is the exact number of blocks launched (the indexed exchange: blocks
   beyond the rank count only gather rows locally).
 """

@@ -1,4 +1,4 @@
-"""``pypto-build run``: run a built program on P simulated ranks (DESIGN §1, §8).
+"""``pypto-build run``: run a built program on P simulated ranks.
 
 A thin adapter over :mod:`pypto_build.sim`. The program is the tree's HOST orchestrator or, named
 with ``--program``, one of its chip orchestrations, run on every rank without a HOST

@@ -1,5 +1,5 @@
 """The hatchling build hook: ``pip wheel`` of a model package builds its kernels and ships them
-(DESIGN §1, §10).
+(``docs/packaging.md``).
 
 A model package turns the hook on with ``build-backend = "pypto_build.backend"``
 (:mod:`pypto_build.backend`), or under ``hatchling.build`` with an empty

@@ -1,4 +1,5 @@
-"""NumPy goldens of all_to_all_v (``reference/upstream-pypto-collectives.md`` §3.11), and of the
+"""NumPy goldens of all_to_all_v (those of PyPTO's system tests, hw-native-sys/pypto
+``tests/st/distributed/``), and of the
 stage -> all_to_all_v -> consume pipelines built on ``tests/programs/kernels/`` (imported by the
 upstream compatibility check in ``compat/`` too).
 

@@ -118,7 +118,7 @@ int main() {
     assert output == "3 8\n"
 
 
-# (P, L) -> B, the RFC #2521 worked examples.
+# (P, L) -> B, the worked examples of hw-native-sys/pypto issue #2521.
 ADMISSION = {
     **{(8, width): b for width, b in [(1, 1), (2, 2), (4, 4), (7, 7), (8, 8), (10, 8), (15, 8)]},
     (8, 16): 16,

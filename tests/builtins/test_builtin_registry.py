@@ -248,7 +248,7 @@ def test_include_dir_holds_the_headers() -> None:
 
 
 def test_the_builtins_package_is_a_leaf() -> None:
-    """Importing it loads nothing else of pypto_build (DESIGN §2: builtins is a leaf), but
+    """Importing it loads nothing else of pypto_build (builtins is a leaf of the layering), but
     ``pypto_build.files``, the package's own reader of input files, which every part uses and
     which imports nothing of pypto_build itself (``tests/test_layering.py``)."""
     script = (

@@ -1,7 +1,7 @@
 """kernel_config.py: upstream's format byte for byte, plus kernel binaries, read back with ast.
 
 The first group mirrors upstream's ``tests/ut/backend/test_kernel_config_signature.py`` rows
-(reference/upstream-pypto-collectives.md §2.5 and §9).
+(hw-native-sys/pypto at e2d0f78, whose ``_generate_config_file`` writes the format).
 """
 
 from __future__ import annotations
@@ -139,8 +139,9 @@ def test_unknown_runtime(name: str) -> None:
 
 # --- exact text -----------------------------------------------------------------------------------
 
-#: The seed's CHIP-rail sub-build: chip_pipeline(inp, out, stage, data, signal, counts, recv)
-#: calls stage_step, the synthesized all_to_all_v kernel and consume_step.
+#: The CHIP-rail sub-build of ``tests/programs/chip_pipeline.py``: chip_pipeline(inp, out,
+#: stage, data, signal, counts, recv) calls stage_step, the synthesized all_to_all_v kernel and
+#: consume_step.
 CHIP_PIPELINE_ORCHESTRATION = OrchestrationEntry(
     "chip_pipeline", signature=(IN, OUT, INOUT, INOUT, INOUT, INOUT, INOUT)
 )

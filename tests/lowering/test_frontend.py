@@ -64,7 +64,7 @@ def function(program: Program, name: str) -> Function:
     return func
 
 
-# --- the seed's CHIP pipeline ----------------------------------------------------------------
+# --- the CHIP pipeline ---------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

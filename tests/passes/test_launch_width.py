@@ -1,4 +1,5 @@
-"""CalAllToAllVBlocks: the RFC #2521 worked table, and the argument contract."""
+"""CalAllToAllVBlocks: the worked table of hw-native-sys/pypto issue #2521, and the argument
+contract."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 
 from pypto_build.lowering.launch_width import cal_all_to_all_v_blocks
 
-#: (P, L, B) from the RFC's worked examples, the benchmark harness and the multicore ST.
+#: (P, L, B) from the issue's worked examples, the benchmark harness and the multicore ST.
 WORKED = [
     *(
         (8, core_num, blocks)

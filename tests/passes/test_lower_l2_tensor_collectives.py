@@ -98,8 +98,8 @@ def chip_source(
     counts: str = "pld.DistributedTensor[[NR], pl.INT32]",
     functions: str = "",
 ) -> str:
-    """A program with the seed's two kernels, ``functions`` and a CHIP ``chip_pipeline`` whose
-    body is ``body``; NR ranks with two rows each, a ``[NR, S]`` signal."""
+    """A program with the CHIP pipeline's two kernels, ``functions`` and a CHIP
+    ``chip_pipeline`` whose body is ``body``; NR ranks with two rows each, a ``[NR, S]`` signal."""
     pipeline = PIPELINE.replace("FUNC_TYPE", func_type).replace("COUNTS", counts)
     source = (
         "import pypto.language as pl\n"
@@ -308,7 +308,8 @@ def test_host_orchestrator_is_left_to_the_host_rail() -> None:
 
 # --- launch width -----------------------------------------------------------------------------
 
-#: (P, L, B): the RFC #2521 worked table, P=4/2 cases of the multicore ST and the harness.
+#: (P, L, B): the worked table of hw-native-sys/pypto issue #2521, P=4/2 cases of the multicore
+#: ST and the harness.
 LAUNCH_TABLE = [
     (8, 1, 1),
     (8, 2, 2),

@@ -1,4 +1,4 @@
-"""The default pipeline on the seed's CHIP-rail program: the collective becomes an ordered task
+"""The default pipeline on the CHIP-rail program: the collective becomes an ordered task
 of the chip's own pipeline with the kernel ABI's trailing contexts; a wrong order is refused."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ BUILTIN = "__builtin_all_to_all_v__fp32"
 
 @pytest.fixture(scope="module")
 def lowered() -> tuple[Program, list[str]]:
-    """The seed program through the default pipeline, verified after every pass."""
+    """The CHIP pipeline program through the default pipeline, verified after every pass."""
     (program,) = parse_file(CHIP_PIPELINE)
     verify(program)
     ran: list[str] = []

@@ -1,6 +1,6 @@
 """The determinism checks: ``check-render`` and ``check-reproducible``.
 
-Both prove an output a function of its inputs alone (DESIGN §1, §11) the same way: make it twice
+Both prove an output a function of its inputs alone the same way: make it twice
 under the varied environment of :mod:`.environment`, compare the two byte for byte, and on a
 difference write a report (diffoscope's, else a built-in one: :mod:`.diffreport`). They live
 together so that they share that variation and that reporting instead of each keeping a copy,

@@ -2,8 +2,9 @@
 
 check-render compares two renders of a program, check-reproducible two builds of a project's
 wheel. Either proves its output a function of the inputs alone only if the two runs differ in
-everything the output must not depend on (DESIGN §11), so the variation is defined once, here:
-a variation added for one check protects the other, and neither can drift weaker.
+everything the output must not depend on (where and when it runs, as whom, in which locale),
+so the variation is defined once, here: a variation added for one check protects the other,
+and neither can drift weaker.
 
 A run made here differs from the other run of its check in:
 

@@ -1,4 +1,4 @@
-"""``check-reproducible``: two wheel builds of a project must be byte-identical (DESIGN §1, §11).
+"""``check-reproducible``: two wheel builds of a project must be byte-identical.
 
 The project is copied to two different folders and each copy is built by
 ``python -m pip wheel --no-deps --no-build-isolation`` — pip, because pip is what builds a model

@@ -1,4 +1,4 @@
-"""The host simulation runtime (DESIGN §8): a built program on P simulated ranks in one process
+"""The host simulation runtime: a built program on P simulated ranks in one process
 (a worker process, apart from the caller's).
 
 * ``runtime/`` -- the C++ runtime, shipped as sources and compiled on first use

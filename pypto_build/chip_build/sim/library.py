@@ -1,6 +1,6 @@
 """Building the simulation runtime's shared library from the C++ sources shipped in this package.
 
-``pypto-build`` is a pure-Python wheel (DESIGN §8): the runtime's sources travel as package data
+``pypto-build`` is a pure-Python wheel: the runtime's sources travel as package data
 (``runtime/*.cpp``, ``runtime/*.h``) and are compiled with the host compiler on first use. The
 result goes through the content-addressed compile cache, keyed by the sources, the command line
 and the compiler's identity, with every header it includes recorded as a dependency; so a new

@@ -1,6 +1,6 @@
 """Opening a built chip tree for the simulator: its sub-builds and its HOST orchestrator.
 
-A compiled tree (``<out>/<chip>``, DESIGN §7) describes itself: ``manifest.json`` names the chip
+A compiled tree (``<out>/<chip>``) describes itself: ``manifest.json`` names the chip
 and the toolchain, each ``next_levels/<name>/kernel_config.py`` lists the orchestration (with
 its parameters) and the kernels with their binaries, ``orchestration/host_orch.py`` is the HOST
 orchestrator, written for PyPTO's runtime, and ``distributed_meta.json`` lists its parameters.

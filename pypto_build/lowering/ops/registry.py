@@ -4,13 +4,13 @@ The DSL spelling of an op is ``"pl." + name`` for ``tensor.*`` ops and the name 
 ``pld.*`` ops; some ops also have short spellings (``pl.create_tensor``). The front end resolves
 a file's import aliases to the canonical ``pl.`` / ``pld.`` prefixes before asking here.
 
-The managed collectives come from the registered builtin packages (DESIGN §6), typed by the
-contract each names (:mod:`pypto_build.lowering.contracts`): each package's public op
+The managed collectives come from the registered builtin packages (``docs/builtin-packages.md``),
+typed by the contract each names (:mod:`pypto_build.lowering.contracts`): each package's public op
 (``pld.tensor.all_to_all_v``) is a DSL op, and its internal op (``builtin.tensor.all_to_all_v``,
 where the contract has a HOST rail) is created only by the HOST rail: it is looked up like any op,
-but no DSL name resolves to it and it prints under its IR name. A collective without a package
-only parses, so a pass can reject it by name; a package that implements it takes its place. The
-table is built on first use, so importing the program model does not load every package.
+but no DSL name resolves to it and it prints under its IR name. A collective without a package only
+parses, so a pass can reject it by name; a package that implements it takes its place. The table is
+built on first use, so importing the program model does not load every package.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """The collective lowering passes and the default pipeline that orders them.
 
-The order is the seed's and it is a correctness condition, not a preference: the CHIP rail's
-rewrite must come before DeriveCallDirections and AutoDeriveTaskDependencies (so the builtin
-collective gets directions and TensorMap edges like any kernel); the HOST rail needs the comm
-domains made explicit first; both rails run before MaterializeDistTensorCtx (which adds the
-kernels' CommCtx arguments); CheckLegality closes the pipeline, owning every diagnostic about
-what a build can generate from the lowered program. Each pass declares what it requires and
-produces, so the :class:`PassManager` refuses any other order.
+The order is PyPTO's default pipeline (hw-native-sys/pypto ``python/pypto/ir/pass_manager.py``,
+listed in its ``docs/en/dev/passes/index.md`` at 1698bae), and it is a correctness condition, not a
+preference: the CHIP rail's rewrite must come before DeriveCallDirections and
+AutoDeriveTaskDependencies (so the builtin collective gets directions and TensorMap edges like any
+kernel); the HOST rail needs the comm domains made explicit first; both rails run before
+MaterializeDistTensorCtx (which adds the kernels' CommCtx arguments); CheckLegality closes the
+pipeline, owning every diagnostic about what a build can generate from the lowered program. Each
+pass declares what it requires and produces, so the :class:`PassManager` refuses any other order.
 """
 
 from pypto_build.lowering.passes.auto_derive_task_dependencies import AutoDeriveTaskDependencies

@@ -2,7 +2,7 @@
 
 Each pass is a small frozen dataclass with a ``name``, the program properties it ``requires``
 and those it ``produces``, and one ``apply``. The manager tracks which properties hold and
-refuses a pass whose requirements are missing, naming them: the seed's pass order is a
+refuses a pass whose requirements are missing, naming them: the pass order is a
 correctness condition (a collective rewritten after DeriveCallDirections would lose its
 dependency edges), so a pipeline in the wrong order must not run.
 """

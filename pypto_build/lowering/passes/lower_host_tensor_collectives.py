@@ -331,7 +331,7 @@ def _core_num(call: Call) -> Expr:
 
 def check_static_signal_capacity(signal: Type, required_slots: int, span: Span) -> None:
     """CheckStaticSignalCapacity: the signal of a collective has exactly one row per
-    participating device (seed 000: NR equals the run-time comm domain size, because the kernel
+    participating device (NR must equal the run-time comm domain size, because the kernel
     reads the rank count from the CommContext; the counts' leading dimension is NR as well, by
     the manifest's shapes). ``required_slots`` is that count for an explicit device list and 0
     for the world, whose size is known only at run time (trusted here).

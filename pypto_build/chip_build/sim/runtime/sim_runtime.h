@@ -1,4 +1,4 @@
-// sim_runtime.h -- the C interface of the host simulation runtime (DESIGN 8), as the Python
+// sim_runtime.h -- the C interface of the host simulation runtime, as the Python
 // binding (pypto_build/chip_build/sim/runtime.py) calls it through ctypes.
 //
 // The runtime also defines the functions rendered kernels and orchestrations call
