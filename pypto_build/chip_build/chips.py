@@ -3,15 +3,23 @@
 Which chips a builtin collective runs on is its package manifest's word (``chips``), not the
 catalog's. Every other fact the build needs per chip lives here, so a pass, the orchestration
 codegen, a toolchain and the simulator all agree on it. Each fact carries a comment naming where
-it comes from (``reference/<file>.md`` sections). Citation shorthand used below:
+it comes from, by a key for one of these upstream files (hw-native-sys/simpler at 6ebaf77,
+hw-native-sys/pypto at e2d0f78, the revisions of ``docs/runtime-compatibility.md``):
 
-* ``[toolchain B.2]`` = ``reference/cann-fused-op-and-toolchain.md`` §B.2 (SoC and arch names),
-  ``[toolchain B.3]`` = the same file's §B.3 (ccec command lines);
-* ``[simpler 1.1]`` / ``[simpler 1.2]`` / ``[simpler 5.1]`` =
-  ``reference/upstream-simpler-runtime.md`` §1.1 (platform names), §1.2 (a2a3 vs a5 table) and
-  §5.1 (sync-start capacity);
-* ``[collectives 3.8]`` / ``[collectives A]`` = ``reference/upstream-pypto-collectives.md``
-  §3.8 and Appendix A.
+* ``[chip architecture]`` = simpler's ``docs/hardware/chip-architecture.md`` (product family,
+  ``Short_SoC_version`` and AI Core arch of each SoC);
+* ``[simpler platforms]`` = simpler's ``simpler_setup/platform_info.py`` (``PLATFORM_MAP``: a2a3,
+  a2a3sim, a5, a5sim);
+* ``[simpler hardware]`` = simpler's ``src/a2a3/docs/hardware.md`` and ``src/a5/docs/hardware.md``
+  (AIC and AIV per device, ccec arch per platform);
+* ``[simpler toolchain]`` = simpler's ``simpler_setup/toolchain.py`` (the ccec flags per platform);
+* ``[simpler sync-start]`` = simpler's ``submit_task`` in
+  ``src/a2a3/runtime/tensormap_and_ringbuffer/runtime/pto_orchestrator.cpp`` (a sync-start launch
+  is bounded by the AIV count for AIV-only shapes, by the cluster count otherwise);
+* ``[pypto collectives]`` = pypto's ``docs/en/user/distributed/01-collectives.md`` (the device AIV
+  count: 48 on 910B, 36 on 950);
+* ``[pypto backends]`` = pypto's ``include/pypto/backend/910B/backend_910b_handler.h`` and
+  ``include/pypto/backend/950/backend_950_handler.h`` (the launch-spec method).
 """
 
 from __future__ import annotations
@@ -66,7 +74,7 @@ class Chip:
     @property
     def sim_platform(self) -> str:
         """The host-simulation platform name for this chip's arch."""
-        # [simpler 1.1]: the platforms are a2a3, a2a3sim, a5, a5sim.
+        # [simpler platforms]: the platforms are a2a3, a2a3sim, a5, a5sim.
         return f"{self.platform}sim"
 
     def cce_arch(self, core_type: CoreType) -> str:
@@ -78,7 +86,7 @@ class Chip:
         ``simulated``) on the chip's host-simulation platform (:data:`SIM_CLUSTERS`).
 
         The runtime bounds AIV-only shapes by the AIV count and every other shape by the cluster
-        count ([simpler 5.1]); a cluster holds one AIC, so that is the AIC count.
+        count ([simpler sync-start]); a cluster holds one AIC, so that is the AIC count.
         """
         if simulated:
             return SIM_AIV_CAPACITY if core_type is CoreType.AIV else SIM_AIC_CAPACITY
@@ -88,8 +96,8 @@ class Chip:
 def _a2a3_chip(name: str, soc: str) -> Chip:
     """A chip of the a2a3 platform: a2 and a3 differ only in SoC name.
 
-    [simpler 1.2]: the a2a3 platform covers 910B (a2) and 910_93 (a3); [toolchain B.2]: both use
-    the AIC-C-220 arch (dav-c220-vec / dav-c220-cube) and need no extra ccec flags.
+    [simpler hardware]: the a2a3 platform covers 910B (a2) and 910_93 (a3); [chip architecture]:
+    both use the AIC-C-220 arch (dav-c220-vec / dav-c220-cube) and need no extra ccec flags.
     """
     return Chip(
         name=name,
@@ -98,40 +106,41 @@ def _a2a3_chip(name: str, soc: str) -> Chip:
         aiv_arch="dav-c220-vec",
         aic_arch="dav-c220-cube",
         ccec_extra_flags=(),
-        # [collectives 3.8], [collectives A]: device AIV count 48 on 910B;
-        # [simpler 1.2], [simpler 5.1]: 24 AIC + 48 AIV per device (24 clusters, 1C2V). PyPTO
-        # documents the AIV count for 910B only; [simpler 1.2] gives those counts for the whole
-        # a2a3 platform (an a3 chip is two device ids, one per die), so a3 takes the same value.
+        # [pypto collectives]: device AIV count 48 on 910B; [simpler hardware],
+        # [simpler sync-start]: 24 AIC + 48 AIV per device (24 clusters, 1C2V). PyPTO documents
+        # the AIV count for 910B only; [simpler hardware] gives those counts for the whole a2a3
+        # platform (an a3 chip is two device ids, one per die), so a3 takes the same value.
         aiv_capacity=48,
         aic_capacity=24,
-        # [simpler 1.2], [collectives A]: the 910B backend handler's launch-spec method.
+        # [pypto backends]: the 910B backend handler's launch-spec method.
         launch_spec_method="set_block_num",
     )
 
 
 CHIPS: tuple[Chip, ...] = (
-    # [toolchain B.2]: Atlas A2 = Short_SoC_version Ascend910B (Ascend910B1..B4).
+    # [chip architecture]: Atlas A2 = Short_SoC_version Ascend910B (Ascend910B1..B4).
     _a2a3_chip("a2", soc="Ascend910B"),
-    # [toolchain B.2]: Atlas A3 = Short_SoC_version Ascend910_93 (Ascend910_9362..9392).
+    # [chip architecture]: Atlas A3 = Short_SoC_version Ascend910_93 (Ascend910_9362..9392).
     _a2a3_chip("a3", soc="Ascend910_93"),
     Chip(
         name="a5",
-        # [toolchain B.2]: Ascend 950 = Short_SoC_version Ascend950 (950PR / 950DT).
+        # [chip architecture]: Ascend 950 = Short_SoC_version Ascend950 (950PR / 950DT).
         soc="Ascend950",
-        # [simpler 1.1], [simpler 1.2]: A5 (= Ascend 950) is the a5 platform.
+        # [simpler platforms], [simpler hardware]: A5 (= Ascend 950) is the a5 platform.
         platform="a5",
-        # [toolchain B.2], [simpler 1.2]: AIC-C-310 -> dav-c310-vec / dav-c310-cube.
+        # [chip architecture], [simpler hardware]: AIC-C-310 -> dav-c310-vec / dav-c310-cube.
         aiv_arch="dav-c310-vec",
         aic_arch="dav-c310-cube",
-        # [simpler 1.2], [toolchain B.3]: a5 compiles add `-mllvm -cce-vf-aa-between-iters=true`.
+        # [simpler hardware], [simpler toolchain]: a5 compiles add
+        # `-mllvm -cce-vf-aa-between-iters=true`.
         ccec_extra_flags=("-mllvm", "-cce-vf-aa-between-iters=true"),
-        # [collectives 3.8], [collectives A]: PyPTO's user docs give a device AIV count of 36 on
-        # 950. [simpler 1.2] / [simpler 5.1] instead list 72 AIV (36 AIC clusters, 1C2V). We
+        # [pypto collectives]: PyPTO's user docs give a device AIV count of 36 on 950.
+        # [simpler hardware] / [simpler sync-start] instead list 72 AIV (36 AIC clusters, 1C2V). We
         # admit the smaller documented bound: it never admits a launch the runtime would refuse.
         aiv_capacity=36,
-        # [simpler 1.2], [simpler 5.1]: 36 AIC (2 x 18 clusters).
+        # [simpler hardware], [simpler sync-start]: 36 AIC (2 x 18 clusters).
         aic_capacity=36,
-        # [simpler 1.2], [collectives A]: the 950 backend handler's launch-spec method.
+        # [pypto backends]: the 950 backend handler's launch-spec method.
         launch_spec_method="set_core_num",
     ),
 )

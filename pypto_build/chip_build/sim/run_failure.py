@@ -1,9 +1,10 @@
 """How a simulated run fails: the runtime's error codes, what each dispatch did, and the error a
 run raises.
 
-Codes and names are the device runtime's (``reference/upstream-simpler-runtime.md`` §2.6), so a
-failure reads the same in the simulator as on hardware: the first code a rank latches wins, and
-the run fails on every rank that latched one.
+Codes and names are the device runtime's (hw-native-sys/simpler at 6ebaf77,
+``src/a2a3/runtime/tensormap_and_ringbuffer/common/pto_runtime_status.h``), so a failure reads the
+same in the simulator as on hardware: the first code a rank latches wins, and the run fails on every
+rank that latched one.
 """
 
 from __future__ import annotations

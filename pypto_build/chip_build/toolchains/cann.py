@@ -3,10 +3,10 @@ toolkit's aarch64 cross compiler, both the way upstream's compile path builds th
 
 The command lines are those of simpler's ``KernelCompiler`` (``compile_incore``,
 ``compile_orchestration``) with PyPTO's runtime include directories, at the reference revision
-(simpler 6ebaf77, pypto e2d0f78; ``reference/upstream-simpler-runtime.md`` §4.1,
-``reference/cann-fused-op-and-toolchain.md`` §B.3 (a), §B.6), so a binary built here is the one
-PyPTO's runtime would build for the chip's platform (:mod:`.runtime_tree` derives the runtime's
-folders per platform):
+(simpler 6ebaf77: ``simpler_setup/toolchain.py``, ``simpler_setup/kernel_compiler.py``; pypto
+e2d0f78: ``python/pypto/runtime/kernel_compiler.py``), so a binary built here is the one PyPTO's
+runtime would build for the chip's platform (:mod:`.runtime_tree` derives the runtime's folders per
+platform):
 
 * kernel: ``ccec`` with the fixed AI Core flags, the chip's ``--cce-aicore-arch`` for the
   kernel's core type and the chip's extra flags (the chip catalog), then the include
@@ -22,13 +22,13 @@ folders per platform):
   ``<orchestration>.so``. The source includes ``pto_orchestration_api.h`` from those
   directories and its own helpers relative to itself, so it needs no folder of the tree.
 
-To every compile we add ``-fdebug-prefix-map=<tree>=.`` and ``-MD -MF <dep> -MT <artifact>``
-for the compile cache, just before the output: both compilers get upstream's ``-g``, whose debug
-information records the compiler's working directory (a folder of the tree), so without the
-map a binary would name the absolute path the tree was built at (DESIGN §11). With it, debug
-paths are relative to the chip tree (``./next_levels/...``). The dependency file of an
-orchestration lists what its own source read only (see :mod:`.includes`), so its plan names
-the runtime's sources and their headers as further inputs for the cache.
+To every compile we add ``-fdebug-prefix-map=<tree>=.`` and ``-MD -MF <dep> -MT <artifact>`` for the
+compile cache, just before the output: both compilers get upstream's ``-g``, whose debug information
+records the compiler's working directory (a folder of the tree), so without the map a binary would
+name the absolute path the tree was built at, and a tree's bytes must not depend on where it was
+built. With it, debug paths are relative to the chip tree (``./next_levels/...``). The dependency
+file of an orchestration lists what its own source read only (see :mod:`.includes`), so its plan
+names the runtime's sources and their headers as further inputs for the cache.
 """
 
 from __future__ import annotations

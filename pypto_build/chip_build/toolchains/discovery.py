@@ -1,12 +1,14 @@
 """Finding the CANN toolkit, its compilers and its version.
 
-The search order is the one the CANN tools themselves use
-(``reference/cann-fused-op-and-toolchain.md`` §B.7): ``ASCEND_HOME_PATH``, its older alias
+The search order is the one the CANN tools themselves use (``ASCEND_HOME_PATH`` first in simpler's
+``simpler_setup/toolchain.py`` and torch-npu; the ``ASCEND_OPP_PATH`` fallback of
+hicann/ops-transformer's ``cmake/config.cmake``): ``ASCEND_HOME_PATH``, its older alias
 ``ASCEND_TOOLKIT_HOME``, the parent of ``ASCEND_OPP_PATH`` (``<root>/opp``), then the default
-install roots of the classic and the newer (CANN 8.5+) layouts, system-wide then per user. The
-first candidate holding both ``ccec`` and ``ld.lld`` (in any of the directories toolkits have
-put them, §B.1, §B.7 step 3) and a readable version wins; every candidate passed over is
-remembered with the reason, so that "not found" can say exactly what was searched.
+install roots of the classic and the newer (CANN 8.5+) layouts, system-wide then per user. The first
+candidate holding both ``ccec`` and ``ld.lld`` (in any of the directories toolkits have put them:
+``bin``, ``<arch>-linux/ccec_compiler/bin``, ``compiler/ccec_compiler/bin``,
+``tools/ccec_compiler/bin``) and a readable version wins; every candidate passed over is remembered
+with the reason, so that "not found" can say exactly what was searched.
 """
 
 from __future__ import annotations

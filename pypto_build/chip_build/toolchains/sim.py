@@ -1,13 +1,13 @@
 """The ``sim`` toolchain: the host C++ compiler builds every kernel and orchestration into a
 shared object that the host simulation runtime loads.
 
-Flags follow simpler's simulation platforms (``reference/upstream-simpler-runtime.md`` §3.1):
-one shared object per source, ``-D__CPU_SIM`` selecting the simulation side of the headers and
-``-D__DAV_VEC__`` / ``-D__DAV_CUBE__`` naming the core type (g++ does not define them), with
-``-DNDEBUG``. Unlike simpler we need no PTO-ISA and no ``-std=c++23`` (our portability header
-is plain C++17), so the distribution's g++ 12 is enough. Symbols the runtime provides
-(``pypto_sim_report_error``, ``rt_submit_aiv_task``, ...) stay undefined in the shared objects
-and bind when the runtime loads them, which a Linux ``-shared`` link allows by default.
+Flags follow simpler's simulation platforms (simpler 6ebaf77, ``Gxx15Toolchain`` in
+``simpler_setup/toolchain.py``): one shared object per source, ``-D__CPU_SIM`` selecting the
+simulation side of the headers and ``-D__DAV_VEC__`` / ``-D__DAV_CUBE__`` naming the core type (g++
+does not define them), with ``-DNDEBUG``. Unlike simpler we need no PTO-ISA and no ``-std=c++23``
+(our portability header is plain C++17), so the distribution's g++ 12 is enough. Symbols the runtime
+provides (``pypto_sim_report_error``, ``rt_submit_aiv_task``, ...) stay undefined in the shared
+objects and bind when the runtime loads them, which a Linux ``-shared`` link allows by default.
 
 Each source is compiled to an object (``-c -fPIC``) and then linked ``-shared``, as CMake
 does, rather than in one command: a compiler launcher such as ccache caches compiles to an

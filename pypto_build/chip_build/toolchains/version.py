@@ -1,11 +1,11 @@
 """CANN toolkit versions, which come in several spellings, as comparable values.
 
-Toolkits have been numbered ``8.0.RC1``, ``8.3.RC1``, ``8.5.0.alpha001``, ``9.0.0-beta.1`` and
-plain ``8.5.0`` (``reference/cann-fused-op-and-toolchain.md`` §B.7). A version is a release
-(the leading numbers) followed by pre-release stages, each a label with a number. A release
-with trailing zeros equals the shorter one (``8.3`` == ``8.3.0``). Stages order as
-alpha < beta < rc < final, and a later stage refines an earlier one, so ``8.0.RC2.alpha003`` (an
-alpha of RC2) sorts after ``8.0.RC1`` and before ``8.0.RC2``.
+Toolkits have been numbered ``8.0.RC1``, ``8.3.RC1``, ``8.5.0.alpha001``, ``9.0.0-beta.1`` and plain
+``8.5.0`` (the ``version=`` / ``Version=`` lines of a toolkit's ``ascend_toolkit_install.info`` and
+``version.info`` files). A version is a release (the leading numbers) followed by pre-release
+stages, each a label with a number. A release with trailing zeros equals the shorter one (``8.3`` ==
+``8.3.0``). Stages order as alpha < beta < rc < final, and a later stage refines an earlier one, so
+``8.0.RC2.alpha003`` (an alpha of RC2) sorts after ``8.0.RC1`` and before ``8.0.RC2``.
 """
 
 from __future__ import annotations

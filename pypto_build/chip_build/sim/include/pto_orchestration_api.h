@@ -2,13 +2,14 @@
 //
 // A CHIP orchestration source is written against PyPTO's runtime (simpler): it includes
 // "pto_orchestration_api.h" and uses the names of that API at simpler 6ebaf77
-// (docs/runtime-compatibility.md): ChipTaskArgs with tensor(i).ref() and scalar(i),
-// CoreTaskArgs with add_input / add_output / add_inout / add_scalar and a launch_spec,
-// TensorCreateInfo with alloc_tensors, rt_submit_aiv_task / rt_submit_aic_task / rt_submit_task, rt_report_fatal, the LOG_* macros,
-// PTO2OrchestrationConfig and the PTO2_ERROR_* codes, PTO2TaskId with set_dependencies and
-// TaskOutputTensors::task_id for explicit task dependencies, and rt_scope_begin / rt_scope_end. PyPTO's runtime compiles such a source
-// against its own header; the host simulator compiles the same source against this one, which
-// declares the same names with the same call shapes, so one source serves both.
+// (docs/runtime-compatibility.md): ChipTaskArgs with tensor(i).ref() and scalar(i), CoreTaskArgs
+// with add_input / add_output / add_inout / add_scalar and a launch_spec, TensorCreateInfo with
+// alloc_tensors, rt_submit_aiv_task / rt_submit_aic_task / rt_submit_task, rt_report_fatal, the
+// LOG_* macros, PTO2OrchestrationConfig and the PTO2_ERROR_* codes, PTO2TaskId with
+// set_dependencies and TaskOutputTensors::task_id for explicit task dependencies, and
+// rt_scope_begin / rt_scope_end. PyPTO's runtime compiles such a source against its own header; the
+// host simulator compiles the same source against this one, which declares the same names with the
+// same call shapes, so one source serves both.
 //
 // Only the source interface is shared, not the binary one: the containers below are plain data
 // that the simulation runtime fills and reads, and the runtime calls go to C functions the
