@@ -2,7 +2,8 @@
 
 PyPTO's runtime loads a chip sub-build through this file, so the writer reproduces upstream's
 format byte for byte (``_generate_config_file`` of hw-native-sys/pypto at e2d0f78,
-``python/pypto/backend/pto_backend.py``): the header with the ``ArgDirection`` import only when some signature is present, ``RUNTIME_CONFIG``,
+``python/pypto/backend/pto_backend.py``): the header with the ``ArgDirection`` import only
+when some signature is present, ``RUNTIME_CONFIG``,
 ``ORCHESTRATION`` and ``KERNELS`` sorted by ``func_id``, tabs, and the blank lines that upstream's
 line joining produces. Signatures list tensor arguments only; scalars are never emitted (the
 direction type has no scalar member). Our additions, keys PyPTO's loader does not read: a
