@@ -6,8 +6,7 @@ alive until the phase ends. CPython's cyclic collector runs whenever allocations
 deallocations by its threshold, and each of its older-generation passes walks every tracked
 object still alive: as the heap grows, the collector runs ever longer for nothing, because none
 of these objects is part of a reference cycle (the IR is an immutable tree, and analyses hold
-plain dicts and frozensets). Profiles of the front end at 5,000 call sites show it taking a
-quarter of the time.
+plain dicts and frozensets). ``docs/performance.md`` (row 1) records what it cost.
 
 So each such phase runs with the collector paused; reference counting frees everything as
 usual, and the collector resumes afterwards (any cycle made meanwhile, an exception's traceback

@@ -1,12 +1,11 @@
 """How large a program file the front end takes: refused above these, before it is parsed.
 
 Every build parses its program files whole and keeps a program's IR, its analyses and its
-generated text in memory. Python's own parser alone takes up to 2.7 KiB per statement (a file
-of ``y=x;y=x;...``), and the front end and passes as much again, so a generated file of
-millions of statements would take minutes and gigabytes before failing for lack of memory (4
-million one-line assignments took 97 s and 10.5 GiB). A build also runs inside pip's build
-backend and in editors, where exhausting the machine's memory is worse than an error. So a
-program file is refused, as a program error that says how to split it, when
+generated text in memory, so a generated file of millions of statements would take minutes
+and gigabytes before failing for lack of memory (``docs/performance.md``, row 1, has the
+measurements). A build also runs inside pip's build backend and in editors, where exhausting
+the machine's memory is worse than an error. So a program file is refused, as a program error
+that says how to split it, when
 
 - its size is above :data:`MAX_PROGRAM_BYTES`, checked on the open file before a byte is read;
 - it holds more than :data:`MAX_PROGRAM_SEPARATORS` newlines, ``;`` and ``,``, counted on its
@@ -15,9 +14,8 @@ program file is refused, as a program error that says how to split it, when
   everything after it) however densely the text is written, where bytes alone do not: a file
   of ``y=x;`` packs eight times the statements of the same bytes written one per line.
 
-Both are far above what a package needs: the largest generated benchmark program
-(``bench/programs.py``: 50,000 collective call sites in 5,000 CHIP pipelines) is 17.7 MB with
-1.14 million separators, and real programs are thousands of lines. A program that does grow
+Both are far above what a package needs: the largest generated benchmark program is well
+within them (``docs/performance.md``), and real programs are thousands of lines. A program that does grow
 past them can be split: each file a build names (``[tool.pypto].programs``, the command line's
 paths) is parsed on its own, and a ``@pl.program`` class is self-contained.
 """
