@@ -14,10 +14,10 @@ that says how to split it, when
   everything after it) however densely the text is written, where bytes alone do not: a file
   of ``y=x;`` packs eight times the statements of the same bytes written one per line.
 
-Both are far above what a package needs: the largest generated benchmark program is well
-within them (``docs/performance.md``), and real programs are thousands of lines. A program that does grow
-past them can be split: each file a build names (``[tool.pypto].programs``, the command line's
-paths) is parsed on its own, and a ``@pl.program`` class is self-contained.
+Both are far above what a package needs: the largest generated benchmark program is well within them
+(``docs/performance.md``), and real programs are thousands of lines. A program that does grow past
+them can be split: each file a build names (``[tool.pypto].programs``, the command line's paths) is
+parsed on its own, and a ``@pl.program`` class is self-contained.
 """
 
 from __future__ import annotations

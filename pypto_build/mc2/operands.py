@@ -9,11 +9,11 @@ directly are settled here:
   :class:`Tensor` (:func:`bf16`). The simulator takes BF16 as those bit patterns too.
 * **A transposed weight.** aclnn has no ``transposeWeight`` argument: it asks the weight's view
   whether its last two dimensions are a transposed view of contiguous storage
-  (``IsTransposeLastTwoDims``) and then hands the kernel the storage with ``transpose_weight``
-  set (``TransTensor``; ``[aclnn]`` of ``docs/mc2.md``). :func:`is_transposed_view` asks
-  NumPy's strides the same question, so ``w.transpose(0, 2, 1)`` of a contiguous ``(E/ep, H, M/tp)`` array is a
-  transposed weight and any other layout is made contiguous, as aclnn's ``AutoContiguous``
-  inputs are.
+  (``IsTransposeLastTwoDims``) and then hands the kernel the storage with ``transpose_weight`` set
+  (``TransTensor``; ``[aclnn]`` of ``docs/mc2.md``). :func:`is_transposed_view` asks NumPy's strides
+  the same question, so ``w.transpose(0, 2, 1)`` of a contiguous ``(E/ep, H, M/tp)`` array is a
+  transposed weight and any other layout is made contiguous, as aclnn's ``AutoContiguous`` inputs
+  are.
 
 An operand whose dtype the program model cannot name (``float64``, a bare ``uint16``) is still
 checked by the op's rules in aclnn's order: :func:`spec` gives it a dtype that no rule accepts

@@ -6,8 +6,8 @@ gets its EP and TP communicators' names, calls the first stage with its own tens
 stage on its own stream, and synchronizes the stream; the op is collective, so it completes only
 once every rank has launched it. :class:`SimWorld` stands for the devices and communicators of that
 sample: ``ep * tp`` ranks laid out as the sample lays them out (TP groups contiguous,
-``rank = ep_index * tp + tp_index``), each with a :class:`SimStream` that knows its rank and its groups'
-names (``group_ep``, ``group_tp``, what ``HcclGetCommName`` returns).
+``rank = ep_index * tp + tp_index``), each with a :class:`SimStream` that knows its rank and its
+groups' names (``group_ep``, ``group_tp``, what ``HcclGetCommName`` returns).
 
 :func:`run` queues the rank's launch on its stream and returns, as aclnn's second stage returns
 once the kernel is queued. When every rank of the world has queued one, the world runs the

@@ -174,8 +174,9 @@ def test_an_unnamed_dtype_waits_for_the_checks_before_it() -> None:
 
 
 def test_the_workspace_size_of_the_aclnn_sample_is_the_reference_worked_example() -> None:
-    """Upstream's workspace formula ([tiling] of ``docs/mc2.md``) at ep 4, tp 2, E 16, C 12, H 4,
-    M 12, y_shard_type 1 (Lite), uncut tiles: 2976 elements of 2 bytes plus 16 MiB = 16,783,168 bytes."""
+    """Upstream's workspace formula ([tiling] of ``docs/mc2.md``) at ep 4, tp 2, E 16, C 12,
+    H 4, M 12, y_shard_type 1 (Lite), uncut tiles: 2976 elements of 2 bytes plus 16 MiB =
+    16,783,168 bytes."""
     size, executor = call(mc2_request())
     assert size == 16_783_168 == 2976 * 2 + 16 * 1024 * 1024
     assert executor.workspace_size == size

@@ -10,13 +10,12 @@ Keys in brackets name upstream's files of the operator, listed with their reposi
 revision in ``docs/mc2.md`` (Upstream sources).
 
 **Tiles are uncut.** Upstream cuts the local and non-local E and C axes into tiles sized by
-performance models of the matmul and of HCCL, which are not public ([formulaic tiling]): tile
-shapes are implementation-defined, and the result does not depend on them (a cut only
-partitions the same sums). So every tile here is the one ``InitTileInfo`` starts from
-([tiling]): the whole E/ep experts and the whole C (y_shard_type 0) or C/tp (1) rows, one
-tile, no tail. The workspace formula only grows with the tile lengths, so the workspace of uncut
-tiles also bounds the workspace of any cut; the worked sizes in ``tests/lowering/test_mc2_tiling.py`` assume uncut
-tiles too.
+performance models of the matmul and of HCCL, which are not public ([formulaic tiling]): tile shapes
+are implementation-defined, and the result does not depend on them (a cut only partitions the same
+sums). So every tile here is the one ``InitTileInfo`` starts from ([tiling]): the whole E/ep experts
+and the whole C (y_shard_type 0) or C/tp (1) rows, one tile, no tail. The workspace formula only
+grows with the tile lengths, so the workspace of uncut tiles also bounds the workspace of any cut;
+the worked sizes in ``tests/lowering/test_mc2_tiling.py`` assume uncut tiles too.
 
 **Local and non-local** ([formulaic tiling]): a rank's rows bound for its own EP position
 (``local``) need no AllToAll and go straight into ``out``; the rows for the other ep-1 positions
