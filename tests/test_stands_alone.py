@@ -71,27 +71,6 @@ PENDING: dict[tuple[str, str], str] = {
             ),
         )
     },
-    **{
-        ("docs/architecture.md", line): "the page is rewritten where this change is integrated"
-        for line in (
-            "the package's rule: the launch-width rules (`launch_width.py`: `all_to_all_v`, the "
-            "RFC's",
-            "| `LowerL2TensorCollectives` | CompositeOpsLowered, CreateAssembleFused | "
-            "L2CollectivesLowered | CHIP rail (seed 000): a collective in a CHIP orchestration "
-            "becomes a call of a synthesized builtin AIV kernel; launch width, diagnostics, "
-            "contiguity proof, residual check; `indexed_all_to_all_v` on a5 only |",
-            "of seed 003 (`lowering/mc2/`: aclnn's rules in aclnn's order, and the build-time "
-            "tiling of",
-            "reference A.3). Its package is a MIX kernel (one AIC and two AIV cores per cluster, "
-            "listed once",
-            "`SimWorld` (one stream per rank, the reference's rank layout) and runs the chip "
-            "orchestration on",
-            "(`launch_width.py` holds the rules, pinned by the RFC's table), and the rest is "
-            "generic over",
-            "- **HOST-rail builtin entries take `core_num`.** Seed 000 passes the launch width to "
-            "the",
-        )
-    },
 }
 
 
