@@ -10,7 +10,7 @@ from pathlib import Path
 
 from _support.program_fuzzer import fuzz, try_one
 
-from pypto_build.lowering.legality.runtime import COMM_MAX_RANK_NUM
+from pypto_build.lowering.runtime_facts import COMM_MAX_RANK_NUM
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -4,9 +4,12 @@ Handles keep the upstream form ``":<dotted.name>"`` so that the attrs the loweri
 exactly as upstream's, but a handle is a name, not an import path: it resolves only to a package
 folder that is registered — one of ours (a folder under this directory holding a
 ``builtin.toml``) or a third-party one announced through the ``pypto_build.builtins`` entry-point
-group — never to an arbitrary path or module. Discovery runs once per process
-(:func:`default_registry`); tools and tests that change the environment build their own registry
-with :meth:`BuiltinRegistry.discover`.
+group — never to an arbitrary path or module. The same group carries the code a manifest may
+name, an op contract or a launch-width rule: an entry point whose value names an object
+(``module:attr``). This leaf only lists those (:attr:`BuiltinRegistry.code`); the lowering,
+which knows what a contract is, loads them when a manifest names one that is not ours.
+Discovery runs once per process (:func:`default_registry`); tools and tests that change the
+environment build their own registry with :meth:`BuiltinRegistry.discover`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from pypto_build.builtins.manifest import (
 from pypto_build.errors import PyptoError, PyptoUsageError
 
 #: Entry-point group through which other distributions register builtin packages. The value of
-#: each entry point is the dotted name of a package whose folder holds a ``builtin.toml``.
+#: each entry point is the dotted name of a package whose folder holds a ``builtin.toml``, or
+#: (``module:attr``) an op contract or launch-width rule, named by the entry point's name.
 ENTRY_POINT_GROUP = "pypto_build.builtins"
 
 _BUILTINS_DIR = Path(__file__).resolve().parent
@@ -51,9 +55,16 @@ def include_dir() -> Path:
 class BuiltinRegistry:
     """A set of builtin packages keyed by handle; a handle is declared by exactly one folder."""
 
-    def __init__(self, packages: Iterable[BuiltinPackage], broken: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        packages: Iterable[BuiltinPackage],
+        broken: Iterable[str] = (),
+        code: Iterable[importlib.metadata.EntryPoint] = (),
+    ) -> None:
         #: Why each registered third-party package that could not be loaded was set aside.
         self.broken = tuple(broken)
+        #: The entry points that name code (a contract or a launch-width rule), not loaded.
+        self.code = tuple(code)
         by_handle: dict[str, BuiltinPackage] = {}
         for package in packages:
             known = by_handle.get(package.handle)
@@ -77,13 +88,17 @@ class BuiltinRegistry:
         loaded package implements gets the error then (:meth:`require_none_broken`)."""
         packages = [load_package(root) for root in _package_roots(_BUILTINS_DIR)]
         broken: list[str] = []
+        code: list[importlib.metadata.EntryPoint] = []
         for entry_point in _entry_points():
+            if ":" in entry_point.value:
+                code.append(entry_point)
+                continue
             try:
                 packages.append(load_package(_entry_point_root(entry_point)))
             except (BuiltinRegistryError, ManifestError) as error:
                 broken.append(str(error))
         packages += [load_package(found) for root in extra_roots for found in _package_roots(root)]
-        return cls(packages, broken)
+        return cls(packages, broken, code)
 
     def require_none_broken(self) -> None:
         """Raise the errors of the packages set aside, if any: the op a program calls, which no
@@ -157,15 +172,18 @@ def _entry_points() -> list[importlib.metadata.EntryPoint]:
     return sorted(entry_points, key=lambda ep: (ep.name, ep.value))
 
 
+def entry_point_text(entry_point: importlib.metadata.EntryPoint) -> str:
+    """An entry point of the group as errors name it: its line, distribution and group."""
+    dist = entry_point.dist
+    source = f" of distribution {dist.name}" if dist is not None else ""
+    return f"entry point {entry_point.name} = {entry_point.value!r}{source} ({ENTRY_POINT_GROUP})"
+
+
 def _entry_point_root(entry_point: importlib.metadata.EntryPoint) -> Path:
     """The package folder an entry point names, found without importing anything: see
     :func:`_package_locations`."""
-    dist = entry_point.dist
-    source = f" of distribution {dist.name}" if dist is not None else ""
-    where = f"entry point {entry_point.name} = {entry_point.value!r}{source} ({ENTRY_POINT_GROUP})"
+    where = entry_point_text(entry_point)
     name = entry_point.value
-    if ":" in name:
-        raise BuiltinRegistryError(f"{where}: must name a package, not an object")
     try:
         locations = _package_locations(name)
     except _NotAPackage as error:

@@ -27,13 +27,8 @@ from pypto_build.builtins import BuiltinPackage, TemplateRenderError, render, re
 from pypto_build.builtins.manifest import CONFIG_TEMPLATE, ENTRY_TEMPLATE, KERNEL_TEMPLATE
 from pypto_build.chip_build.chips import Chip, CoreType
 from pypto_build.chip_build.render_errors import RenderError
-from pypto_build.lowering.builtin_ops import (
-    HOST_RAIL,
-    SIGNAL,
-    builtin_op,
-    parse_template_vars,
-)
-from pypto_build.lowering.contracts.registry import contract_of
+from pypto_build.lowering.builtin_ops import HOST_RAIL, SIGNAL, parse_template_vars
+from pypto_build.lowering.builtin_registry import builtin_op
 from pypto_build.lowering.diagnostics import InternalError, Span
 from pypto_build.lowering.ir import Call, DataType, Function, Program, TensorType
 from pypto_build.lowering.ir.memo import per_node
@@ -223,7 +218,7 @@ def kernel_ranks(func: Function) -> tuple[int, ...]:
     found = None if builtin is None else builtin_op(builtin.package.public_op)
     if found is None:
         return ()
-    ranks = contract_of(found).ranks(found, func)
+    ranks = found.ranks(func)
     return () if ranks is None else (ranks,)
 
 

@@ -49,7 +49,7 @@ from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.errors import PyptoUsageError
 from pypto_build.files import read_text
 from pypto_build.lowering.ir import ParamDirection
-from pypto_build.lowering.legality.runtime import COMM_MAX_RANK_NUM
+from pypto_build.lowering.runtime_facts import COMM_MAX_RANK_NUM
 
 #: Entry point every AICPU orchestration exports (upstream's fixed name).
 ORCHESTRATION_FUNCTION = "aicpu_orchestration_entry"

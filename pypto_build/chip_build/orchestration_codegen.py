@@ -96,8 +96,8 @@ from pypto_build.lowering.ir.names import (
 )
 from pypto_build.lowering.ir.walk import walk_calls, walk_exprs, walk_stmts
 from pypto_build.lowering.legality.chip_orchestration import VIEW_OPS, called_kernels
-from pypto_build.lowering.legality.runtime import DESCRIPTOR_DIM_MAX
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.runtime_facts import DESCRIPTOR_DIM_MAX
 
 PHASE = "orchestration codegen"
 

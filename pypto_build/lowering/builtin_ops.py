@@ -1,27 +1,31 @@
-"""Builtin collectives as the lowering sees them: the registered builtin packages, read for the
-facts both rails rely on, and the builtin kernel declaration synthesized from them.
+"""Builtin ops: the one definition of each op a registered builtin package implements.
 
-A managed collective that runs as an AIV (or MIX) task is backed by a template package, not by
-generated code (``docs/builtin-packages.md``). Its manifest is the single source of truth for the
-op: its operands in kernel-argument order with their directions, which are windows and which a peer
-reaches, the payload dtypes and their template variables, the chips and rails, and the launch-width
-rule by name. This module reads it into a :class:`BuiltinOp`, so the type deducer, both rails and
-the sub-build writer work from one description; what a manifest cannot say lives in code keyed by
-the op's rule (:mod:`pypto_build.lowering.launch_width`) or is generic over every builtin (the
-contiguity proof of :mod:`pypto_build.lowering.analysis.contiguity`).
+A managed collective (or fused operator) that runs as an AIV, AIC or MIX task is backed by a
+template package, not by generated code (``docs/builtin-packages.md``). Its manifest says what data can say: its operands in
+kernel-argument order with their directions, which are windows and which a peer reaches, the
+payload dtypes and their template variables, the chips and rails. What data cannot say is code
+the manifest names: the op's :class:`Contract` (its typing, the checks only it knows, the kernel
+variant of a call) and its launch-width rule (:mod:`pypto_build.lowering.launch_width`). A
+:class:`BuiltinOp` carries all three, and from them the op definitions the op table holds (the
+public op and the HOST rail's internal op: operands, effects, type deduction), the kernel
+variant and launch spec of a CHIP-rail call, and the synthesized kernel declaration; so the
+deducer, both rails and the sub-build writer work from one description. Every one is built in
+one place, :mod:`pypto_build.lowering.builtin_registry`, which finds the contract and the rule
+by name among ours and the ones other distributions register.
 """
 
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pypto_build.builtins import BuiltinPackage, all_packages
-from pypto_build.builtins.manifest import ANY_DTYPE, PAYLOAD_DTYPE, Rail
+from pypto_build.builtins.manifest import PAYLOAD_DTYPE, BuiltinPackage, Rail
 from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
+    Attrs,
     Call,
     DataType,
     DistributedTensorType,
@@ -39,8 +43,8 @@ from pypto_build.lowering.ir import (
     get_attr,
 )
 from pypto_build.lowering.ir.names import FunctionAttr
-from pypto_build.lowering.launch_width import LaunchWidthRule, launch_width_rule
-from pypto_build.lowering.legality.runtime import RUNTIME_DTYPES
+from pypto_build.lowering.launch_width import LaunchWidthRule
+from pypto_build.lowering.ops.signature import OpDef
 
 #: The rails a builtin package may declare: a HOST orchestrator (one builtin dispatch per
 #: device), a CHIP orchestration (a task of its pipeline), an InCore kernel body (the composite
@@ -56,11 +60,83 @@ SIGNAL = "signal"
 
 
 @dataclass(frozen=True)
+class ChipVariant:
+    """What one call of a builtin op needs of its CHIP-rail kernel and task."""
+
+    #: The payload element type: it selects the manifest's dtype variables and names the kernel.
+    dtype: DataType
+    #: Template variables beyond the dtype's (a static configuration), in order; calls with the
+    #: same dtype and configuration share one kernel.
+    config: tuple[tuple[str, str], ...] = ()
+    #: The task's launch attrs (``core_num``, ``sync_start``).
+    launch: Attrs = ()
+
+
+class Contract(ABC):
+    """The op-specific code of the builtin packages that name it (``[op] contract``).
+
+    A contract types the public op (and the HOST rail's per-device op, where the package has
+    that rail), checks that the manifest makes sense for it, and decides, for one call on the
+    CHIP rail, the kernel variant (payload dtype and any static configuration, which become
+    template variables) and the launch spec. Everything else (rails, chips, operands and their
+    directions, the synthesized kernel, the contiguity proof) is generic over packages. Ours are
+    in :mod:`pypto_build.lowering.contracts`; another distribution registers its own through
+    the ``pypto_build.builtins`` entry-point group (:mod:`pypto_build.lowering.builtin_registry`).
+    """
+
+    #: The name a manifest gives (``[op] contract``).
+    name: str
+
+    @abstractmethod
+    def validate(self, package: BuiltinPackage) -> None:
+        """Refuse a manifest this contract cannot serve, naming the file and the key."""
+
+    @abstractmethod
+    def public_op(self, builtin: BuiltinOp) -> OpDef:
+        """The op a program calls (``pld.tensor.<name>``)."""
+
+    def internal_op(self, builtin: BuiltinOp) -> OpDef | None:
+        """The HOST rail's per-device dispatch op, if the contract has that rail."""
+        return None
+
+    @abstractmethod
+    def ranks(self, builtin: BuiltinOp, kernel: Function) -> int | None:
+        """The rank count synthesized kernel ``kernel`` of ``builtin`` is sized for (None: it
+        does not say), which a run of its orchestration must match."""
+
+    @abstractmethod
+    def chip_variant(self, builtin: BuiltinOp, call: Call, phase: str) -> ChipVariant:
+        """The kernel variant and launch spec of ``call`` on the CHIP rail; a diagnostic (in
+        ``phase``) for what only this rail refuses."""
+
+
+@dataclass(frozen=True)
 class BuiltinOp:
-    """A registered builtin package, as an op of the program model."""
+    """A registered builtin package as an op of the program model: the manifest, and the
+    launch-width rule and contract it names."""
 
     package: BuiltinPackage
     launch_width: LaunchWidthRule
+    contract: Contract
+
+    @functools.cached_property
+    def public_def(self) -> OpDef:
+        """The op a program calls, as the op table holds it (made once: a contract's deducer
+        may remember the operand types it accepted)."""
+        return self.contract.public_op(self)
+
+    @functools.cached_property
+    def internal_def(self) -> OpDef | None:
+        """The HOST rail's per-device dispatch op, if the contract has that rail."""
+        return self.contract.internal_op(self)
+
+    def chip_variant(self, call: Call, phase: str) -> ChipVariant:
+        """The kernel variant and launch spec of ``call`` on the CHIP rail (the contract's)."""
+        return self.contract.chip_variant(self, call, phase)
+
+    def ranks(self, kernel: Function) -> int | None:
+        """The rank count synthesized kernel ``kernel`` is sized for (the contract's word)."""
+        return self.contract.ranks(self, kernel)
 
     @property
     def op(self) -> str:
@@ -235,58 +311,9 @@ _FUNCTION_TYPES: dict[str, FunctionType] = {
 }
 
 
-@functools.cache
-def builtin_ops() -> tuple[BuiltinOp, ...]:
-    """Every registered builtin package as an op, sorted by handle."""
-    return tuple(package_op(package) for package in all_packages())
-
-
-def package_op(package: BuiltinPackage) -> BuiltinOp:
-    """``package`` as an op, once what its manifest says in the program model's terms is
-    checked: the builtins leaf cannot know those terms, so the lowering checks them when it takes
-    the package in, naming the manifest and the key, as for the launch-width rule. Unchecked,
-    such a slip surfaced as a bare ValueError or an internal error at the first program using
-    the op."""
-    _require_known_dtypes(package)
-    return BuiltinOp(package, launch_width_rule(package.launch_width, package.manifest_path))
-
-
 def manifest_error(package: BuiltinPackage, key: str, message: str) -> BuiltinRegistryError:
     """A manifest that does not fit the program model, naming the file and the key."""
     return BuiltinRegistryError(f"{package.manifest_path}: {key}: {message}")
-
-
-def _require_known_dtypes(package: BuiltinPackage) -> None:
-    """Every dtype the manifest names (a payload variant, a fixed operand dtype) is an element
-    type of the program model."""
-    known = [dtype.value for dtype in DataType if dtype in RUNTIME_DTYPES]
-    named = [(f"dtypes.{variant.name}", variant.name) for variant in package.dtypes]
-    named += [
-        (f"operands[{position}].dtype", operand.dtype)
-        for position, operand in enumerate(package.operands)
-        if operand.dtype not in (PAYLOAD_DTYPE, ANY_DTYPE)
-    ]
-    for key, name in named:
-        if name not in known:
-            raise manifest_error(
-                package, key, f"unknown dtype {name!r} (known: {', '.join(known)})"
-            )
-
-
-def builtin_op(op: str) -> BuiltinOp | None:
-    """The builtin whose public or internal op is ``op``, if any."""
-    for found in builtin_ops():
-        if op in (found.op, found.builtin_op):
-            return found
-    return None
-
-
-def public_builtin(op: str, rail: Rail | None = None) -> BuiltinOp | None:
-    """The builtin whose public op is ``op`` (and whose package runs on ``rail``, if given)."""
-    found = builtin_op(op)
-    if found is None or found.op != op or (rail is not None and not found.supports(rail)):
-        return None
-    return found
 
 
 def parse_template_vars(text: str, function: str) -> dict[str, str]:

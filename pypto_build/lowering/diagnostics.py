@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pypto_build.errors import PyptoError
 from pypto_build.files import read_regular
-from pypto_build.lowering.frozen import fast_init
+from pypto_build.lowering.fast_init import fast_init
 
 
 @fast_init

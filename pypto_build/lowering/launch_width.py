@@ -1,6 +1,8 @@
 """Launch-width rules: how a collective's requested ``core_num`` becomes the number of blocks its
 builtin kernel launches. A builtin package names its rule (``[op] launch_width``); the rule itself
-is code, because a manifest cannot say it.
+is code, because a manifest cannot say it. These are ours; another distribution registers its own
+:class:`LaunchWidthRule` through the ``pypto_build.builtins`` entry-point group
+(:mod:`pypto_build.lowering.builtin_registry`).
 
 * ``all_to_all_v`` -- the multi-block ``all_to_all_v`` kernel (PyPTO's admission formula,
   https://github.com/hw-native-sys/pypto/issues/2521). Both
@@ -16,13 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from pypto_build.builtins.registry import BuiltinRegistryError
 from pypto_build.lowering.ir.names import Kwarg
-
-#: Upper bound of ``core_num`` and of the rank count: the runtime narrows both to ``int32_t``.
-INT32_MAX = 2**31 - 1
 
 
 def cal_all_to_all_v_blocks(nranks: int, core_num: int) -> int:
@@ -58,25 +55,9 @@ class LaunchWidthRule:
     meaning: str
 
 
-RULES: dict[str, LaunchWidthRule] = {
-    rule.name: rule
-    for rule in (
-        LaunchWidthRule(
-            "all_to_all_v",
-            cal_all_to_all_v_blocks,
-            "the admitted block count is folded from it at compile time",
-        ),
-        LaunchWidthRule("exact", _exact, "it is the exact number of AIV launched"),
-    )
-}
-
-
-def launch_width_rule(name: str, manifest: Path) -> LaunchWidthRule:
-    """The rule ``name`` a package manifest names; an error naming the manifest if unknown."""
-    rule = RULES.get(name)
-    if rule is None:
-        known = ", ".join(sorted(RULES))
-        raise BuiltinRegistryError(
-            f"{manifest}: op.launch_width: unknown launch-width rule {name!r} (known: {known})"
-        )
-    return rule
+ALL_TO_ALL_V = LaunchWidthRule(
+    "all_to_all_v",
+    cal_all_to_all_v_blocks,
+    "the admitted block count is folded from it at compile time",
+)
+EXACT = LaunchWidthRule("exact", _exact, "it is the exact number of AIV launched")

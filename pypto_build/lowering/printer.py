@@ -64,7 +64,7 @@ from pypto_build.lowering.ir import (
     WindowBufferType,
 )
 from pypto_build.lowering.ir.names import CallAttr, FunctionAttr, is_submit
-from pypto_build.lowering.ops import dsl_spelling, spelled_operands
+from pypto_build.lowering.optable import dsl_spelling, spelled_operands
 
 _HEADER = "import pypto.language as pl\nimport pypto.language.distributed as pld\n"
 _INDENT = "    "

@@ -44,7 +44,7 @@ from pypto_build.lowering.ir import (
     Var,
     WhileStmt,
 )
-from pypto_build.lowering.ops import deduce_type
+from pypto_build.lowering.optable import deduce_type
 from pypto_build.lowering.printer import format_expr, format_type
 
 

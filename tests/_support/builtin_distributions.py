@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pypto_build.builtins import ENTRY_POINT_GROUP, default_registry
-from pypto_build.lowering import builtin_ops as builtin_ops_module
-from pypto_build.lowering.ops import registry as ops_registry
+from pypto_build.lowering import builtin_registry
+from pypto_build.lowering.optable import table as op_table
 
 InstallDistribution = Callable[..., Path]
 
@@ -21,8 +21,8 @@ InstallDistribution = Callable[..., Path]
 def clear_builtin_caches() -> None:
     """Forget the registry, the builtin ops and the op table this process discovered."""
     default_registry.cache_clear()
-    builtin_ops_module.builtin_ops.cache_clear()
-    ops_registry._table.cache_clear()
+    builtin_registry.builtin_ops.cache_clear()
+    op_table._table.cache_clear()
 
 
 def installer(site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InstallDistribution]:

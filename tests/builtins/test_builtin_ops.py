@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from pypto_build.builtins import load_package
-from pypto_build.lowering.builtin_ops import BuiltinOp, builtin_op, builtin_ops, package_op
+from pypto_build.lowering.builtin_ops import BuiltinOp
+from pypto_build.lowering.builtin_registry import builtin_op, builtin_ops, package_op
 from pypto_build.lowering.ir import DataType, DistributedTensorType, FunctionType, TensorType
 from pypto_build.lowering.ir.names import template_dir, template_vars
 

@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 import pypto_build
-from pypto_build.lowering.builtin_ops import builtin_ops
+from pypto_build.lowering.builtin_registry import builtin_ops
 from pypto_build.lowering.ir.names import CallAttr, FunctionAttr, Op
 
 PACKAGE = Path(pypto_build.__file__).resolve().parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _support.ir_builders import DIST, SAMPLES, TENSOR, seq, stage_step
 
-from pypto_build.lowering import ops
+from pypto_build.lowering import optable
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.frontend import parse_source
 from pypto_build.lowering.ir import (
@@ -126,7 +126,7 @@ def test_return_of_a_call_returning_several_values() -> None:
 
 def test_op_call_with_its_deduced_type_passes() -> None:
     call = Call("pld.world_size", (), INDEX)
-    world = Call("pld.world_size", (), ops.deduce_type(call))
+    world = Call("pld.world_size", (), optable.deduce_type(call))
     verify(program(AssignStmt((Var("w", world.type),), world), ReturnStmt((STAGE,))))
 
 

@@ -48,7 +48,7 @@ from pypto_build.lowering.ir import (
     get_attr,
 )
 from pypto_build.lowering.ir.walk import walk_calls
-from pypto_build.lowering.ops import (
+from pypto_build.lowering.optable import (
     deduce_type,
     dsl_spelling,
     is_managed_collective,

@@ -57,8 +57,8 @@ from pypto_build.lowering.ir import (
     compact_strides,
 )
 from pypto_build.lowering.ir.names import Op, is_submit
-from pypto_build.lowering.ops.registry import lookup
 from pypto_build.lowering.ops.signature import span_of
+from pypto_build.lowering.optable.table import lookup
 
 
 @dataclass(frozen=True)

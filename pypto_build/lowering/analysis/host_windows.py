@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Self, TypeAlias
 
 from pypto_build.lowering.analysis.dataflow import FlowState, ForwardAnalysis, Value
-from pypto_build.lowering.builtin_ops import builtin_op
+from pypto_build.lowering.builtin_registry import builtin_op
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,
@@ -61,8 +61,8 @@ from pypto_build.lowering.ir import (
     WhileStmt,
 )
 from pypto_build.lowering.ir.names import Kwarg, Op, arg_directions, device, kwarg
-from pypto_build.lowering.legality.runtime import BINARY_OPERATORS, RUNTIME_DTYPES
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.runtime_facts import BINARY_OPERATORS, RUNTIME_DTYPES
 
 PHASE = "CheckLegality"
 

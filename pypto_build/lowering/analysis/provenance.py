@@ -33,7 +33,7 @@ from pypto_build.lowering.ir import (
     ParamDirection,
     Var,
 )
-from pypto_build.lowering.ops.registry import lookup
+from pypto_build.lowering.optable.table import lookup
 
 _PARAM_SITE = -1
 

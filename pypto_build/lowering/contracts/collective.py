@@ -33,9 +33,10 @@ from pypto_build.lowering.builtin_ops import (
     SIGNAL,
     SOURCE,
     BuiltinOp,
+    ChipVariant,
+    Contract,
     manifest_error,
 )
-from pypto_build.lowering.contracts.base import ChipVariant, Contract
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
 from pypto_build.lowering.ir import (
     Attrs,
@@ -53,19 +54,6 @@ from pypto_build.lowering.ir import (
     Var,
 )
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, kwarg
-from pypto_build.lowering.launch_width import INT32_MAX
-from pypto_build.lowering.legality.runtime import check_rank_count
-from pypto_build.lowering.ops.checks import (
-    dims_text,
-    expr_text,
-    is_integer_scalar,
-    require_distributed,
-    require_dtype,
-    require_full_valid_shape,
-    require_layout_compact,
-    require_positive_dims,
-    require_tensor,
-)
 from pypto_build.lowering.ops.signature import (
     Deducer,
     Effects,
@@ -76,6 +64,19 @@ from pypto_build.lowering.ops.signature import (
     optional,
     span_of,
 )
+from pypto_build.lowering.ops.validation import (
+    check_rank_count,
+    dims_text,
+    expr_text,
+    is_integer_scalar,
+    require_distributed,
+    require_dtype,
+    require_full_valid_shape,
+    require_layout_compact,
+    require_positive_dims,
+    require_tensor,
+)
+from pypto_build.lowering.runtime_facts import INT32_MAX
 
 
 class CollectiveContract(Contract):

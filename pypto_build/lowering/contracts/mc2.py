@@ -22,20 +22,19 @@ cluster, whose blocks loop over the tiles themselves.
 from __future__ import annotations
 
 from pypto_build.builtins.manifest import BuiltinPackage
-from pypto_build.lowering.builtin_ops import RESULT, BuiltinOp, manifest_error, parse_template_vars
-from pypto_build.lowering.contracts.base import ChipVariant, Contract
+from pypto_build.lowering.builtin_ops import (
+    RESULT,
+    BuiltinOp,
+    ChipVariant,
+    Contract,
+    manifest_error,
+    parse_template_vars,
+)
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
 from pypto_build.lowering.ir import AttrValue, Call, ConstBool, ConstInt, Expr, Function, Type
 from pypto_build.lowering.ir.names import template_vars
 from pypto_build.lowering.mc2.rules import Mc2Config, Mc2Error, Mc2Request, TensorSpec, check
 from pypto_build.lowering.mc2.tiling import Mc2Tiling, tile
-from pypto_build.lowering.ops.checks import (
-    expr_text,
-    require_distributed,
-    require_full_valid_shape,
-    require_layout_compact,
-    require_tensor,
-)
 from pypto_build.lowering.ops.signature import (
     Effects,
     Kind,
@@ -43,6 +42,13 @@ from pypto_build.lowering.ops.signature import (
     Operand,
     Operands,
     optional,
+)
+from pypto_build.lowering.ops.validation import (
+    expr_text,
+    require_distributed,
+    require_full_valid_shape,
+    require_layout_compact,
+    require_tensor,
 )
 
 #: The operands the contract reads, by manifest name.

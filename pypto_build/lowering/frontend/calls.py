@@ -30,7 +30,7 @@ from pypto_build.lowering.ir import (
     Type,
 )
 from pypto_build.lowering.ir.names import CallAttr
-from pypto_build.lowering.ops import is_unimplemented_collective, make_call, resolve_dsl_name
+from pypto_build.lowering.optable import is_unimplemented_collective, make_call, resolve_dsl_name
 from pypto_build.lowering.printer import format_type
 
 if TYPE_CHECKING:

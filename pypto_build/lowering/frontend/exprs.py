@@ -44,7 +44,7 @@ from pypto_build.lowering.ir import (
     UnaryOp,
     Var,
 )
-from pypto_build.lowering.ops import resolve_dsl_name
+from pypto_build.lowering.optable import resolve_dsl_name
 from pypto_build.lowering.printer import format_type
 
 _COMPARISONS: Mapping[type[ast.cmpop], str] = {

@@ -35,7 +35,7 @@ from pypto_build.lowering.ir import (
     Var,
 )
 from pypto_build.lowering.ir.names import FunctionAttr
-from pypto_build.lowering.ops import resolve_dsl_name
+from pypto_build.lowering.optable import resolve_dsl_name
 
 _OPTIONS = ("type", "level", "role", FunctionAttr.EXTERNAL_SOURCE)
 #: DSL names a body may call that are not ops.

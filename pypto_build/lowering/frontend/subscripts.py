@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pypto_build.lowering.frontend.source import text
 from pypto_build.lowering.ir import ConstInt, Expr, MakeTuple, TensorType
 from pypto_build.lowering.ir.names import Op
-from pypto_build.lowering.ops import make_call
+from pypto_build.lowering.optable import make_call
 
 if TYPE_CHECKING:
     from pypto_build.lowering.frontend.exprs import ExprConverter

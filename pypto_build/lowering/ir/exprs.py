@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
-from pypto_build.lowering.frozen import fast_init
+from pypto_build.lowering.fast_init import fast_init
 from pypto_build.lowering.ir.types import (
     BOOL,
     FP32,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
-from pypto_build.lowering.frozen import fast_init
+from pypto_build.lowering.fast_init import fast_init
 from pypto_build.lowering.ir.exprs import Attrs, AttrValue, Var, get_attr
 from pypto_build.lowering.ir.stmts import SeqStmts
 from pypto_build.lowering.ir.types import ParamDirection, Type

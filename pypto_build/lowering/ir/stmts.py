@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
-from pypto_build.lowering.frozen import fast_init
+from pypto_build.lowering.fast_init import fast_init
 from pypto_build.lowering.ir.exprs import Expr, Var
 
 

@@ -11,7 +11,7 @@ import enum
 import math
 from dataclasses import dataclass
 
-from pypto_build.lowering.frozen import fast_init
+from pypto_build.lowering.fast_init import fast_init
 
 
 class ParamDirection(enum.Enum):

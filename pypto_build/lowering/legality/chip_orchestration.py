@@ -49,13 +49,8 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.memo import per_function
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, device, is_submit, kwarg
 from pypto_build.lowering.ir.walk import walk_calls, walk_stmts
-from pypto_build.lowering.legality.runtime import (
-    BINARY_OPERATORS,
-    DESCRIPTOR_DIM_MAX,
-    RUNTIME_DTYPES,
-    type_text,
-)
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.runtime_facts import BINARY_OPERATORS, DESCRIPTOR_DIM_MAX, RUNTIME_DTYPES
 
 PHASE = "CheckLegality"
 
@@ -357,3 +352,10 @@ def _check_shape(ty: Type, span: Span) -> None:
                 span,
                 PHASE,
             )
+
+
+def type_text(ty: Type) -> str:
+    """A type as diagnostics name it: ``Scalar[int32]``, ``Tensor``, ``CommCtx``."""
+    if isinstance(ty, ScalarType):
+        return f"Scalar[{ty.dtype.value}]"
+    return type(ty).__name__.removesuffix("Type")

@@ -17,7 +17,8 @@ from pathlib import Path
 from pypto_build.builtins import BuiltinPackage, UnknownBuiltinError, resolve
 from pypto_build.builtins.manifest import PAYLOAD_DTYPE
 from pypto_build.files import file_problem
-from pypto_build.lowering.builtin_ops import CHIP_RAIL, HOST_RAIL, package_op, parse_template_vars
+from pypto_build.lowering.builtin_ops import CHIP_RAIL, HOST_RAIL, parse_template_vars
+from pypto_build.lowering.builtin_registry import package_op
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import DataType, Function, TensorType
 from pypto_build.lowering.ir.names import FunctionAttr, external_source

@@ -1,24 +1,9 @@
-"""The op table of the program model: DSL names, operand binding and type deduction.
+"""The op definitions of the program model: signatures, effects, type deducers and the operand
+validation they share.
 
-Adding an op means adding an :class:`OpDef` (operands plus a deducer) to one of the tables in
-``tensor_ops``, ``distributed_ops`` or ``collectives``; the front end, printer and verifier
-find it through the functions re-exported here.
+Adding an op means adding an :class:`~pypto_build.lowering.ops.signature.OpDef` (operands plus
+a deducer) to one of the tables in ``tensor_ops``, ``distributed_ops`` or ``parse_only``; a
+builtin package's ops are defined by its contract instead
+(:mod:`pypto_build.lowering.builtin_ops`). The table that gathers all of them, and binds calls
+against it, is :mod:`pypto_build.lowering.optable`, above the contracts.
 """
-
-from pypto_build.lowering.ops.binding import deduce_type, make_call, spelled_operands
-from pypto_build.lowering.ops.registry import (
-    dsl_spelling,
-    is_managed_collective,
-    is_unimplemented_collective,
-    resolve_dsl_name,
-)
-
-__all__ = [
-    "deduce_type",
-    "dsl_spelling",
-    "is_managed_collective",
-    "is_unimplemented_collective",
-    "make_call",
-    "resolve_dsl_name",
-    "spelled_operands",
-]

@@ -20,8 +20,8 @@ from pypto_build.lowering.ir import (
     WindowBufferType,
 )
 from pypto_build.lowering.ir.names import Kwarg, Op
-from pypto_build.lowering.ops.checks import dims_text, expr_text, static_shape
 from pypto_build.lowering.ops.signature import Effects, Kind, OpDef, Operand, Operands, optional
+from pypto_build.lowering.ops.validation import dims_text, expr_text, static_shape
 
 
 def _alloc_window_buffer(ops: Operands) -> Type:

@@ -22,7 +22,16 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import Kwarg, Op
 from pypto_build.lowering.ir.types import tensor_size_problem
-from pypto_build.lowering.ops.checks import (
+from pypto_build.lowering.ops.signature import (
+    METADATA_VIEW,
+    Effects,
+    Kind,
+    OpDef,
+    Operand,
+    Operands,
+    optional,
+)
+from pypto_build.lowering.ops.validation import (
     carried_valid_shape,
     check_region,
     check_valid_extent,
@@ -37,15 +46,6 @@ from pypto_build.lowering.ops.checks import (
     require_tensor,
     static_shape,
     type_text,
-)
-from pypto_build.lowering.ops.signature import (
-    METADATA_VIEW,
-    Effects,
-    Kind,
-    OpDef,
-    Operand,
-    Operands,
-    optional,
 )
 
 

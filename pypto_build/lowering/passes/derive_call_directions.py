@@ -42,7 +42,7 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import ArgDirection, with_arg_directions
 from pypto_build.lowering.ir.walk import walk_calls
-from pypto_build.lowering.ops.registry import lookup
+from pypto_build.lowering.optable.table import lookup
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import CallMapper, map_functions
 

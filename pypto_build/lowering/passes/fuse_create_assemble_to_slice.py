@@ -71,7 +71,7 @@ from pypto_build.lowering.ir.walk import (
     walk_exprs,
     walk_stmts,
 )
-from pypto_build.lowering.ops import make_call
+from pypto_build.lowering.optable import make_call
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 

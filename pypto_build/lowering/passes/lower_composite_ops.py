@@ -28,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pypto_build.lowering.builtin_ops import CHIP_RAIL, HOST_RAIL, INCORE_RAIL, public_builtin
+from pypto_build.lowering.builtin_ops import CHIP_RAIL, HOST_RAIL, INCORE_RAIL
+from pypto_build.lowering.builtin_registry import public_builtin
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import Call, ConstInt, Function, Program
 from pypto_build.lowering.ir.names import Kwarg, kwarg

@@ -35,14 +35,8 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from pypto_build.lowering.builtin_ops import (
-    HOST_RAIL,
-    SIGNAL,
-    BuiltinOp,
-    builtin_op,
-    builtin_ops,
-    public_builtin,
-)
+from pypto_build.lowering.builtin_ops import HOST_RAIL, SIGNAL, BuiltinOp
+from pypto_build.lowering.builtin_registry import builtin_op, builtin_ops, public_builtin
 from pypto_build.lowering.diagnostics import InternalError, ProgramError, Span
 from pypto_build.lowering.ir import (
     INDEX,
@@ -66,16 +60,16 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, kwarg
 from pypto_build.lowering.ir.walk import defined_names, stmt_exprs, walk_calls, walk_stmts
-from pypto_build.lowering.launch_width import INT32_MAX
-from pypto_build.lowering.legality.runtime import check_rank_count
-from pypto_build.lowering.ops import is_managed_collective, make_call
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.ops.validation import check_rank_count
+from pypto_build.lowering.optable import is_managed_collective, make_call
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, StmtResult, map_functions
 from pypto_build.lowering.passes.window_aliases import (
     WindowOperand,
     check_pairwise_distinct_windows,
 )
+from pypto_build.lowering.runtime_facts import INT32_MAX
 
 PHASE = "LowerHostTensorCollectives"
 

@@ -48,11 +48,9 @@ from pypto_build.lowering.builtin_ops import (
     HOST_RAIL,
     INCORE_RAIL,
     BuiltinOp,
-    builtin_ops,
-    public_builtin,
+    ChipVariant,
 )
-from pypto_build.lowering.contracts.base import ChipVariant
-from pypto_build.lowering.contracts.registry import contract_of
+from pypto_build.lowering.builtin_registry import builtin_ops, public_builtin
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import (
     AssignStmt,
@@ -70,7 +68,7 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.names import Kwarg, kwarg
 from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import walk_calls
-from pypto_build.lowering.ops import is_managed_collective
+from pypto_build.lowering.optable import is_managed_collective
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, StmtResult
 
@@ -167,7 +165,7 @@ class _FunctionLowering(Mutator):
         builtin.require_chips(self.chips, call.span, PHASE)
         # The contract sees core_num folded; the analyses keep the call they analysed.
         folded = _fold_core_num(call, self.constants)
-        variant = contract_of(builtin).chip_variant(builtin, folded, PHASE)
+        variant = builtin.chip_variant(folded, PHASE)
         operands = builtin.call_operands(call)
         named = [(builtin.names[position], expr) for position, expr in operands]
         check_contiguous_operands(self.contiguity, call, named, PHASE)

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pypto_build.lowering.analysis.host_windows import buffer_name
-from pypto_build.lowering.builtin_ops import HOST_RAIL, public_builtin
+from pypto_build.lowering.builtin_ops import HOST_RAIL
+from pypto_build.lowering.builtin_registry import public_builtin
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import (
     AssignStmt,

@@ -53,8 +53,8 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.names import Op, arg_directions, with_arg_directions
 from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import defined_names, walk_calls
-from pypto_build.lowering.ops import make_call
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.optable import make_call
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.derive_call_directions import arg_direction
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions

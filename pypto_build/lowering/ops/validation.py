@@ -1,4 +1,5 @@
-"""Operand checks shared by the deducers: tensors, static shapes, index lists, regions.
+"""Operand validation shared by the deducers and contracts: tensors, static shapes, index lists,
+regions, rank counts.
 
 Each helper checks one operand of a bound call and either returns the fact the deducer needs
 (a tensor type, a static shape) or fails at that operand's span with a message that names the op
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import (
     ConstInt,
     DataType,
@@ -26,6 +28,7 @@ from pypto_build.lowering.ir import (
     compact_strides,
 )
 from pypto_build.lowering.ops.signature import Operands, expr_span
+from pypto_build.lowering.runtime_facts import COMM_MAX_RANK_NUM
 
 
 def dims_text(dims: Shape) -> str:
@@ -225,3 +228,14 @@ def carried_valid_shape(ops: Operands, src: TensorType, shape: Shape) -> Shape |
             "covers whole rows of the new shape keeps a static valid_shape",
         )
     return (valid_count // row, *shape[1:])
+
+
+def check_rank_count(nranks: int, span: Span, phase: str) -> None:
+    """A collective sized for ``nranks`` ranks (its signal's NR) fits one comm domain."""
+    if nranks > COMM_MAX_RANK_NUM:
+        raise ProgramError(
+            f"collective signal shape[0] (NR = {nranks}) exceeds the {COMM_MAX_RANK_NUM} ranks "
+            f"a comm domain holds (the CommContext's windowsIn[{COMM_MAX_RANK_NUM}])",
+            span,
+            phase,
+        )

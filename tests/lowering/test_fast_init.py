@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from pypto_build.lowering.diagnostics import SYNTHETIC, Span
-from pypto_build.lowering.frozen import fast_init
+from pypto_build.lowering.fast_init import fast_init
 from pypto_build.lowering.ir import INDEX, Call, ReturnStmt, Var
 
 

@@ -1,7 +1,7 @@
 """Managed collectives without a builtin package: ``pld.tensor.allreduce`` and the like.
 
 They only parse, so that the passes can reject them with their own diagnostics (or a builtin
-package can implement one and take its place, ``ops/registry.py``); their result is the type of
+package can implement one and take its place, ``optable/table.py``); their result is the type of
 the window they rebind. Each takes the operands and keywords upstream's DSL gives it
 (``python/pypto/language/distributed/op/tensor_ops.py`` of hw-native-sys/pypto at e2d0f78), so
 that a program written for upstream reaches the residual check, which names what this build

@@ -5,7 +5,8 @@ The DSL spelling of an op is ``"pl." + name`` for ``tensor.*`` ops and the name 
 a file's import aliases to the canonical ``pl.`` / ``pld.`` prefixes before asking here.
 
 The managed collectives come from the registered builtin packages (``docs/builtin-packages.md``),
-typed by the contract each names (:mod:`pypto_build.lowering.contracts`): each package's public op
+each defined by its :class:`~pypto_build.lowering.builtin_ops.BuiltinOp` (typed by the contract
+its manifest names): each package's public op
 (``pld.tensor.all_to_all_v``) is a DSL op, and its internal op (``builtin.tensor.all_to_all_v``,
 where the contract has a HOST rail) is created only by the HOST rail: it is looked up like any op,
 but no DSL name resolves to it and it prints under its IR name. A collective without a package only
@@ -19,10 +20,10 @@ import functools
 from dataclasses import dataclass
 
 from pypto_build.builtins.registry import BuiltinRegistryError
-from pypto_build.lowering.builtin_ops import builtin_ops
+from pypto_build.lowering.builtin_registry import builtin_ops
 from pypto_build.lowering.diagnostics import InternalError
-from pypto_build.lowering.ops.collectives import PARSE_ONLY_OPS
 from pypto_build.lowering.ops.distributed_ops import DISTRIBUTED_OPS
+from pypto_build.lowering.ops.parse_only import PARSE_ONLY_OPS
 from pypto_build.lowering.ops.signature import OpDef
 from pypto_build.lowering.ops.tensor_ops import TENSOR_OPS
 
@@ -43,12 +44,7 @@ class _Table:
 
 @functools.cache
 def _table() -> _Table:
-    # The contracts build their ops from this package's signatures (ops -> contracts -> ops):
-    # imported here, once both are loaded, so either package may be imported first.
-    from pypto_build.lowering.contracts.registry import contract_of
-
-    contracts = [(builtin, contract_of(builtin)) for builtin in builtin_ops()]
-    packaged = {builtin.op: contract.public_op(builtin) for builtin, contract in contracts}
+    packaged = {builtin.op: builtin.public_def for builtin in builtin_ops()}
     parse_only = {op.name: op for op in PARSE_ONLY_OPS if op.name not in packaged}
     static = {op.name: op for op in (*TENSOR_OPS, *DISTRIBUTED_OPS)}
     for name in packaged:
@@ -61,8 +57,8 @@ def _table() -> _Table:
     ops = {**static, **parse_only, **packaged}
     internal = {
         builtin.builtin_op: opdef
-        for builtin, contract in contracts
-        if (opdef := contract.internal_op(builtin)) is not None
+        for builtin in builtin_ops()
+        if (opdef := builtin.internal_def) is not None
     }
     by_dsl_name = {
         spelling: op.name

@@ -24,8 +24,6 @@ from pypto_build.lowering.ir import (
     ReduceOp,
     Type,
 )
-from pypto_build.lowering.ops.checks import expr_text
-from pypto_build.lowering.ops.registry import lookup
 from pypto_build.lowering.ops.signature import (
     Kind,
     OpDef,
@@ -34,6 +32,8 @@ from pypto_build.lowering.ops.signature import (
     expr_span,
     fail,
 )
+from pypto_build.lowering.ops.validation import expr_text
+from pypto_build.lowering.optable.table import lookup
 
 _LITERAL_TYPES: dict[Kind, type] = {
     Kind.DTYPE: DataType,
