@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import inspect
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 import pypto_build.lang as pl
 import pypto_build.lang.distributed as pld
 from pypto_build.lang._forms import ParamAnnotation
+from pypto_build.lowering.builtin_registry import builtin_ops
 from pypto_build.lowering.ir import (
     DataType,
     DistributedTensorType,
@@ -137,6 +140,16 @@ _OPS: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
     ("pld.world_size", pld.world_size, ()),
     ("pld.tensor.all_to_all_v", pld.tensor.all_to_all_v, (None,) * 5),
     ("pld.tensor.indexed_all_to_all_v", pld.tensor.indexed_all_to_all_v, (None,) * 6),
+    (
+        "pld.tensor.batch_matmul_reduce_scatter_all_to_all",
+        functools.partial(
+            pld.tensor.batch_matmul_reduce_scatter_all_to_all,
+            ep_world_size=2,
+            tp_world_size=1,
+            y_shard_type=0,
+        ),
+        (None,) * 5,
+    ),
     ("pld.WindowBuffer", pld.WindowBuffer, ()),
 ]
 
@@ -149,6 +162,42 @@ def test_calling_an_op_raises(spelling: str, op: Callable[..., Any], args: tuple
     message = str(caught.value)
     assert message.startswith("PyPTO programs are compiled by pypto-build, not executed; ")
     assert f"{spelling} has no Python implementation" in message
+
+
+#: Our builtin ops, each with a stub in ``pld.tensor`` (another distribution's are not ours).
+_OUR_BUILTINS = [b for b in builtin_ops() if b.package.handle.startswith(":pypto.runtime.")]
+
+
+def test_every_stub_of_pld_tensor_is_a_builtin_op_of_ours() -> None:
+    stubs = {
+        name
+        for name, value in vars(pld.tensor).items()
+        if inspect.isfunction(value) and value.__module__ == pld.tensor.__name__
+    }
+    assert stubs == {builtin.op.removeprefix("pld.tensor.") for builtin in _OUR_BUILTINS}
+
+
+@pytest.mark.parametrize("builtin", _OUR_BUILTINS, ids=lambda builtin: builtin.op)
+def test_a_stub_takes_the_operands_of_its_op(builtin: Any) -> None:
+    """The stub's parameters are the op's operands, in order, positional or keyword-only as
+    the op binds them; an optional operand has a default unless a required positional operand
+    follows it (Python has no such parameter: the stub admits None there instead)."""
+    stub = getattr(pld.tensor, builtin.op.removeprefix("pld.tensor."))
+    params = list(inspect.signature(stub).parameters.values())
+    operands = builtin.public_def.operands
+    assert [param.name for param in params] == [spec.name for spec in operands]
+    for position, (param, spec) in enumerate(zip(params, operands, strict=True)):
+        later = operands[position + 1 :]
+        defaulted = not spec.required and not any(
+            other.required and not other.keyword_only for other in later
+        )
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        assert (param.kind is keyword, param.default is not param.empty) == (
+            spec.keyword_only,
+            defaulted,
+        ), param.name
+        if defaulted and spec.default is not None:
+            assert param.default == spec.default, param.name
 
 
 def test_short_aliases_are_the_tensor_namespace_ops() -> None:

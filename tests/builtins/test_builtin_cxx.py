@@ -13,6 +13,8 @@ import pytest
 from pypto_build.builtins import BuiltinPackage, all_packages, include_dir, render, resolve
 from pypto_build.builtins.manifest import COLLECTIVE
 from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
+from pypto_build.lowering.builtin_registry import builtin_op
+from pypto_build.lowering.runtime_facts import COMM_MAX_RANK_NUM
 
 CompileCxx = Callable[[list[str]], None]
 VariablesFor = Callable[[BuiltinPackage, str, str], dict[str, str]]
@@ -147,6 +149,34 @@ def test_the_entry_admission_formula_matches_the_rfc_table(
         tmp_path,
     )
     assert [int(line) for line in output.split()] == list(ADMISSION.values())
+
+
+def test_the_entry_admission_formula_is_the_packages_launch_width_rule(
+    gxx: str, compile_cxx: CompileCxx, tmp_path: Path
+) -> None:
+    """The HOST rail folds ``core_num`` in C++ (``entry.cpp.in``), the CHIP rail by the rule of
+    the op's one definition: equal over every rank count a comm domain holds and every width up
+    to four times that, so the two rails launch the same blocks."""
+    builtin = builtin_op("pld.tensor.all_to_all_v")
+    assert builtin is not None
+    template = builtin.package.template("entry.cpp.in").decode()
+    function = re.search(r"^int32_t CalAllToAllVBlocks\(.*\}$", template, re.MULTILINE)
+    assert function is not None
+    sweep = [(p, width) for p in range(1, COMM_MAX_RANK_NUM + 1) for width in range(1, 4 * p + 1)]
+    main = (
+        "int main() {\n"
+        f"  for (int32_t p = 1; p <= {COMM_MAX_RANK_NUM}; ++p)\n"
+        '    for (int32_t l = 1; l <= 4 * p; ++l) std::printf("%d\\n", CalAllToAllVBlocks(p, l));\n'
+        "}\n"
+    )
+    output = build_and_run(
+        gxx,
+        compile_cxx,
+        f"#include <cstdint>\n#include <cstdio>\n{function.group(0)}\n{main}",
+        tmp_path,
+    )
+    expected = [builtin.launch_width.blocks(p, width) for p, width in sweep]
+    assert [int(line) for line in output.split()] == expected
 
 
 def test_the_orchestration_api_refuses_temporaries(gxx: str, tmp_path: Path) -> None:

@@ -192,10 +192,14 @@ def test_entry_point_naming_a_module(install_distribution: InstallDistribution) 
         BuiltinRegistry.discover().require_none_broken()
 
 
-def test_entry_point_naming_an_object(install_distribution: InstallDistribution) -> None:
+def test_entry_point_naming_an_object_is_code(install_distribution: InstallDistribution) -> None:
+    """An object (``module:attr``) is a contract or launch-width rule: listed, never imported
+    here (the lowering loads it when a manifest names it, ``test_code_entry_points.py``)."""
     install_distribution({"obj": "acme_pkg:builtin"})
-    with pytest.raises(BuiltinRegistryError, match="must name a package, not an object"):
-        BuiltinRegistry.discover().require_none_broken()
+    registry = BuiltinRegistry.discover()
+    registry.require_none_broken()
+    assert [(entry.name, entry.value) for entry in registry.code] == [("obj", "acme_pkg:builtin")]
+    assert "acme_pkg" not in sys.modules
 
 
 def test_entry_point_folder_without_manifest(install_distribution: InstallDistribution) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from _support.passes import PROGRAMS, direction_names, function, self_calls
 
+from pypto_build.lowering import pass_names
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import (
     Call,
@@ -168,3 +169,16 @@ def test_until_cuts_the_pipeline_after_a_named_pass() -> None:
     (_, collective, _) = self_calls(lowered, "chip_pipeline")
     assert collective.callee_name == BUILTIN
     assert arg_directions(collective) is None
+
+
+def test_every_pass_is_named_after_its_class_once() -> None:
+    """A pass's name (its diagnostics' phase) is spelled once, in ``pass_names``, and is the
+    name of its class."""
+    passes = default_pipeline(("a3",)).passes
+    assert [p.name for p in passes] == [type(p).__name__ for p in passes]
+    declared = {
+        value
+        for name, value in vars(pass_names).items()
+        if name.isupper() and isinstance(value, str)
+    }
+    assert declared == {p.name for p in passes}

@@ -12,6 +12,11 @@ The package implements ``pld.tensor.allgather``, which pypto-build alone only pa
 sub-build and its CHIP-rail kernel are the same kernel, which ``check-render`` proves), built with
 the sim toolchain and run on 4 simulated ranks against a NumPy golden. Then the mistakes a
 package author meets: each is refused before any program is lowered, naming the manifest.
+
+The distribution also implements ``pld.tensor.ring_shift``, an op pypto-build knows nothing of,
+with typing of its own: its manifest names a contract and a launch-width rule the distribution
+registers as code (``acme_collectives/ring_code.py``). ``programs/ring_shift.py`` is lowered,
+rendered and compiled with the sim toolchain.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ DISTRIBUTION = HERE / "acme-collectives"
 #: The package folder inside the distribution, where its ``builtin.toml`` lives.
 PACKAGE = Path("acme_collectives") / "allgather"
 PROGRAM = HERE / "programs" / "allgather.py"
+RING_SHIFT = HERE / "programs" / "ring_shift.py"
 HANDLE = ":acme.collectives.allgather"
 
 #: The program's geometry (its module constants).
@@ -146,7 +152,7 @@ def test_the_package_registers_through_its_installed_entry_point(
     script = (
         "import importlib.metadata\n"
         "from pypto_build.builtins import resolve\n"
-        f"[ep] = importlib.metadata.entry_points(group={ENTRY_POINT_GROUP!r})\n"
+        f"[ep] = importlib.metadata.entry_points(group={ENTRY_POINT_GROUP!r}, name='allgather')\n"
         f"print(ep.dist.name, ep.value, resolve({HANDLE!r}).root)\n"
     )
     found = ok(acme.python("-c", script, cwd=tmp_path)).split()
@@ -210,6 +216,26 @@ def test_both_rails_render_the_same_kernel(acme: Environment, program: Path) -> 
         "ok: reproducible: two renders (different output path, working and temporary "
         "directories, PYTHONHASHSEED, locale, time zone, umask and job count) are identical",
     ]
+
+
+def test_an_op_with_its_own_contract_is_lowered_rendered_and_compiled(
+    acme: Environment, tmp_path: Path
+) -> None:
+    program = Path(shutil.copyfile(RING_SHIFT, tmp_path / RING_SHIFT.name))
+    lowered = ok(acme.pypto_build("lower", program.name, "--after", "all", cwd=tmp_path))
+    # The contract's typing and variant, the distribution's launch-width rule (4 blocks for
+    # core_num=8 on 4 ranks).
+    assert (
+        "data = self.__builtin_ring_shift__fp32(rows, data, signal, data__ctx, signal__ctx, "
+        "core_num=4, sync_start=True, " in lowered
+    )
+    assert '"builtin_template_vars": "dtype_cpp=float,shift=1"' in lowered
+    build = ("build", program.name, "--toolchain", "sim", "--chip", "a3", "--out", "build")
+    ok(acme.pypto_build(*build, "--jobs", 2, cwd=tmp_path))
+    kernels = tmp_path / "build" / "a3" / "next_levels" / "chip_ring" / "kernels" / "aiv"
+    assert "constexpr int64_t kShift = 2;\n" in (
+        kernels / "__builtin_ring_shift__fp32.cpp"
+    ).read_text(encoding="utf-8")
 
 
 def rows(rng: np.random.Generator, dtype: str) -> npt.NDArray[np.generic]:
@@ -281,7 +307,7 @@ def test_runs_on_four_simulated_ranks(
             'launch_width = "exact"',
             'launch_width = "ring"',
             "{manifest}: op.launch_width: unknown launch-width rule 'ring' "
-            "(known: all_to_all_v, exact)",
+            "(known: acme_one_per_peer, all_to_all_v, exact)",
             id="unknown-launch-width-rule",
         ),
         pytest.param(

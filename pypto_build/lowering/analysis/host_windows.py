@@ -62,9 +62,10 @@ from pypto_build.lowering.ir import (
 )
 from pypto_build.lowering.ir.names import Kwarg, Op, arg_directions, device, kwarg
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.pass_names import CHECK_LEGALITY
 from pypto_build.lowering.runtime_facts import BINARY_OPERATORS, RUNTIME_DTYPES
 
-PHASE = "CheckLegality"
+PHASE = CHECK_LEGALITY
 
 #: Ops a HOST orchestrator evaluates as views of a host tensor or a window.
 VIEW_OPS = frozenset({Op.TENSOR_SLICE, Op.TENSOR_RESHAPE, Op.TENSOR_VIEW, Op.TENSOR_SET_VALIDSHAPE})

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import Program
+from pypto_build.lowering.pass_names import CHECK_LEGALITY
 
-PHASE = "CheckLegality"
+PHASE = CHECK_LEGALITY
 
 #: Where PyPTO's runtime looks for a tree's HOST orchestrator.
 HOST_MODULE = "orchestration/host_orch.py"

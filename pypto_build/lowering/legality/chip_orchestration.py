@@ -50,9 +50,10 @@ from pypto_build.lowering.ir.memo import per_function
 from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, device, is_submit, kwarg
 from pypto_build.lowering.ir.walk import walk_calls, walk_stmts
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.pass_names import CHECK_LEGALITY
 from pypto_build.lowering.runtime_facts import BINARY_OPERATORS, DESCRIPTOR_DIM_MAX, RUNTIME_DTYPES
 
-PHASE = "CheckLegality"
+PHASE = CHECK_LEGALITY
 
 #: Scalar types an AICPU orchestration computes with (no half-precision arithmetic there).
 SCALAR_DTYPES = frozenset(DataType) - {DataType.FP16, DataType.BF16}

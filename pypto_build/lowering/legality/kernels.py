@@ -22,8 +22,9 @@ from pypto_build.lowering.builtin_registry import package_op
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.ir import DataType, Function, TensorType
 from pypto_build.lowering.ir.names import FunctionAttr, external_source
+from pypto_build.lowering.pass_names import CHECK_LEGALITY
 
-PHASE = "CheckLegality"
+PHASE = CHECK_LEGALITY
 
 
 def check_kernel(kernel: Function, first_call: Span, chips: Sequence[str]) -> None:

@@ -14,8 +14,9 @@ import re
 
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import Function
+from pypto_build.lowering.pass_names import CHECK_LEGALITY
 
-PHASE = "CheckLegality"
+PHASE = CHECK_LEGALITY
 #: The longest name a build writes: ``<name>.cpp`` and the temporary ``.<name>.cpp.<8>.tmp``
 #: written beside it must fit the 255 bytes of a file name.
 MAX_NAME_LENGTH = 200

@@ -70,6 +70,7 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.names import ArgDirection, CallAttr, Op, arg_directions
 from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import walk_calls
+from pypto_build.lowering.pass_names import AUTO_DERIVE_TASK_DEPENDENCIES
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 
@@ -81,7 +82,7 @@ _Tasks = frozenset[int]
 
 @dataclass(frozen=True)
 class AutoDeriveTaskDependencies(Pass):
-    name: ClassVar[str] = "AutoDeriveTaskDependencies"
+    name: ClassVar[str] = AUTO_DERIVE_TASK_DEPENDENCIES
     requires: ClassVar[frozenset[Property]] = frozenset({Property.CALL_DIRECTIONS_DERIVED})
     produces: ClassVar[frozenset[Property]] = frozenset({Property.TASK_DEPENDENCIES_DERIVED})
 

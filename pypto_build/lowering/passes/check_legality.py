@@ -25,6 +25,7 @@ from pypto_build.lowering.legality.chip_orchestration import (
 )
 from pypto_build.lowering.legality.kernels import check_kernel
 from pypto_build.lowering.legality.names import check_output_name
+from pypto_build.lowering.pass_names import CHECK_LEGALITY
 from pypto_build.lowering.passes.base import Pass, Property
 
 
@@ -35,7 +36,7 @@ class CheckLegality(Pass):
     ``chips`` are the build's target chips (empty: not known here, none refused).
     """
 
-    name: ClassVar[str] = "CheckLegality"
+    name: ClassVar[str] = CHECK_LEGALITY
     requires: ClassVar[frozenset[Property]] = frozenset({Property.DIST_TENSOR_CTX_MATERIALIZED})
 
     chips: tuple[str, ...] = ()

@@ -43,6 +43,7 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.names import ArgDirection, with_arg_directions
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.optable.table import lookup
+from pypto_build.lowering.pass_names import DERIVE_CALL_DIRECTIONS
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import CallMapper, map_functions
 
@@ -55,7 +56,7 @@ def arg_direction(param: Param) -> ArgDirection:
 
 @dataclass(frozen=True)
 class DeriveCallDirections(Pass):
-    name: ClassVar[str] = "DeriveCallDirections"
+    name: ClassVar[str] = DERIVE_CALL_DIRECTIONS
     requires: ClassVar[frozenset[Property]] = frozenset({Property.L2_COLLECTIVES_LOWERED})
     produces: ClassVar[frozenset[Property]] = frozenset({Property.CALL_DIRECTIONS_DERIVED})
 

@@ -72,13 +72,14 @@ from pypto_build.lowering.ir.walk import (
     walk_stmts,
 )
 from pypto_build.lowering.optable import make_call
+from pypto_build.lowering.pass_names import FUSE_CREATE_ASSEMBLE_TO_SLICE
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 
 
 @dataclass(frozen=True)
 class FuseCreateAssembleToSlice(Pass):
-    name: ClassVar[str] = "FuseCreateAssembleToSlice"
+    name: ClassVar[str] = FUSE_CREATE_ASSEMBLE_TO_SLICE
     requires: ClassVar[frozenset[Property]] = frozenset({Property.COMPOSITE_OPS_LOWERED})
     produces: ClassVar[frozenset[Property]] = frozenset({Property.CREATE_ASSEMBLE_FUSED})
 

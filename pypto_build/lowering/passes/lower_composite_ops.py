@@ -34,12 +34,13 @@ from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import Call, ConstInt, Function, Program
 from pypto_build.lowering.ir.names import Kwarg, kwarg
 from pypto_build.lowering.ir.walk import walk_calls
+from pypto_build.lowering.pass_names import LOWER_COMPOSITE_OPS
 from pypto_build.lowering.passes.base import Pass, Property
 
 
 @dataclass(frozen=True)
 class LowerCompositeOps(Pass):
-    name: ClassVar[str] = "LowerCompositeOps"
+    name: ClassVar[str] = LOWER_COMPOSITE_OPS
     produces: ClassVar[frozenset[Property]] = frozenset({Property.COMPOSITE_OPS_LOWERED})
 
     def apply(self, program: Program) -> Program:

@@ -63,6 +63,7 @@ from pypto_build.lowering.ir.walk import defined_names, stmt_exprs, walk_calls, 
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.ops.validation import check_rank_count
 from pypto_build.lowering.optable import is_managed_collective, make_call
+from pypto_build.lowering.pass_names import LOWER_HOST_TENSOR_COLLECTIVES
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, StmtResult, map_functions
 from pypto_build.lowering.passes.window_aliases import (
@@ -71,7 +72,7 @@ from pypto_build.lowering.passes.window_aliases import (
 )
 from pypto_build.lowering.runtime_facts import INT32_MAX
 
-PHASE = "LowerHostTensorCollectives"
+PHASE = LOWER_HOST_TENSOR_COLLECTIVES
 
 
 @dataclass(frozen=True)

@@ -69,10 +69,11 @@ from pypto_build.lowering.ir.names import Kwarg, kwarg
 from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.optable import is_managed_collective
+from pypto_build.lowering.pass_names import LOWER_L2_TENSOR_COLLECTIVES
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, StmtResult
 
-PHASE = "LowerL2TensorCollectives"
+PHASE = LOWER_L2_TENSOR_COLLECTIVES
 
 #: What identifies a synthesized kernel: the op, its template variables, the operands passed.
 _VariantKey = tuple[str, str, tuple[int, ...]]
@@ -86,7 +87,7 @@ class LowerL2TensorCollectives(Pass):
     is refused. Empty means "not known here" and refuses nothing.
     """
 
-    name: ClassVar[str] = "LowerL2TensorCollectives"
+    name: ClassVar[str] = LOWER_L2_TENSOR_COLLECTIVES
     requires: ClassVar[frozenset[Property]] = frozenset(
         {Property.COMPOSITE_OPS_LOWERED, Property.CREATE_ASSEMBLE_FUSED}
     )

@@ -58,10 +58,11 @@ from pypto_build.lowering.ir import (
 from pypto_build.lowering.ir.names import Op
 from pypto_build.lowering.ir.walk import child_bodies, stmt_exprs, walk_calls, walk_exprs
 from pypto_build.lowering.ops.signature import expr_span
+from pypto_build.lowering.pass_names import MATERIALIZE_COMM_DOMAIN_SCOPES
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, StmtResult, map_functions
 
-PHASE = "MaterializeCommDomainScopes"
+PHASE = MATERIALIZE_COMM_DOMAIN_SCOPES
 ALLOC_WINDOW_BUFFER = Op.ALLOC_WINDOW_BUFFER
 
 

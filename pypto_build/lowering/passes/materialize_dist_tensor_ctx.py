@@ -55,6 +55,7 @@ from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import defined_names, walk_calls
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.optable import make_call
+from pypto_build.lowering.pass_names import MATERIALIZE_DIST_TENSOR_CTX
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.derive_call_directions import arg_direction
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
@@ -81,7 +82,7 @@ class _CtxSignature:
 
 @dataclass(frozen=True)
 class MaterializeDistTensorCtx(Pass):
-    name: ClassVar[str] = "MaterializeDistTensorCtx"
+    name: ClassVar[str] = MATERIALIZE_DIST_TENSOR_CTX
     requires: ClassVar[frozenset[Property]] = frozenset(
         {Property.L2_COLLECTIVES_LOWERED, Property.HOST_COLLECTIVES_LOWERED}
     )

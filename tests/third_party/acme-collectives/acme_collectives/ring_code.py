@@ -60,7 +60,9 @@ def _deduce(ops: Operands) -> Type:
         require_layout_compact(ops, name, ty)
         require_full_valid_shape(ops, name, ty)
     if tuple(source.shape) != tuple(target.shape) or source.dtype is not target.dtype:
-        ops.error(TARGET, f"must have the input's shape and dtype, got {expr_text(ops.expr(TARGET))}")
+        ops.error(
+            TARGET, f"must have the input's shape and dtype, got {expr_text(ops.expr(TARGET))}"
+        )
     require_dtype(ops, SIGNAL, signal, DataType.INT32)
     require_rank(ops, SIGNAL, signal, 2)
     nranks = signal.shape[0]
