@@ -2,7 +2,7 @@
 
 An op is described by data (:class:`OpDef`): its IR name, extra DSL spellings, its operands, a
 deducer, and its effects on storage (:class:`Effects`), which the analyses query instead of
-listing ops by name. Binding (``binding.py``) and re-deduction of an existing ``Call`` both
+listing ops by name. Binding (``optable/binding.py``) and re-deduction of an existing ``Call`` both
 produce the same :class:`Operands` view, so a deducer cannot tell whether it runs in the front
 end or in the verifier, and the two always agree.
 """
