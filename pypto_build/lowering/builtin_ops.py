@@ -1,17 +1,17 @@
 """Builtin ops: the one definition of each op a registered builtin package implements.
 
 A managed collective (or fused operator) that runs as an AIV, AIC or MIX task is backed by a
-template package, not by generated code (``docs/builtin-packages.md``). Its manifest says what data can say: its operands in
-kernel-argument order with their directions, which are windows and which a peer reaches, the
-payload dtypes and their template variables, the chips and rails. What data cannot say is code
-the manifest names: the op's :class:`Contract` (its typing, the checks only it knows, the kernel
-variant of a call) and its launch-width rule (:mod:`pypto_build.lowering.launch_width`). A
-:class:`BuiltinOp` carries all three, and from them the op definitions the op table holds (the
-public op and the HOST rail's internal op: operands, effects, type deduction), the kernel
-variant and launch spec of a CHIP-rail call, and the synthesized kernel declaration; so the
-deducer, both rails and the sub-build writer work from one description. Every one is built in
-one place, :mod:`pypto_build.lowering.builtin_registry`, which finds the contract and the rule
-by name among ours and the ones other distributions register.
+template package, not by generated code (``docs/builtin-packages.md``). Its manifest says what
+data can say: its operands in kernel-argument order with their directions, which are windows and
+which a peer reaches, the payload dtypes and their template variables, the chips and rails. What
+data cannot say is code the manifest names: the op's :class:`Contract` (its typing, the checks
+only it knows, the kernel variant of a call) and its launch-width rule
+(:mod:`pypto_build.lowering.launch_width`). A :class:`BuiltinOp` carries all three, and from them
+the op definitions the op table holds (the public op and the HOST rail's internal op: operands,
+effects, type deduction), the kernel variant and launch spec of a CHIP-rail call, and the
+synthesized kernel declaration; so the deducer, both rails and the sub-build writer work from one
+description. Every one is built in one place, :mod:`pypto_build.lowering.builtin_registry`, which
+finds the contract and the rule by name among ours and the ones other distributions register.
 """
 
 from __future__ import annotations
