@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pypto_build import __version__
 from pypto_build.errors import ExitCode, PyptoError, describe_os_error
-from pypto_build.plugin import cli_build, cli_reproducible, cli_run
+from pypto_build.plugin import cli_build, cli_cache, cli_doctor, cli_reproducible, cli_run
 from pypto_build.plugin.cli_common import (
     PROG,
     UsageError,
@@ -164,6 +164,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_render(commands)
     _add_check_render(commands)
     cli_build.register(commands)
+    cli_cache.register(commands)
+    cli_doctor.register(commands)
     cli_run.register(commands)
     cli_reproducible.register(commands)
     return parser

@@ -3,7 +3,8 @@ options several commands take, and how results and errors are printed (the exit 
 error root are :mod:`pypto_build.errors`).
 
 The commands live in several modules (:mod:`~pypto_build.plugin.cli`,
-:mod:`~pypto_build.plugin.cli_build`, :mod:`~pypto_build.plugin.cli_run`,
+:mod:`~pypto_build.plugin.cli_build`, :mod:`~pypto_build.plugin.cli_cache`,
+:mod:`~pypto_build.plugin.cli_doctor`, :mod:`~pypto_build.plugin.cli_run`,
 :mod:`~pypto_build.plugin.cli_reproducible`); an option such as
 ``--json`` or ``--chip`` must read and validate alike in all of them, and every command reports
 in one format, so each is defined once here. This module imports no engine code, so every
@@ -111,3 +112,20 @@ def print_warnings(warnings: Iterable[HasRender]) -> None:
 def print_error(message: str) -> None:
     """Print ``pypto-build: error: <message>`` on stderr."""
     print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def print_warning(message: str) -> None:
+    """Print ``pypto-build: warning: <message>`` on stderr at once (a long build follows)."""
+    print(f"{PROG}: warning: {message}", file=sys.stderr, flush=True)
+
+
+def human_size(size: int) -> str:
+    """``512 B``, ``3.4 KiB``, ``12.0 MiB``, ``1.2 GiB``."""
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"

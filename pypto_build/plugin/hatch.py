@@ -16,8 +16,9 @@ config settings, which hatchling itself hands hooks none of) and runs the engine
   in insertion order). The compile logs stay beside the chip trees, so no log is shipped; the
   directory is removed once the wheel is written, and kept when a compile fails, so that the
   log path in the error still points at the log.
-* **The tag is explicit** (setting ``platform-tag``). The kernels are not CPython extensions, so
-  the tag never names an interpreter or ABI: ``py3-none-<platform>``. ``sim`` binaries are shared
+* **The tag is explicit** (setting ``platform-tag``), its platform asked of the toolchain. The
+  kernels are not CPython extensions, so the tag never names an interpreter or ABI:
+  ``py3-none-<platform>``. ``sim`` binaries are shared
   objects for this host, so by default they are tagged with its platform
   (``py3-none-linux_x86_64``, which ``auditwheel repair`` turns into the manylinux tag their
   symbols allow); ``cann`` binaries run on the NPU (AI Core images, and orchestrations built
@@ -50,7 +51,6 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -63,6 +63,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 from pypto_build.errors import PyptoError, describe_os_error
 
 if TYPE_CHECKING:
+    from pypto_build.chip_build.toolchains import Toolchain
     from pypto_build.plugin.last_build import Unchanged
     from pypto_build.plugin.settings import PyptoSettings
 
@@ -77,8 +78,6 @@ HATCH_HOOK_KEYS = frozenset(
         "enable-by-default",
     }
 )
-#: The platform of a wheel whose kernels run on the NPU only.
-DEVICE_PLATFORM = "any"
 
 
 class PyptoBuildError(SystemExit):
@@ -99,35 +98,19 @@ class PyptoBuildError(SystemExit):
         return self.message
 
 
-def host_platform_tag() -> str:
-    """This interpreter's platform as a wheel tag (``linux_x86_64``), spelt as ``packaging``
-    spells it: ``sysconfig.get_platform()`` with ``-`` and ``.`` replaced by ``_``."""
-    return sysconfig.get_platform().replace("-", "_").replace(".", "_")
-
-
-def wheel_tag(toolchain: str, platform_tag: str = "auto") -> str:
+def wheel_tag(toolchain: Toolchain, platform_tag: str = "auto") -> str:
     """The wheel tag for kernels built by ``toolchain`` with the ``platform-tag`` setting.
 
-    ``auto`` ties host shared objects (``sim``) to this platform and device binaries (``cann``)
-    to none. An explicit platform is taken as given for device binaries; for ``sim`` kernels it
-    must be one this host installs (``manylinux_2_28_x86_64`` on a glibc 2.28+ x86-64 host), since
-    they are loaded by this host's interpreter: ``any`` and foreign platforms are refused."""
+    ``auto`` is the platform the toolchain gives its binaries (this host's for host shared
+    objects, none for device binaries); an explicit platform the toolchain refuses (``any`` or a
+    foreign platform for kernels this host's interpreter loads) is a settings error."""
     if platform_tag == "auto":
-        platform_tag = host_platform_tag() if toolchain == "sim" else DEVICE_PLATFORM
-    elif toolchain == "sim":
-        from packaging.tags import sys_tags
-
+        return f"py3-none-{toolchain.wheel_platform()}"
+    problem = toolchain.wheel_platform_problem(platform_tag)
+    if problem is not None:
         from pypto_build.plugin.settings import TABLE, SettingsError, setting_key
 
-        supported = {tag.platform for tag in sys_tags()} - {DEVICE_PLATFORM}
-        if platform_tag not in supported:
-            raise SettingsError(
-                f"{TABLE}.{setting_key('platform_tag')}: '{platform_tag}' is not a platform of "
-                "this host, and sim "
-                "kernels are shared objects for this host; use 'auto' "
-                f"({host_platform_tag()}) or one of the manylinux platforms it installs, "
-                "checked by auditwheel show (docs/packaging.md)"
-            )
+        raise SettingsError(f"{TABLE}.{setting_key('platform_tag')}: {problem}")
     return f"py3-none-{platform_tag}"
 
 
@@ -311,18 +294,18 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
 
     def _build_wheel_files(
         self, settings: PyptoSettings, package: str, scratch: Path
-    ) -> tuple[str, dict[str, str]]:
-        """Build the kernels of a standard wheel in ``scratch``: the toolchain's name and the
+    ) -> tuple[Toolchain, dict[str, str]]:
+        """Build the kernels of a standard wheel in ``scratch``: the toolchain and the
         ``force_include`` entries shipping them."""
         unchanged = self._unchanged(settings)
         if unchanged.record is not None:
             shipped = unchanged.store.stage(unchanged.record, scratch / "kernels", package)
             if shipped is not None:
                 self._reused(unchanged)
-                return unchanged.toolchain.name, shipped
+                return unchanged.toolchain, shipped
         out = scratch / "kernels"
         chips = self._full_build(settings, out, unchanged)
-        return unchanged.toolchain.name, wheel_files(out, chips, package)
+        return unchanged.toolchain, wheel_files(out, chips, package)
 
     def _build(self, settings: PyptoSettings, out: Path) -> None:
         """Build the kernels into the folder ``out`` (``out/<chip>``)."""

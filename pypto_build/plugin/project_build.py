@@ -19,12 +19,7 @@ from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
 from pypto_build.chip_build.subbuild import programs_default_chips
-from pypto_build.chip_build.toolchains import (
-    CannToolchain,
-    Toolchain,
-    launcher_jobs,
-    resolve_launcher,
-)
+from pypto_build.chip_build.toolchains import Toolchain, launcher_jobs, resolve_launcher
 from pypto_build.plugin.project_target import program_paths
 from pypto_build.plugin.settings import PyptoSettings
 
@@ -66,8 +61,8 @@ def build_project(
     """Lower, render and compile the programs of ``project`` into ``out_dir/<chip>`` as
     ``settings`` say, with ``toolchain`` (from :func:`.project_target.project_toolchain`).
     ``progress`` gets the compile progress, each compile's command lines and wall time under
-    the ``verbose`` setting, and, for a CANN build whose runtime or PTO-ISA revision is
-    unknown, one warning line: PyPTO's runtime will not reuse binaries without them.
+    the ``verbose`` setting, and first the toolchain's warnings, one line each (a CANN build
+    whose runtime or PTO-ISA revision is unknown: PyPTO's runtime will not reuse its binaries).
 
     Without a ``chips`` setting, the build targets every chip the ops of the programs support
     (:func:`~pypto_build.chip_build.subbuild.programs_default_chips`).
@@ -78,10 +73,9 @@ def build_project(
     """
     paths = program_paths(project, settings)
     chips = settings.chips or programs_default_chips(paths)
-    if isinstance(toolchain, CannToolchain) and progress is not None:
-        unknown = toolchain.target.unknown_revisions()
-        if unknown is not None:
-            print(f"pypto-build: warning: {unknown}", file=progress)
+    if progress is not None:
+        for warning in toolchain.warnings():
+            print(f"pypto-build: warning: {warning}", file=progress)
     launcher = resolve_launcher(settings.compiler_launcher)
     # A launcher that sends compiles to other hosts (distcc) says how many it can take.
     jobs = settings.jobs or launcher_jobs(launcher) or default_jobs()

@@ -24,7 +24,6 @@ from pypto_build.chip_build.toolchains import (
     SimToolchain,
     TargetSettings,
     ToolchainError,
-    ToolchainName,
     ToolkitNotFoundError,
     UnitKind,
     Version,
@@ -162,7 +161,7 @@ def test_auto_picks_cann_when_found_and_sim_otherwise(
 
 @pytest.mark.parametrize("name", ["cann", "auto"])
 def test_cann_needs_a_runtime_root(
-    name: ToolchainName, fake_cann: FakeCann, runtime: Path, home: Path
+    name: str, fake_cann: FakeCann, runtime: Path, home: Path
 ) -> None:
     """Without a runtime there is nothing to build orchestrations against: an error naming the
     setting and what the runtime is for, even with a PTO-ISA root."""
@@ -554,6 +553,14 @@ def test_identity_names_the_toolkit_version_and_its_compilers(toolchain: CannToo
         "aarch64-target-linux-gnu-g++: aarch64-target-linux-gnu-g++ fake gcc (GCC) 7.3.0 "
         "(pypto-build test double)"
     )
+
+
+def test_device_kernels_are_tied_to_no_platform_unless_one_is_named(
+    toolchain: CannToolchain,
+) -> None:
+    # The wheel hook asks the toolchain (pypto_build.plugin.hatch.wheel_tag).
+    assert toolchain.wheel_platform() == "any"
+    assert toolchain.wheel_platform_problem("manylinux_2_28_aarch64") is None
 
 
 # --- failures --------------------------------------------------------------------------------

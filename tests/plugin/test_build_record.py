@@ -26,10 +26,10 @@ import pypto_build
 from pypto_build.chip_build import publish
 from pypto_build.chip_build.cache import LAYOUT
 from pypto_build.chip_build.publish import KILL_AT_ENV
+from pypto_build.chip_build.toolchains.wheel_platform import host_platform_tag
 from pypto_build.files import walk_files
 from pypto_build.plugin import build_record, project_build, record_store
 from pypto_build.plugin.cli import ExitCode
-from pypto_build.plugin.hatch import host_platform_tag
 from pypto_build.plugin.signatures import FileInput, FolderInput, distribution_inputs, tree_inputs
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")

@@ -21,11 +21,12 @@ from hatchling.plugin.manager import PluginManager
 from packaging.tags import sys_tags
 
 from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.chip_build.toolchains.wheel_platform import host_platform_tag
 from pypto_build.files import walk_files
 from pypto_build.plugin.hatch import (
     PyptoBuildError,
     PyptoBuildHook,
-    host_platform_tag,
     source_folder,
     wheel_files,
     wheel_tag,
@@ -125,16 +126,16 @@ def test_the_wheel_is_tagged_for_the_host_platform(sample_wheel: SampleWheel) ->
     assert host_platform_tag() in {t.platform for t in sys_tags()}
 
 
-def test_sim_kernels_are_tied_to_the_host_and_device_kernels_to_no_platform() -> None:
-    assert wheel_tag("sim") == f"py3-none-{host_platform_tag()}"
-    assert wheel_tag("cann") == "py3-none-any"
-    # platform-tag: any platform this host installs for sim kernels, anything for device ones.
+def test_sim_kernels_are_tied_to_the_host() -> None:
+    # Device kernels are tied to no platform: tests/chip_build/test_toolchain_cann.py.
+    sim = SimToolchain.discover()
+    assert wheel_tag(sim) == f"py3-none-{host_platform_tag()}"
+    # platform-tag: any platform this host installs for sim kernels.
     manylinux = next(t.platform for t in sys_tags() if t.platform.startswith("manylinux_"))
-    assert wheel_tag("sim", manylinux) == f"py3-none-{manylinux}"
-    assert wheel_tag("cann", "manylinux_2_28_aarch64") == "py3-none-manylinux_2_28_aarch64"
+    assert wheel_tag(sim, manylinux) == f"py3-none-{manylinux}"
     for foreign in ("any", "win_amd64"):
         with pytest.raises(SettingsError, match=rf"^tool\.pypto\.platform-tag: '{foreign}' is"):
-            wheel_tag("sim", foreign)
+            wheel_tag(sim, foreign)
 
 
 def test_no_shipped_file_names_a_build_path(sample_wheel: SampleWheel) -> None:

@@ -188,6 +188,22 @@ class Toolchain(Protocol):
         directory (:func:`run_plan`)."""
         ...
 
+    def warnings(self) -> tuple[str, ...]:
+        """What a build with this toolchain warns of before it starts (a CANN build whose
+        runtime or PTO-ISA revision is unknown: PyPTO's runtime will not reuse its binaries)."""
+        ...
+
+    def wheel_platform(self) -> str:
+        """The platform part of the tag of a wheel shipping this toolchain's binaries when the
+        ``platform-tag`` setting is ``auto`` (this host's for host shared objects, ``any`` for
+        device binaries; :mod:`.wheel_platform`)."""
+        ...
+
+    def wheel_platform_problem(self, platform: str) -> str | None:
+        """Why a wheel of this toolchain's binaries cannot be tagged with the explicit
+        ``platform`` the ``platform-tag`` setting names, or None when it can."""
+        ...
+
 
 def debug_prefix_map(tree: Path) -> str:
     """The flag that records ``tree`` as ``.`` in debug information. A compiler run in a folder

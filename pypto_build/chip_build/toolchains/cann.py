@@ -52,6 +52,7 @@ from pypto_build.chip_build.toolchains.base import (
 from pypto_build.chip_build.toolchains.discovery import HOST_CXX, CannToolkit
 from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags
 from pypto_build.chip_build.toolchains.target import CannTarget
+from pypto_build.chip_build.toolchains.wheel_platform import DEVICE_PLATFORM
 
 #: ccec flags of every AI Core compile before the arch (simpler's CCEC toolchain).
 _CCEC_LEADING = ("-c", "-O3", "-g", "-x", "cce", "-Wall", "-std=c++17", "--cce-aicore-only")
@@ -136,6 +137,18 @@ class CannToolchain:
             "orchestration_sources": [str(path) for path in dirs.orchestration_sources],
             **self.extra.describe(),
         }
+
+    def warnings(self) -> tuple[str, ...]:
+        unknown = self.target.unknown_revisions()
+        return () if unknown is None else (unknown,)
+
+    def wheel_platform(self) -> str:
+        return DEVICE_PLATFORM
+
+    def wheel_platform_problem(self, platform: str) -> str | None:
+        # Device binaries run on the NPU whatever the host: an explicit platform is taken as
+        # given.
+        return None
 
     def kernel_include_dirs(self, chip: Chip) -> tuple[Path, ...]:
         """Upstream's kernel include directories for ``chip``'s platform, in order: PTO-ISA's

@@ -25,7 +25,7 @@ from pypto_build.chip_build.toolchains.launcher import (
     launcher_jobs,
     resolve_launcher,
 )
-from pypto_build.chip_build.toolchains.names import TOOLCHAIN_NAMES, ToolchainName
+from pypto_build.chip_build.toolchains.registry import TOOLCHAIN_NAMES
 from pypto_build.chip_build.toolchains.revisions import Revision
 from pypto_build.chip_build.toolchains.runtime_tree import RUNTIME_NAME, PlatformDirs, RuntimeTree
 from pypto_build.chip_build.toolchains.select import select_toolchain
@@ -59,7 +59,6 @@ __all__ = [
     "TargetSettings",
     "Toolchain",
     "ToolchainError",
-    "ToolchainName",
     "ToolkitNotFoundError",
     "ToolkitSearch",
     "UnitKind",

@@ -1,4 +1,5 @@
-"""Turning the ``toolchain`` setting (``auto``, ``cann``, ``sim``) into a toolchain object."""
+"""Turning the ``toolchain`` setting (a name of :mod:`.registry`, or ``auto``) into a toolchain
+object."""
 
 from __future__ import annotations
 
@@ -7,16 +8,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pypto_build.chip_build.toolchains.base import Toolchain
-from pypto_build.chip_build.toolchains.cann import CannToolchain
-from pypto_build.chip_build.toolchains.discovery import find_toolkit
 from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags
-from pypto_build.chip_build.toolchains.names import ToolchainName
-from pypto_build.chip_build.toolchains.sim import SimToolchain
-from pypto_build.chip_build.toolchains.target import TargetSettings, resolve_target
+from pypto_build.chip_build.toolchains.kind import ToolchainRequest
+from pypto_build.chip_build.toolchains.registry import AUTO, TOOLCHAINS, toolchain_kind
+from pypto_build.chip_build.toolchains.target import TargetSettings
 
 
 def select_toolchain(
-    name: ToolchainName,
+    name: str,
     *,
     environ: Mapping[str, str] | None = None,
     home: Path | None = None,
@@ -26,19 +25,27 @@ def select_toolchain(
 ) -> Toolchain:
     """The toolchain ``name`` asks for.
 
-    ``cann`` without a toolkit is an error listing every place searched; ``auto`` is ``cann``
-    when a toolkit is found and ``sim`` otherwise. ``target`` (the runtime and PTO-ISA the
-    binaries are built for) applies to CANN builds only, which need a runtime root; the sim
-    build needs nothing but our own headers. ``sim_extra`` and ``cann_extra`` are what the
-    settings add to each toolchain's commands (:mod:`.extra_flags`).
+    A named toolchain that is not usable is an error saying why (``cann`` without a toolkit
+    lists every place searched); ``auto`` is the first toolchain of the registry found here,
+    else its last (``cann`` when a toolkit is found, ``sim`` otherwise). ``target`` (the runtime
+    and PTO-ISA the binaries are built for) applies to CANN builds only, which need a runtime
+    root; the sim build needs nothing but our own headers. ``sim_extra`` and ``cann_extra`` are
+    what the settings add to each toolchain's commands (:mod:`.extra_flags`).
     """
-    environ = os.environ if environ is None else environ
-    if name == "sim":
-        return SimToolchain.discover(environ, sim_extra)
-    search = find_toolkit(environ, home=home)
-    if search.toolkit is None and name == "auto":
-        return SimToolchain.discover(environ, sim_extra)
-    toolkit = search.require()
-    needed_by = f"toolchain '{name}' (the CANN toolkit at {toolkit.root})"
-    resolved = resolve_target(target or TargetSettings(), environ, needed_by=needed_by)
-    return CannToolchain(toolkit, resolved, cann_extra)
+    request = ToolchainRequest(
+        os.environ if environ is None else environ,
+        home,
+        target or TargetSettings(),
+        sim_extra,
+        cann_extra,
+    )
+    if name == AUTO:
+        *tried, fallback = TOOLCHAINS
+        for entry in tried:
+            found = toolchain_kind(entry.name).select(request, AUTO)
+            if found is not None:
+                return found
+        name = fallback.name
+    chosen = toolchain_kind(name).select(request, name)
+    assert chosen is not None, f"toolchain '{name}' returned nothing when named"
+    return chosen

@@ -35,6 +35,10 @@ from pypto_build.chip_build.toolchains.base import (
     first_output_line,
 )
 from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags
+from pypto_build.chip_build.toolchains.wheel_platform import (
+    host_platform_problem,
+    host_platform_tag,
+)
 
 #: The folder of a sub-build that holds its sim binaries (``sim/kernels/aiv/<name>.so``,
 #: ``sim/orchestration/<name>.so``). They are binaries for our simulator, whose orchestration
@@ -119,6 +123,16 @@ class SimToolchain:
     def layout(self, chip: Chip) -> Mapping[str, object]:
         # The commands depend on the compiler, the sources and what the user added alone.
         return self.extra.describe()
+
+    def warnings(self) -> tuple[str, ...]:
+        return ()
+
+    def wheel_platform(self) -> str:
+        return host_platform_tag()
+
+    def wheel_platform_problem(self, platform: str) -> str | None:
+        # This host's interpreter loads the shared objects.
+        return host_platform_problem(platform, "sim kernels")
 
     def plan(self, job: CompileJob, stage: Path) -> CompilePlan:
         stem = job.source.stem
