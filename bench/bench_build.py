@@ -52,8 +52,9 @@ from recording import (
 )
 
 from pypto_build.chip_build.build import build
-from pypto_build.chip_build.cache import CompileCache, compile_key
 from pypto_build.chip_build.compile import find_jobs
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.keys import compile_key
 from pypto_build.chip_build.subbuild import SourceProgram, lower_file, render_subbuilds
 from pypto_build.chip_build.toolchains import SimToolchain, Toolchain, select_toolchain
 from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER

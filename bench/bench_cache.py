@@ -50,8 +50,8 @@ from recording import (
 )
 
 from pypto_build.chip_build.build import render
-from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import compile_tree
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.toolchains import SimToolchain
 
 CHIP = "a3"

@@ -58,7 +58,7 @@ from recording import (
     write_results,
 )
 
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 
 SAMPLE = REPO_ROOT / "samples" / "moe_a2a"
 HOOK_TABLE = "[tool.hatch.build.targets.wheel.hooks.pypto]"

@@ -48,8 +48,8 @@ from recording import (
 )
 
 from pypto_build.chip_build.build import BuildResult, build
-from pypto_build.chip_build.cache import CompileCache
-from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.remote import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import Toolchain, select_toolchain
 from pypto_build.plugin.settings import load_settings
 

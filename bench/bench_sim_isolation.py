@@ -46,7 +46,7 @@ from recording import (
 )
 
 from pypto_build.chip_build.build import build
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.sim import isolation
 from pypto_build.chip_build.toolchains import select_toolchain
 from pypto_build.plugin.settings import load_settings

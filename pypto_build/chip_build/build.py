@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from pypto_build.chip_build.cache import BuildCounts, CompileCache
 from pypto_build.chip_build.compile import BuildFailed, CompileReport, compile_tree
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.stats import BuildCounts
 from pypto_build.chip_build.launch_capacity import BuildWarning
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.render_errors import NoPrograms

@@ -35,14 +35,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
-from pypto_build.chip_build.cache import (
-    Built,
-    CompileCache,
-    FileDigests,
-    compile_key,
-    read_depfile,
-)
 from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.dependencies import FileDigests
+from pypto_build.chip_build.compile_cache.depfile_parser import read_depfile
+from pypto_build.chip_build.compile_cache.keys import compile_key
+from pypto_build.chip_build.compile_cache.publish import Built
 from pypto_build.chip_build.distributed_meta import META_NAME, with_platform
 from pypto_build.chip_build.kernel_config import KernelConfig, read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest

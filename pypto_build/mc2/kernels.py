@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pypto_build.chip_build.build import build
-from pypto_build.chip_build.cache import CompileCache, default_cache_dir
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.jobs import default_jobs
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.files import read_regular
 from pypto_build.mc2.program import CHIP, ORCHESTRATION, Mc2Program
 from pypto_build.sim import SimProgram
+from pypto_build.store.location import default_cache_dir
 
 #: The file the program is written to, inside its folder.
 PROGRAM_FILE = "mc2_program.py"

@@ -37,8 +37,8 @@ from pypto_build.plugin.cli_setting_options import (
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.build import BuildResult
-    from pypto_build.chip_build.cache import CompileCache
-    from pypto_build.chip_build.remote_cache import RemoteSummary
+    from pypto_build.chip_build.compile_cache.cache import CompileCache
+    from pypto_build.chip_build.compile_cache.remote import RemoteSummary
     from pypto_build.chip_build.toolchains import Toolchain
     from pypto_build.plugin.cli_common import Subparsers
     from pypto_build.plugin.settings import PyptoSettings
@@ -142,8 +142,8 @@ def register(commands: Subparsers) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.cache import parse_size
-    from pypto_build.plugin.cache_bound import bound_after_build
+    from pypto_build.store.size_limit import parse_size
+    from pypto_build.build_records.folder_bound import bound_after_build
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache
     from pypto_build.plugin.project_target import project_toolchain

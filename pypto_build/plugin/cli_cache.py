@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.cache_location import default_cache_dir
+from pypto_build.store.location import default_cache_dir
 from pypto_build.errors import ExitCode
 from pypto_build.plugin.cli_common import (
     add_json_option,
@@ -43,7 +43,7 @@ def register(commands: Subparsers) -> None:
 
 
 def _size(text: str) -> int:
-    from pypto_build.chip_build.cache import parse_size
+    from pypto_build.store.size_limit import parse_size
 
     try:
         return parse_size(text)
@@ -52,7 +52,7 @@ def _size(text: str) -> int:
 
 
 def _cache_stats(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.chip_build.compile_cache.cache import CompileCache
 
     stats = CompileCache(default_cache_dir()).stats()
     last = stats.last_build
@@ -77,9 +77,9 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 
 def _cache_prune(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.cache import CompileCache
-    from pypto_build.plugin.cache_bound import bound_cache
-    from pypto_build.plugin.record_store import RecordStore
+    from pypto_build.chip_build.compile_cache.cache import CompileCache
+    from pypto_build.build_records.folder_bound import bound_cache
+    from pypto_build.build_records.records import RecordStore
 
     cache = CompileCache(default_cache_dir())
     try:

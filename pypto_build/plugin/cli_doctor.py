@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto_build.chip_build.cache_location import default_cache_dir
+from pypto_build.store.location import default_cache_dir
 from pypto_build.errors import ExitCode
 from pypto_build.plugin.cli_common import (
     add_json_option,
@@ -103,7 +103,7 @@ def _doctor_report(
     """What ``doctor`` reports, as its ``--json`` document and as its lines: each toolchain's
     section in the registry's order, the launchers, the cache, and what ``auto`` selects (the
     first usable toolchain)."""
-    from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.chip_build.compile_cache.cache import CompileCache
     from pypto_build.chip_build.toolchains.kind import ToolchainRequest
     from pypto_build.chip_build.toolchains.registry import AUTO, TOOLCHAINS, toolchain_kind
 

@@ -318,7 +318,7 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
 
     def _unchanged(self, settings: PyptoSettings) -> Unchanged:
         """The toolchain the settings select, and the record of the project's last build when
-        nothing it read has changed (:mod:`.build_record`)."""
+        nothing it read has changed (:mod:`pypto_build.build_records.record`)."""
         from pypto_build.plugin.last_build import unchanged_build
         from pypto_build.plugin.project_target import project_toolchain
 
@@ -336,11 +336,11 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     ) -> tuple[str, ...]:
         """Lower, render and compile into ``out``, record the build for the next one and bring
         the cache within its bound; the chips built."""
-        from pypto_build.chip_build.cache import parse_size
+        from pypto_build.build_records.folder_bound import bound_after_build
         from pypto_build.chip_build.compile import BuildFailed
-        from pypto_build.plugin.cache_bound import bound_after_build
         from pypto_build.plugin.last_build import remember
         from pypto_build.plugin.project_build import build_project, project_cache
+        from pypto_build.store.size_limit import parse_size
 
         project = Path(self.root)
         cache = project_cache(settings)
@@ -372,7 +372,8 @@ class PyptoBuildHook(BuildHookInterface[BuilderConfig]):
     def _reused(self, unchanged: Unchanged) -> None:
         """Say what a build that changed nothing shipped, and count it in the compile cache's
         statistics as the build it stands for: every binary a hit, none compiled."""
-        from pypto_build.chip_build.cache import BuildCounts, CompileCache
+        from pypto_build.chip_build.compile_cache.cache import CompileCache
+        from pypto_build.chip_build.compile_cache.stats import BuildCounts
 
         assert unchanged.record is not None
         for warning in unchanged.record.warnings:

@@ -1,23 +1,26 @@
 """The two halves of a hook build around the engine: before it, whether the project's last
-build can stand for this one (:mod:`.build_record`); after a full build, recording it.
+build can stand for this one (:mod:`pypto_build.build_records.record`); after a full build,
+recording it (:mod:`pypto_build.build_records.records`). The hook's glue between its settings
+and the build records, so it lives with the hook.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto_build.plugin.build_record import (
+from pypto_build.build_records.record import (
     BuildRecord,
-    Damaged,
     build_record,
     record_key,
     toolchain_description,
 )
-from pypto_build.plugin.record_store import RecordStore
+from pypto_build.build_records.records import RecordStore
 from pypto_build.plugin.settings import CHIP_NAMES
+from pypto_build.store.storage import Damaged, Unavailable
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.build import BuildResult
@@ -56,11 +59,12 @@ def unchanged_build(
 ) -> Unchanged:
     """Look for the record of ``project``'s last build with ``settings`` in the user's
     compile cache folder, and keep it when nothing it read has changed."""
-    from pypto_build.chip_build.cache_location import default_cache_dir
+    from pypto_build.store.location import default_cache_dir
 
     cache_root = default_cache_dir()
     store = RecordStore(cache_root, warn=warn)
-    key = record_key(project, settings)
+    # What a build prints changes nothing it makes.
+    key = record_key(project, dataclasses.asdict(dataclasses.replace(settings, verbose=False)))
     # Without a chips setting, the chips are known only once the programs are lowered: the
     # toolchain is described for every chip it could build.
     state = toolchain_description(toolchain, settings.chips or CHIP_NAMES)
@@ -73,7 +77,7 @@ def remember(unchanged: Unchanged, project: Path, result: BuildResult) -> None:
     """Record the full build ``result`` for later builds; when what its compiles read cannot
     be told (the cache could not keep it), nothing is recorded and later builds run in full.
     A record that cannot be written costs a warning, never the build."""
-    from pypto_build.plugin.compile_inputs import compile_inputs
+    from pypto_build.build_records.compile_inputs import compile_inputs
 
     store = unchanged.store
     previous = unchanged.previous
@@ -88,5 +92,5 @@ def remember(unchanged: Unchanged, project: Path, result: BuildResult) -> None:
             unchanged.key, project, result, unchanged.toolchain_state, compiled_from, known
         )
         store.save(record, result.out_dir)
-    except (OSError, ValueError, KeyError, Damaged) as exc:
+    except (OSError, ValueError, KeyError, Damaged, Unavailable) as exc:
         store.warn(f"build record: not written ({exc}); the next build runs in full")

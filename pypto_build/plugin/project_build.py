@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TextIO
 
 from pypto_build.chip_build.build import BuildResult, build
-from pypto_build.chip_build.cache import CompileCache, default_cache_dir
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.remote import RemoteSpec, RemoteTier
 from pypto_build.chip_build.jobs import default_jobs
-from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
 from pypto_build.chip_build.subbuild import programs_default_chips
 from pypto_build.chip_build.toolchains import Toolchain, launcher_jobs, resolve_launcher
 from pypto_build.plugin.project_target import program_paths
 from pypto_build.plugin.settings import PyptoSettings
+from pypto_build.store.location import default_cache_dir
 
 
 def remote_specs(settings: PyptoSettings) -> list[RemoteSpec]:

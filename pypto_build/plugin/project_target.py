@@ -1,8 +1,8 @@
 """What a project's settings say it is built from and with: its program files and its toolchain.
 
 Resolving them loads none of the engine (no lowering, rendering or compiling), so a build that
-finds nothing changed (:mod:`.build_record`) can check the toolchain before it decides whether
-the engine must run; :mod:`.project_build` builds with the same answers.
+finds nothing changed (:mod:`pypto_build.build_records.record`) can check the toolchain before
+it decides whether the engine must run; :mod:`.project_build` builds with the same answers.
 """
 
 from __future__ import annotations

@@ -18,20 +18,20 @@ import filelock
 import pytest
 from _support.compile_cache import KEY, Builder, deps, entries, make_tree
 
-from pypto_build.chip_build import cache as cache_module
-from pypto_build.chip_build.cache import (
-    LAYOUT,
+from pypto_build.chip_build.compile_cache import dependencies, layout, publish
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.dependencies import FileDigests
+from pypto_build.chip_build.compile_cache.depfile_parser import read_depfile
+from pypto_build.chip_build.compile_cache.keys import (
     PACKAGE,
     PACKAGE_PLACEHOLDER,
-    BuildCounts,
-    CompileCache,
-    FileDigests,
     PackageFolder,
     compile_key,
-    default_cache_dir,
-    parse_size,
-    read_depfile,
 )
+from pypto_build.chip_build.compile_cache.layout import LAYOUT
+from pypto_build.chip_build.compile_cache.stats import BuildCounts
+from pypto_build.store.location import default_cache_dir
+from pypto_build.store.size_limit import parse_size
 
 
 @pytest.fixture
@@ -159,13 +159,13 @@ def test_one_build_looks_at_each_recorded_file_once(
     for key in keys:
         cache.fetch_or_build(key, tree, Builder(b"binary", deps(tree)))
     looked: list[str] = []
-    look = CompileCache._file_hash
+    look = dependencies.FileHashes.sha256
 
-    def counted(self: CompileCache, path: str) -> str | None:
+    def counted(self: dependencies.FileHashes, path: str) -> str | None:
         looked.append(path)
         return look(self, path)
 
-    monkeypatch.setattr(CompileCache, "_file_hash", counted)
+    monkeypatch.setattr(dependencies.FileHashes, "sha256", counted)
     files = FileDigests()
     assert all(cache.fetch_or_build(key, tree, Builder(b"", []), files).hit for key in keys)
     assert sorted(looked) == sorted(str(path) for path in deps(tree))
@@ -213,18 +213,18 @@ def test_an_artifact_without_the_mode_of_an_output_is_not_linked(
 
 def test_entry_names_are_the_canonical_json_of_key_and_dependencies() -> None:
     """Entries published before the name was spelled out by hand keep their names."""
-    dependencies = [
-        cache_module._Dependency('k\u00e9 "a\\b".h', True, "0" * 64),
-        cache_module._Dependency(f"{PACKAGE_PLACEHOLDER}/x y.h", False, "f" * 64),
+    recorded = [
+        dependencies.Dependency('k\u00e9 "a\\b".h', True, "0" * 64),
+        dependencies.Dependency(f"{PACKAGE_PLACEHOLDER}/x y.h", False, "f" * 64),
     ]
     shared = "e" * 64
-    document = [KEY, [dep.as_json() for dep in dependencies], shared]
+    document = [KEY, [dep.as_json() for dep in recorded], shared]
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     expected = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-    assert cache_module._entry_name(KEY, dependencies, shared) == expected
+    assert layout.entry_name(KEY, recorded, shared) == expected
     # The shared dependencies' text is that canonical JSON too: its hash is the one named.
-    listed = [dep.as_json() for dep in dependencies]
-    assert cache_module._listing(dependencies) == json.dumps(
+    listed = [dep.as_json() for dep in recorded]
+    assert dependencies.listing(recorded) == json.dumps(
         listed, sort_keys=True, separators=(",", ":"), ensure_ascii=True
     )
 
@@ -263,7 +263,8 @@ def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
 
     keys = []
     for index, root in enumerate(installs):
-        monkeypatch.setattr(cache_module, "PACKAGE", PackageFolder(root))
+        for module in (keys, dependencies, publish):
+            monkeypatch.setattr(module, "PACKAGE", PackageFolder(root))
         keys.append(key(root))
         header = [*deps(tree), root / "include" / "api.h"]
         fetched = cache.fetch_or_build(keys[-1], tree, Builder(b"binary", header))

@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 from _support.compile_cache import KEY, Builder, deps, entries, make_tree
 
-from pypto_build.chip_build import cache as cache_module
-from pypto_build.chip_build.cache import LAYOUT, CompileCache
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.dependencies import FileDigests
+from pypto_build.chip_build.compile_cache.keys import digest_json
+from pypto_build.chip_build.compile_cache.layout import LAYOUT
+from pypto_build.store.disk import link_verified
 
 
 @dataclass
@@ -185,7 +188,7 @@ def test_a_manifest_naming_anything_but_a_file_in_place_is_a_miss_evicted_once(
     # the path check stands between the cache and the hostile dependency.
     document = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
     named = [KEY, document["dependencies"], document["shared_sha256"]]
-    entry.rename(entry.parent / cache_module._digest_json(named))
+    entry.rename(entry.parent / digest_json(named))
     _rebuilds_with_one_warning(warned, tree, "evicted damaged entry")
 
 
@@ -203,11 +206,11 @@ def test_shared_dependencies_are_checked_once_per_build_and_compared_after(
     first, second = entries(warned.cache)
     texts = {(entry / "shared.json").read_text(encoding="utf-8") for entry in (first, second)}
     assert len(texts) == 1 and str(header) in texts.pop()
-    files = cache_module.FileDigests()
+    files = FileDigests()
     assert all(warned.cache.fetch_or_build(key, tree, Builder(b"", []), files).hit for key in keys)
     shared = second / "shared.json"
     shared.write_text(shared.read_text(encoding="utf-8").replace(str(header), "/etc/passwd"))
-    files = cache_module.FileDigests()
+    files = FileDigests()
     altered = keys[entries(warned.cache).index(second)]
     fetched = [warned.cache.fetch_or_build(key, tree, Builder(b"new", []), files) for key in keys]
     assert [item.hit for item in fetched] == [key != altered for key in keys]
@@ -322,8 +325,8 @@ def test_an_output_is_linked_only_to_the_file_whose_bytes_were_verified(tmp_path
         path.chmod(0o644)
     output = tmp_path / "out" / "k.so"
     output.parent.mkdir()
-    assert not cache_module._link_read(replaced, os.stat(verified), output)
+    assert not link_verified(replaced, os.stat(verified), output)
     assert list(output.parent.iterdir()) == []
-    assert cache_module._link_read(verified, os.stat(verified), output)
+    assert link_verified(verified, os.stat(verified), output)
     assert output.read_bytes() == b"verified" and os.path.samefile(output, verified)
     assert [path.name for path in output.parent.iterdir()] == ["k.so"]

@@ -14,6 +14,7 @@ from _support.fakes.fake_cann import FakeCann, make_fake_cann, make_fake_pto_isa
 from _support.fakes.fake_simpler import commit_all, make_fake_runtime
 from _support.trees import make_tree
 
+from pypto_build.build_records.record import toolchain_description
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.compile import BuildFailed, compile_tree
 from pypto_build.chip_build.toolchains import (
@@ -25,7 +26,6 @@ from pypto_build.chip_build.toolchains import (
 )
 from pypto_build.chip_build.toolchains.includes import include_closure
 from pypto_build.chip_build.toolchains.runtime_tree import read_build_config
-from pypto_build.plugin.build_record import toolchain_description
 
 KEY = "tool.pypto.runtime-root"
 RUNTIME_COMMIT = "1" * 40

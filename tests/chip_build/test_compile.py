@@ -12,7 +12,6 @@ import pytest
 from _support.trees import INPUTS, kernel_source, make_tree, write_subbuild
 
 from pypto_build.chip_build import compile as compile_module
-from pypto_build.chip_build.cache import LAYOUT, CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import (
     CompileReport,
@@ -21,6 +20,8 @@ from pypto_build.chip_build.compile import (
     find_jobs,
     start_order,
 )
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.layout import LAYOUT
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import verify_manifest
 from pypto_build.chip_build.toolchains import SimToolchain, UnitKind

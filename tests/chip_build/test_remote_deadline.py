@@ -10,7 +10,7 @@ import time
 import pytest
 from _support.loopback import LOOPBACK, trickling_server
 
-from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
+from pypto_build.chip_build.compile_cache.remote import RemoteSpec, RemoteTier
 
 TIMEOUT = 1.0
 #: A loaded machine's slack beyond the timeout; a trickle is never cut by the per-read timeout.

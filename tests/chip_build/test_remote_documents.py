@@ -10,9 +10,9 @@ from _support.loopback import LOOPBACK, scripted_server
 from _support.trees import make_tree
 
 from pypto_build.chip_build import bounded_json
-from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import compile_tree
-from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.remote import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import SimToolchain
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

@@ -14,9 +14,9 @@ from _support.fakes.fake_cann import FAIL_MARKER, FakeCann, make_fake_cann
 from _support.fakes.fake_simpler import make_fake_runtime
 from _support.trees import kernel_source, make_tree, write_subbuild
 
-from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.chips import CoreType, get_chip
 from pypto_build.chip_build.compile import BuildFailed, compile_tree
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.toolchains import (
     CannToolchain,

@@ -236,7 +236,7 @@ def test_a_debug_build_carries_debug_information_and_no_tree_path(
 
 
 def test_added_flags_are_part_of_the_cache_key(sim: SimToolchain, tmp_path: Path) -> None:
-    from pypto_build.chip_build.cache import CompileCache
+    from pypto_build.chip_build.compile_cache.cache import CompileCache
 
     cache = CompileCache(tmp_path / "cache")
     tree = make_tree(tmp_path / "out")

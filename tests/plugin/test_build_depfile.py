@@ -13,7 +13,7 @@ import pytest
 from _support.console import run_cli
 
 from pypto_build.builtins import default_registry, include_dir
-from pypto_build.chip_build.cache import read_depfile
+from pypto_build.chip_build.compile_cache.depfile_parser import read_depfile
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.files import walk_files
 from pypto_build.plugin.cli import ExitCode

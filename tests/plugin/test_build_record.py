@@ -23,14 +23,26 @@ from _support.console import run_cli
 from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environment
 
 import pypto_build
+from pypto_build.build_records import record as build_record
+from pypto_build.build_records import records as record_store
+from pypto_build.build_records.signatures import (
+    FileInput,
+    FolderInput,
+    distribution_inputs,
+    tree_inputs,
+)
 from pypto_build.chip_build import publish
-from pypto_build.chip_build.cache import LAYOUT
+from pypto_build.chip_build.compile_cache.layout import LAYOUT
 from pypto_build.chip_build.publish import KILL_AT_ENV
 from pypto_build.chip_build.toolchains.wheel_platform import host_platform_tag
 from pypto_build.files import walk_files
-from pypto_build.plugin import build_record, project_build, record_store
+from pypto_build.plugin import project_build
 from pypto_build.plugin.cli import ExitCode
-from pypto_build.plugin.signatures import FileInput, FolderInput, distribution_inputs, tree_inputs
+<<<<<<< HEAD
+from pypto_build.build_records.signatures import FileInput, FolderInput, distribution_inputs, tree_inputs
+=======
+from pypto_build.plugin.hatch import host_platform_tag
+>>>>>>> 1cc02ac (One content-addressed store with disk, HTTP and read-only backends; the compile cache split into keys, dependencies, layout, lookup, publish and stats; build records moved to build_records/)
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
@@ -558,7 +570,7 @@ def test_the_cache_bound_covers_the_build_records_and_leaves_no_empty_folder(
 ) -> None:
     """Records count against ``cache-max-size``: pruning to 100K removes the least recently
     used records and, at once, the files only they named, and no empty folder is left."""
-    from pypto_build.plugin.cache_bound import bound_cache
+    from pypto_build.build_records.folder_bound import bound_cache
 
     store = record_store.RecordStore(tmp_path / "cache", warn=pytest.fail)
     out = tmp_path / "out"

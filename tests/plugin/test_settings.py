@@ -422,15 +422,15 @@ def test_strict_makes_an_unknown_variable_an_error() -> None:
 
 
 def test_the_other_variables_are_those_their_modules_read() -> None:
-    from pypto_build.chip_build import remote_cache
     from pypto_build.chip_build.sim.world import TIMEOUT_ENV
+    from pypto_build.store import http_credentials
 
     assert set(OTHER_VARIABLES) == {
         "PYPTO_CACHE_DIR",
         TIMEOUT_ENV,
-        remote_cache.USERNAME_VARIABLE,
-        remote_cache.PASSWORD_VARIABLE,
-        remote_cache.TOKEN_VARIABLE,
+        http_credentials.USERNAME_VARIABLE,
+        http_credentials.PASSWORD_VARIABLE,
+        http_credentials.TOKEN_VARIABLE,
     }
 
 

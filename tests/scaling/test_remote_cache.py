@@ -12,9 +12,9 @@ import pytest
 from _support.loopback import LOOPBACK, Nginx, free_port, hanging_port
 from _support.trees import make_tree
 
-from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import CompileReport, compile_tree
-from pypto_build.chip_build.remote_cache import FORMAT, RemoteSpec, RemoteTier
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.remote import FORMAT, RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import SimToolchain
 
 #: The remotes' timeout in these tests: long enough for a loaded machine to answer, short enough

@@ -18,12 +18,13 @@ from _support.scaling_samples import (
 )
 from _support.trees import make_tree
 
-from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import compile_tree
-from pypto_build.chip_build.remote_cache import RemoteSpec, RemoteTier, auth_headers, url_problem
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.remote import RemoteSpec, RemoteTier
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.plugin.project_build import remote_specs
 from pypto_build.plugin.settings import SettingsError, apply_environment, settings_from_table
+from pypto_build.store.http_credentials import auth_headers, url_problem
 
 PROGRAMS = {"programs": ["p.py"], "package": "pkg/_kernels"}
 

@@ -18,7 +18,7 @@ from _support.scaling_samples import (
     machine_environment,
 )
 
-from pypto_build.chip_build.cache import LAYOUT
+from pypto_build.chip_build.compile_cache.layout import LAYOUT
 
 
 def _wheel(machine: Path, url: str) -> tuple[Path, dict[str, int]]:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from _support.sim_programs import BuildProgram, ProgramSpec
 
-from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import compile_tree
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.sim.runtime import NativeRuntime, load_runtime
 from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
 from pypto_build.chip_build.toolchains import SimToolchain

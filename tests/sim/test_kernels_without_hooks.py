@@ -17,7 +17,7 @@ import pytest
 
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.build import build
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.toolchains import SimToolchain
 
 pytestmark = pytest.mark.slow

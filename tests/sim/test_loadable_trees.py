@@ -16,7 +16,7 @@ from _support.goldens import pipeline_golden
 
 from pypto_build import sim as simulation
 from pypto_build.chip_build.build import build
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.sim.runtime import NativeRuntime
 from pypto_build.chip_build.toolchains.sim import SimToolchain
 

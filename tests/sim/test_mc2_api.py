@@ -23,7 +23,7 @@ from _support import mc2_golden
 
 from pypto_build import mc2
 from pypto_build.chip_build.build import build
-from pypto_build.chip_build.cache import CompileCache
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.kernel_config import read_kernel_config
 from pypto_build.chip_build.manifest import MANIFEST_NAME
 from pypto_build.chip_build.sim.runtime import NativeRuntime

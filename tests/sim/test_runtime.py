@@ -16,9 +16,10 @@ import numpy.typing as npt
 import pytest
 from _support.trees import write_subbuild
 
-from pypto_build.chip_build.cache import LAYOUT, CompileCache
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.compile import compile_tree
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.layout import LAYOUT
 from pypto_build.chip_build.kernel_config import KernelEntry
 from pypto_build.chip_build.manifest import write_manifest
 from pypto_build.chip_build.runtime_types import DataType, TensorArgType

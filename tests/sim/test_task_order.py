@@ -14,8 +14,8 @@ import pytest
 from _support.goldens import pipeline_golden
 
 from pypto_build import sim as simulation
-from pypto_build.chip_build.cache import CompileCache
 from pypto_build.chip_build.compile import compile_tree
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.sim.runtime import NativeRuntime
 from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
 from pypto_build.chip_build.toolchains.sim import SimToolchain

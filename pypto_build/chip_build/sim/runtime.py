@@ -23,12 +23,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.chip_build.cache import CompileCache, default_cache_dir
 from pypto_build.chip_build.chips import CoreType
+from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.sim.library import LIBRARY_NAME, runtime_library
 from pypto_build.chip_build.sim.shared import Segment
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.errors import PyptoError
+from pypto_build.store.location import default_cache_dir
 
 #: The interface version this binding is written for (PYPTO_SIM_API_VERSION).
 API_VERSION = 3

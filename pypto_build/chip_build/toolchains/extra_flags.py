@@ -6,7 +6,7 @@ The settings ``sim-defines``/``sim-cxxflags``, ``cann-defines``/``cann-cxxflags`
 host build tools read it, become one :class:`ExtraFlags` per toolchain. A toolchain puts them
 into the command lines it plans, after its own flags (a later ``-O`` wins, as with CMake's
 ``CMAKE_CXX_FLAGS``), so the compile cache, which keys on those command lines, tells the builds
-apart, and the build record (:func:`pypto_build.plugin.build_record.toolchain_description`)
+apart, and the build record (:func:`pypto_build.build_records.record.toolchain_description`)
 sees them through the toolchain's ``layout``. With nothing added every command line is
 byte-identical to one without this module.
 """

@@ -33,7 +33,7 @@ def _credential_problem(key: str, where: str) -> str | None:
     """The error for an unknown key that names a credential, or None."""
     if not _CREDENTIAL_WORDS & set(re.split(r"[_-]", key.lower())):
         return None
-    from pypto_build.chip_build.remote_cache import (
+    from pypto_build.store.http_credentials import (
         PASSWORD_VARIABLE,
         TOKEN_VARIABLE,
         USERNAME_VARIABLE,

@@ -31,7 +31,7 @@ COMMIT_PATTERN = r"^[0-9a-f]{40}$"
 #: ``manylinux_2_28_x86_64``, ``any``), or ``auto``.
 PLATFORM_TAG_PATTERN = r"^[a-z0-9_]+$"
 #: An http(s) URL with a host and no user name, password, query or fragment (the schema's
-#: approximation of :func:`~pypto_build.chip_build.remote_cache.url_problem`).
+#: approximation of :func:`~pypto_build.store.http_credentials.url_problem`).
 URL_PATTERN = r"^https?://[^/?#@\s]+(?:/[^?#\s]*)?$"
 #: A preprocessor definition as ``-D`` takes it: ``NAME`` or ``NAME=VALUE``.
 DEFINE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(?:=.*)?$"
@@ -105,7 +105,7 @@ def check_define(value: str, where: str) -> None:
 
 
 def check_size(value: str, where: str) -> None:
-    from pypto_build.chip_build.cache import parse_size
+    from pypto_build.store.size_limit import parse_size
 
     try:
         parse_size(value)
@@ -115,7 +115,7 @@ def check_size(value: str, where: str) -> None:
 
 def check_url(value: str, where: str) -> None:
     # The remote tier is loaded only for a project that names a remote cache.
-    from pypto_build.chip_build.remote_cache import url_problem
+    from pypto_build.store.http_credentials import url_problem
 
     problem = url_problem(value)
     if problem is not None:

@@ -1,12 +1,12 @@
 """The compile cache's folder bounds itself, as ccache's does: after every build publishes,
-the compile cache's entries and the build records kept beside them (:mod:`.record_store`)
+the compile cache's entries and the build records kept beside them (:mod:`.records`)
 together are brought within ``cache-max-size`` (``PYPTO_CACHE_MAX_SIZE``), the least recently
 used first: compile entries, then, when they alone do not make room, records.
 
 Each step takes the lock of what it prunes (the compile cache's prune lock, the record store's
 lock), so builds that finish at once prune one after another, and a build reading an entry
-another prunes finds it whole or not at all (:meth:`~pypto_build.chip_build.cache.CompileCache.
-prune` renames an entry out before removing it).
+another prunes finds it whole or not at all (:meth:`~pypto_build.chip_build.compile_cache.cache.
+CompileCache.prune` renames an entry out before removing it).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pypto_build.chip_build.cache import CompileCache, PruneResult
-from pypto_build.plugin.record_store import RecordStore
+from pypto_build.build_records.records import RecordStore
+from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.stats import PruneResult
 
 
 def bound_cache(root: Path, max_size: int, *, warn: Callable[[str], None]) -> PruneResult:

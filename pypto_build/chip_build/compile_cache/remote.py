@@ -1,9 +1,9 @@
 """The remote tier of the compile cache, over the HTTP remote-cache protocol.
 
 The protocol is the one Bazel's ``--remote_cache=http://...`` speaks, and with it bazel-remote,
-nginx's WebDAV module, ccache's and sccache's HTTP/WebDAV storage: values are read with ``GET``
-and written with ``PUT`` under a base URL (which may end in an instance prefix, such as a
-branch name), in two namespaces::
+nginx's WebDAV module, ccache's and sccache's HTTP/WebDAV storage (the store's HTTP backend,
+:mod:`pypto_build.store.http`): values under a base URL (which may end in an instance prefix,
+such as a branch name), in two namespaces::
 
     <base>/ac/<compile key>   the key's entries: a JSON document listing, newest first, the
                               manifest of each local entry (artifact hash, the files the compile
@@ -11,20 +11,17 @@ branch name), in two namespaces::
     <base>/cas/<sha256>       an artifact's bytes, named by their SHA-256
 
 So any server users already run for Bazel, ccache or sccache serves pypto-build too. The local
-folder stays the first tier (:mod:`pypto_build.chip_build.cache`): the remote is asked only on
-a local miss, its entries are verified exactly as local ones (the manifest's shape and key, the
-recorded files' hashes against this machine's files, the artifact's SHA-256 and size), and a
-verified hit is stored locally. A compile's entry is uploaded on background threads (blob first,
-then the ``ac`` document, so a reader never finds a manifest before its blob), off the build's
-critical path; :meth:`RemoteTier.flush` waits for the uploads at the end of a build.
+folder stays the first tier (:mod:`.cache`): the remote is asked only on a local miss, its
+entries are verified exactly as local ones (the manifest's shape and key, the recorded files'
+hashes against this machine's files, the artifact's SHA-256 and size), and a verified hit is
+stored locally. A compile's entry is uploaded on background threads (blob first, then the
+``ac`` document, so a reader never finds a manifest before its blob), off the build's critical
+path; :meth:`RemoteTier.flush` waits for the uploads at the end of a build.
 
 A remote must never fail or stall a build. Every exchange is bounded as a whole by the timeout
-(connecting, the status line and headers, the whole body, the answer to an upload: one deadline
-from the start of the request, :mod:`~pypto_build.chip_build.remote_deadline`), nothing is
-retried, and the
-first exchange with a remote runs alone, so one that is down or hangs costs one timeout per
-build, not one per compile job. Whatever goes wrong is one warning per remote and kind, and
-the build goes on:
+(:mod:`pypto_build.store.http_deadline`), nothing is retried, and the first exchange with a
+remote runs alone, so one that is down or hangs costs one timeout per build, not one per
+compile job. Whatever goes wrong is one warning per remote and kind, and the build goes on:
 
 * unreachable, timed out, an unexpected status (a 5xx, refused credentials): the remote is
   dropped for the rest of the build;
@@ -32,42 +29,28 @@ the build goes on:
   compile's upload then overwrites with a good entry;
 * uploads refused (400, 401, 403, 405, 501 to a ``PUT``): reads go on, uploads stop.
 
-Credentials never come from ``pyproject.toml``: a bearer token from
-``PYPTO_REMOTE_CACHE_TOKEN``, a user name and password from ``PYPTO_REMOTE_CACHE_USERNAME`` and
-``PYPTO_REMOTE_CACHE_PASSWORD``, else the remote's host in the netrc file (``$NETRC``, else
-``~/.netrc``).
-
-The client is urllib3: a widely used, actively maintained HTTP/1.1 client with thread-safe
-connection pooling (keep-alive across the build's many small exchanges), explicit connect and
-read timeouts and no retries unless asked, and no dependencies of its own, which keeps the build
-environment of every model package lean.
+Credentials never come from ``pyproject.toml`` (:mod:`pypto_build.store.http_credentials`).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import json
-import netrc
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import urlsplit
+from typing import TypeVar
 
 from pypto_build.chip_build import bounded_json
-from pypto_build.chip_build.remote_deadline import Deadline, pool_manager
+from pypto_build.store.http import HttpStorage, Refused
+from pypto_build.store.http_credentials import auth_headers
+from pypto_build.store.http_deadline import pool_manager
+from pypto_build.store.read_only import ReadOnly
+from pypto_build.store.storage import Damaged, Storage, Unavailable
 
-if TYPE_CHECKING:
-    import urllib3
-
-TOKEN_VARIABLE = "PYPTO_REMOTE_CACHE_TOKEN"
-USERNAME_VARIABLE = "PYPTO_REMOTE_CACHE_USERNAME"
-PASSWORD_VARIABLE = "PYPTO_REMOTE_CACHE_PASSWORD"
 #: The secret that signs uploaded entries, and that a remote with ``signed`` requires.
 SIGNING_KEY_VARIABLE = "PYPTO_REMOTE_CACHE_SIGNING_KEY"
 #: The ``ac`` document's format; a new format gets a new value and old documents become misses.
@@ -78,59 +61,12 @@ MAX_ENTRIES = 8
 _MAX_DOCUMENT = 4 << 20
 #: The deepest ``ac`` document read: its entries' manifests nest five levels.
 _MAX_DEPTH = 16
-#: Statuses of a ``PUT`` that mean "this server takes no uploads from you", not "it is down".
-_REFUSED = frozenset({401, 403, 405, 501})
-_CHUNK = 1 << 16
 #: Upload threads; the work is waiting on the network.
 _UPLOADERS = 2
 #: Connections kept open per remote host.
 _POOL_SIZE = 64
-#: Failures of an exchange that mean the remote is unreachable or broke the connection.
 
 T = TypeVar("T")
-
-
-def url_problem(url: str) -> str | None:
-    """What is wrong with a remote cache URL, or None: an ``http``/``https`` URL with a host,
-    and no user name, password, query or fragment (credentials come from the environment or
-    netrc, never from a setting)."""
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # parsing the port validates it
-    except ValueError as exc:
-        return f"'{url}' is not a URL ({exc})"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"'{url}' is not an http:// or https:// URL with a host"
-    if parts.username is not None or parts.password is not None:
-        return (
-            f"'{url}' carries credentials; they are never read from settings: set "
-            f"{USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or {TOKEN_VARIABLE}, in the "
-            "environment, or put the host in ~/.netrc"
-        )
-    if parts.query or parts.fragment:
-        return f"'{url}' has a query or fragment; give the base URL of the ac/ and cas/ folders"
-    return None
-
-
-def auth_headers(url: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """The ``Authorization`` header for ``url`` from the environment or the netrc file (none
-    when neither has credentials). An unreadable netrc file is no credentials, as for curl."""
-    token = environ.get(TOKEN_VARIABLE)
-    if token:
-        return {"Authorization": f"Bearer {token}"}
-    user, password = environ.get(USERNAME_VARIABLE), environ.get(PASSWORD_VARIABLE)
-    if not user and not password:
-        path = environ.get("NETRC") or str(Path(environ.get("HOME") or Path.home()) / ".netrc")
-        host = urlsplit(url).hostname or ""
-        try:
-            found = netrc.netrc(path).authenticators(host)
-        except (OSError, netrc.NetrcParseError):
-            found = None
-        if found is None:
-            return {}
-        user, _, password = found
-    pair = f"{user or ''}:{password or ''}".encode()
-    return {"Authorization": f"Basic {base64.b64encode(pair).decode('ascii')}"}
 
 
 @dataclass(frozen=True)
@@ -167,152 +103,21 @@ class RemoteSummary:
     problem: str | None
 
 
-class _Unavailable(Exception):
-    """The remote did not answer as a cache answers (transport failure or unexpected status)."""
-
-
-class _UploadRefused(Exception):
-    """The remote answered a ``PUT`` with a refusal."""
-
-
-class _Damaged(Exception):
-    """The remote answered, but with a value that cannot be what was stored."""
-
-
-class _Exchange:
-    """HTTP exchanges with one remote, each bounded as a whole by the timeout (see the module and
-    :mod:`~pypto_build.chip_build.remote_deadline`)."""
-
-    def __init__(self, spec: RemoteSpec, pool: urllib3.PoolManager, headers: dict[str, str]):
-        import urllib3
-
-        #: What a transport failure raises: urllib3's errors and the system's.
-        self._failures = (urllib3.exceptions.HTTPError, OSError)
-        self._timeout_class = urllib3.Timeout
-        self.base = spec.url.rstrip("/")
-        self.timeout = spec.timeout
-        self._pool = pool
-        self._headers = headers
-
-    def get(self, path: str, limit: int) -> bytes | None:
-        """The value at ``<base>/<path>``, or None when the server has none (404). A value over
-        ``limit`` bytes is damaged."""
-        with Deadline(self.timeout) as deadline:
-            response = self._request("GET", path, None, deadline)
-            try:
-                data = self._body(response, path, limit, deadline)
-            except BaseException:
-                response.close()  # unread bytes must not reach the next exchange on the connection
-                raise
-            finally:
-                response.release_conn()
-        return data
-
-    def _body(
-        self, response: urllib3.BaseHTTPResponse, path: str, limit: int, deadline: Deadline
-    ) -> bytes | None:
-        if response.status == 404:
-            return None
-        if response.status in (401, 403):
-            raise _Unavailable(
-                f"GET {path} answered HTTP {response.status}: credentials missing or refused "
-                f"({TOKEN_VARIABLE}, {USERNAME_VARIABLE} and {PASSWORD_VARIABLE}, or netrc)"
-            )
-        if response.status != 200:
-            raise _Unavailable(f"GET {path} answered HTTP {response.status}")
-        length = response.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise _Damaged(f"{path} holds {length} bytes, at most {limit} expected")
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            while chunk := response.read(_CHUNK):
-                size += len(chunk)
-                if size > limit:
-                    raise _Damaged(f"{path} holds more than the {limit} bytes expected")
-                chunks.append(chunk)
-        except self._failures as exc:
-            raise self._failure("GET", path, exc, deadline) from None
-        if deadline.expired:  # cut off between two reads, or at the very end
-            raise self._failure("GET", path, None, deadline)
-        return b"".join(chunks)
-
-    def put(self, path: str, data: bytes) -> None:
-        with Deadline(self.timeout) as deadline:
-            response = self._request("PUT", path, data, deadline)
-            try:
-                response.drain_conn()
-            except self._failures as exc:
-                raise self._failure("PUT", path, exc, deadline) from None
-            finally:
-                response.release_conn()
-            if deadline.expired:
-                raise self._failure("PUT", path, None, deadline)
-        if response.status == 400:
-            # bazel-remote validates ac/ values as Bazel ActionResults unless told not to.
-            raise _UploadRefused(
-                f"PUT {path} answered HTTP 400 (bazel-remote takes pypto-build's entries only "
-                "when started with --disable_http_ac_validation)"
-            )
-        if response.status in _REFUSED:
-            raise _UploadRefused(f"PUT {path} answered HTTP {response.status}")
-        if not 200 <= response.status < 300:
-            raise _Unavailable(f"PUT {path} answered HTTP {response.status}")
-
-    def _request(
-        self, method: str, path: str, body: bytes | None, deadline: Deadline
-    ) -> urllib3.BaseHTTPResponse:
-        # Each system call is bounded by what is left of the deadline as well, so a remote that
-        # goes quiet is cut off at the deadline even before the watchdog fires.
-        left = deadline.remaining()
-        try:
-            return self._pool.request(
-                method,
-                f"{self.base}/{path}",
-                body=body,
-                headers=self._headers,
-                preload_content=False,
-                redirect=False,
-                retries=False,
-                timeout=self._timeout_class(connect=left, read=left),
-            )
-        except self._failures as exc:
-            raise self._failure(method, path, exc, deadline) from None
-
-    def _failure(
-        self, method: str, path: str, exc: Exception | None, deadline: Deadline
-    ) -> _Unavailable:
-        """The error of an exchange that failed or ran out of time (a per-call timeout at the
-        deadline reads as the deadline, not as the call that happened to be waiting)."""
-        if exc is None or deadline.expired or deadline.remaining() <= 0.001:
-            return _Unavailable(f"{method} {path} took longer than {self.timeout:g} s")
-        return _Unavailable(f"{method} {path}: {_reason(exc)}")
-
-
-def _reason(exc: Exception) -> str:
-    """What went wrong in a urllib3 error, without the connection's description urllib3 puts
-    first ("Failed to establish a new connection: [Errno 111] Connection refused", "Read timed
-    out. (read timeout=2.0)")."""
-    reason = getattr(exc, "reason", None)
-    text = str(reason if isinstance(reason, Exception) else exc)
-    prefix, separator, rest = text.partition("): ")
-    return rest if separator and prefix.startswith(("HTTPConnection", "HTTPSConnection")) else text
-
-
 class Remote:
-    """One remote cache during one build: its exchanges, health and warnings; ``secret`` signs
-    its uploads and, for a ``signed`` remote, verifies its entries."""
+    """One remote cache during one build: its storage (read-only for a ``read_only`` spec),
+    health and warnings; ``secret`` signs its uploads and, for a ``signed`` remote, verifies
+    its entries."""
 
     def __init__(
         self,
         spec: RemoteSpec,
-        exchange: _Exchange,
+        storage: Storage,
         warn: Callable[[str], None],
         secret: bytes | None = None,
     ):
         self.spec = spec
         self._secret = secret
-        self._exchange = exchange
+        self._storage = storage
         self._warn = warn
         self._lock = threading.Lock()
         #: Held by the first exchange: the others wait for its outcome instead of each paying
@@ -328,7 +133,7 @@ class Remote:
 
     @property
     def writable(self) -> bool:
-        return not (self.spec.read_only or self._uploads_refused or self._down)
+        return self._storage.writable and not (self._uploads_refused or self._down)
 
     def entries(self, key: str) -> list[RemoteEntry]:
         """The entries the remote holds for compile ``key``, newest first (none when it has no
@@ -363,21 +168,16 @@ class Remote:
         self._warn_once("down", reason)
 
     def _entries_document(self, key: str) -> list[dict[str, object]] | None:
-        data = self._exchange.get(f"ac/{key}", _MAX_DOCUMENT)
+        data = self._storage.get(f"ac/{key}", limit=_MAX_DOCUMENT)
         return None if data is None else _parse_entries(data, key)
 
     def artifact(self, sha256: str, size: int) -> bytes | None:
         """The blob ``cas/<sha256>``, verified: exactly ``size`` bytes hashing to ``sha256``."""
 
-        def get() -> bytes | None:
-            data = self._exchange.get(f"cas/{sha256}", size)
-            if data is None:
-                return None  # evicted: a plain miss
-            if len(data) != size or hashlib.sha256(data).hexdigest() != sha256:
-                raise _Damaged(f"cas/{sha256} does not hash to its name")
-            return data
-
-        return self._run(get, f"cas/{sha256}")
+        # None when evicted: a plain miss.
+        return self._run(
+            lambda: self._storage.get(f"cas/{sha256}", limit=size, sha256=sha256), f"cas/{sha256}"
+        )
 
     def upload(self, key: str, manifest: Mapping[str, object], data: bytes) -> None:
         """Store an entry: its blob, then the key's document with the entry first."""
@@ -389,16 +189,16 @@ class Remote:
         sha256 = str(manifest["artifact_sha256"])
 
         def put() -> bool:
-            self._exchange.put(f"cas/{sha256}", data)
+            self._storage.put(f"cas/{sha256}", data)
             try:
                 existing = self._entries_document(key) or []
-            except _Damaged:
+            except Damaged:
                 existing = []  # replaced by a good document below
             # An entry with the same recorded files is the one this upload supersedes.
             kept = [old for old in existing if old.get("dependencies") != entry["dependencies"]]
             document = {"entries": [entry, *kept][:MAX_ENTRIES], "format": FORMAT, "key": key}
             text = json.dumps(document, sort_keys=True, separators=(",", ":"))
-            self._exchange.put(f"ac/{key}", text.encode("utf-8"))
+            self._storage.put(f"ac/{key}", text.encode("utf-8"))
             return True
 
         if self._run(put, f"ac/{key}"):
@@ -435,18 +235,18 @@ class Remote:
     def _guarded(self, exchange: Callable[[], T], what: str) -> T | None:
         try:
             result = exchange()
-        except _Damaged as exc:
+        except Damaged as exc:
             self._healthy = True
             self.damaged(what, str(exc))
             return None
-        except _UploadRefused as exc:
+        except Refused as exc:
             self._healthy = True
             self._uploads_refused = True
             self._problem = f"uploads refused: {exc}"
             hint = "" if self.spec.read_only else "; set remote-cache-read-only to only read"
             self._warn_once("refused", f"refuses uploads ({exc}); not uploading to it{hint}")
             return None
-        except _Unavailable as exc:
+        except Unavailable as exc:
             self._down = True
             self._problem = str(exc)
             self._warn_once("down", f"{exc}; building without it for the rest of this build")
@@ -483,18 +283,18 @@ class RemoteEntry:
 
 
 def _parse_entries(data: bytes, key: str) -> list[dict[str, object]]:
-    """The entries of an ``ac`` document; :class:`_Damaged` when it is not one for ``key``."""
+    """The entries of an ``ac`` document; :class:`Damaged` when it is not one for ``key``."""
     try:
         document = bounded_json.loads(data, max_bytes=_MAX_DOCUMENT, max_depth=_MAX_DEPTH)
     except bounded_json.DocumentRefused as exc:
-        raise _Damaged(str(exc)) from None
+        raise Damaged(str(exc)) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise _Damaged(f"not a {FORMAT} document")
+        raise Damaged(f"not a {FORMAT} document")
     if document.get("key") != key:
-        raise _Damaged("the document of another key")
+        raise Damaged("the document of another key")
     entries = document.get("entries")
     if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
-        raise _Damaged("malformed entry list")
+        raise Damaged("malformed entry list")
     return entries
 
 
@@ -518,7 +318,7 @@ class RemoteTier:
         self.remotes = tuple(
             Remote(
                 spec,
-                _Exchange(spec, self._pool, auth_headers(spec.url, environ)),
+                self._storage(spec, environ),
                 warn,
                 secret.encode("utf-8") if secret else None,
             )
@@ -526,6 +326,11 @@ class RemoteTier:
         )
         self._uploads: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+
+    def _storage(self, spec: RemoteSpec, environ: Mapping[str, str]) -> Storage:
+        """The HTTP storage of ``spec``, read-only when the spec says so."""
+        storage = HttpStorage(spec.url, spec.timeout, self._pool, auth_headers(spec.url, environ))
+        return ReadOnly(storage) if spec.read_only else storage
 
     def entries(self, key: str) -> Iterator[RemoteEntry]:
         """Every remote's entries for ``key``, the first remote's first; each remote is asked

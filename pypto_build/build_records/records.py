@@ -1,5 +1,5 @@
-"""Where build records (:mod:`.build_record`) are kept: in the compile cache's folder
-(``PYPTO_CACHE_DIR``), beside the compile cache::
+"""Where build records (:mod:`.record`) are kept: in the store's folder (``PYPTO_CACHE_DIR``),
+beside the compile cache, through the store's disk backend (:mod:`pypto_build.store.disk`)::
 
     <root>/projects/v1/records/<key>.json      one record per project, settings and import path
     <root>/projects/v1/blobs/<sha[:2]>/<sha>   the files of the recorded trees, by content
@@ -8,15 +8,15 @@
 It is trusted as the compile cache is: nothing is followed through a symbolic link, only
 regular files are read, a record must parse into exactly the expected shape and name its own
 key, and a blob must have the hash it is stored under. Anything else is damaged: removed, with
-one warning, and the build runs in full. Every file is written to a temporary name and renamed
-into place, so a killed build leaves a whole record or none; the output folder a record is
+one warning, and the build runs in full. Every file is written whole in a staging folder and
+renamed into place, so a killed build leaves a whole record or none; the output folder a record is
 restored into is replaced whole, as a build replaces it (:mod:`pypto_build.chip_build.publish`).
 
 Records unused for a month, or beyond the 32 last used, are removed when another is written,
 and with them, at once, the files no remaining record names: a save and that collection hold
 the store's lock (``<root>/projects/v1/lock``), so no other build is between storing a file and
 writing the record that names it. The records count against the cache's size bound
-(``cache-max-size``, :mod:`.cache_bound`): :meth:`RecordStore.prune` removes the least
+(``cache-max-size``, :mod:`.folder_bound`): :meth:`RecordStore.prune` removes the least
 recently used ones when the bound asks for it.
 """
 
@@ -27,14 +27,15 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pypto_build.files import FILE_MODE, read_regular, remove_entry, sha256_regular
-from pypto_build.plugin.build_record import FORMAT, BuildRecord, Damaged, OutputFile
+from pypto_build.build_records.record import FORMAT, BuildRecord, OutputFile
+from pypto_build.files import read_regular, remove_entry, sha256_regular
+from pypto_build.store.disk import DiskStorage
+from pypto_build.store.storage import Damaged, Unavailable
 
 if TYPE_CHECKING:
     import filelock
@@ -55,20 +56,20 @@ class RecordStore:
     def __init__(self, cache_root: Path, *, warn: Callable[[str], None]) -> None:
         self.root = cache_root / STORE
         self.warn = warn
+        self._storage = DiskStorage(cache_root, STORE.as_posix(), warn=warn, label="build record")
 
     # --- reading ---------------------------------------------------------------------------
 
     def load(self, key: str) -> BuildRecord | None:
         """The record of ``key``; None when there is none or it is damaged (then removed)."""
-        path = self.root / "records" / f"{key}.json"
-        if not self._real_folders(path.parent):
-            return None
+        name = f"records/{key}.json"
+        path = self._storage.path(name)
         try:
-            data = read_regular(path, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
+            data = self._storage.get(name)
         except OSError as exc:
             self._damaged(path, exc.strerror or str(exc))
+            return None
+        if data is None:
             return None
         try:
             record = BuildRecord.from_json(json.loads(data), key)
@@ -95,7 +96,7 @@ class RecordStore:
                     os.chmod(staging / directory, mode)
                 for output in record.outputs:
                     _write_new(staging / output.path, self._blob(output.sha256), output.mode)
-        except (Damaged, OSError) as exc:
+        except (Damaged, OSError, Unavailable) as exc:
             self._unusable(exc)
             return False
         return True
@@ -138,7 +139,9 @@ class RecordStore:
             os.link(path, staged, follow_symlinks=False)
         except OSError:
             return False
-        if not stat.S_ISREG(os.lstat(staged).st_mode) or not self._real_folders(path.parent):
+        if not stat.S_ISREG(os.lstat(staged).st_mode) or not self._storage.real_folders(
+            path.parent
+        ):
             raise Damaged(f"{path} is not a regular file in a real folder")
         if sha256_regular(staged, follow_symlinks=False) != output.sha256:
             remove_entry(path)
@@ -146,29 +149,15 @@ class RecordStore:
         return True
 
     def _blob(self, digest: str) -> bytes:
-        path = self._blob_path(digest)
-        if not self._real_folders(path.parent):
-            raise FileNotFoundError(path)
-        data = read_regular(path, follow_symlinks=False)
-        if hashlib.sha256(data).hexdigest() != digest:
-            remove_entry(path)
-            raise Damaged(f"removed {path}, which does not have the hash it is stored under")
+        """The stored file of hash ``digest``, verified (:class:`FileNotFoundError` when there
+        is none)."""
+        data = self._storage.get(_blob_name(digest), sha256=digest)
+        if data is None:
+            raise FileNotFoundError(self._blob_path(digest))
         return data
 
     def _blob_path(self, digest: str) -> Path:
-        return self.root / "blobs" / digest[:2] / digest
-
-    def _real_folders(self, folder: Path) -> bool:
-        """Whether every folder from the cache root down to ``folder`` is a real folder."""
-        current = self.root.parent.parent
-        for part in folder.relative_to(current).parts:
-            current = current / part
-            try:
-                if not stat.S_ISDIR(os.lstat(current).st_mode):
-                    return False
-            except OSError:
-                return False
-        return True
+        return self._storage.path(_blob_name(digest))
 
     def _damaged(self, path: Path, reason: str) -> None:
         self.warn(f"build record: removed damaged {path} ({reason}); building")
@@ -183,64 +172,38 @@ class RecordStore:
             self._save(record, out_dir)
 
     def _save(self, record: BuildRecord, out_dir: Path) -> None:
-        tmp = self._folder("tmp")
-        for output in record.outputs:
-            path = self._blob_path(output.sha256)
-            with contextlib.suppress(Damaged, OSError):
-                self._blob(output.sha256)
-                continue
-            data = read_regular(out_dir / output.path, follow_symlinks=False)
-            if hashlib.sha256(data).hexdigest() != output.sha256:
-                raise Damaged(f"{out_dir / output.path} changed while it was recorded")
-            _write_atomic(self._folder("blobs", output.sha256[:2]), path.name, data, tmp)
-        text = json.dumps(record.to_json(), sort_keys=True, separators=(",", ":"))
-        _write_atomic(self._folder("records"), f"{record.key}.json", text.encode(), tmp)
+        with self._storage.staging() as work:
+            for output in record.outputs:
+                with contextlib.suppress(Damaged, OSError):
+                    self._blob(output.sha256)
+                    continue
+                data = read_regular(out_dir / output.path, follow_symlinks=False)
+                if hashlib.sha256(data).hexdigest() != output.sha256:
+                    raise Damaged(f"{out_dir / output.path} changed while it was recorded")
+                self._storage.put(_blob_name(output.sha256), data, staging=work)
+            text = json.dumps(record.to_json(), sort_keys=True, separators=(",", ":"))
+            self._storage.put(f"records/{record.key}.json", text.encode(), staging=work)
         self._collect(keep=record.key)
 
     def clear(self) -> None:
         """Remove every record and stored file (``pypto-build cache prune --all``: the next
         build of every project runs in full, compiling what the emptied cache lacks)."""
-        remove_entry(self.root)
-
-    def _folder(self, *parts: str) -> Path:
-        """``<store>/<parts>``, every folder of the way created and checked to be a real
-        folder (a link or file in the way is removed; the cache folder itself is the user's
-        to choose)."""
-        path = self.root.parent.parent
-        path.mkdir(parents=True, exist_ok=True)
-        for part in (*STORE.parts, *parts):
-            path = path / part
-            try:
-                os.mkdir(path)
-            except FileExistsError:
-                if not stat.S_ISDIR(os.lstat(path).st_mode):
-                    self.warn(f"build record: removed {path}, which is not a folder")
-                    remove_entry(path)
-                    os.mkdir(path)
-        return path
+        self._storage.clear()
 
     def _locked(self) -> filelock.BaseFileLock:
         """The store's lock (see the module), its folder created."""
         import filelock
 
-        return filelock.FileLock(self._folder() / "lock", timeout=LOCK_TIMEOUT_S)
+        return filelock.FileLock(self._storage.folder() / "lock", timeout=LOCK_TIMEOUT_S)
 
     def size(self) -> int:
         """Bytes the store holds: its records and their files."""
-        total = 0
-        folders: list[str | Path] = [self.root / "records", *self._blob_folders()]
-        for folder in folders:
-            with contextlib.suppress(OSError):
-                for item in os.scandir(folder):
-                    with contextlib.suppress(OSError):
-                        if item.is_file(follow_symlinks=False):
-                            total += item.stat(follow_symlinks=False).st_size
-        return total
+        return self._storage.files_size([self.root / "records", *self._blob_folders()])
 
     def prune(self, max_size: int) -> None:
         """Remove the least recently used records, and then the files no remaining record
         names, until the store holds at most ``max_size`` bytes."""
-        if not self._real_folders(self.root / "records"):
+        if not self._storage.real_folders(self.root / "records"):
             return
         with self._locked():
             while self.size() > max_size:
@@ -273,10 +236,7 @@ class RecordStore:
         names, and what killed writes left in ``tmp/``; under the store's lock, so nothing
         there belongs to a write in progress."""
         now = time.time()
-        with contextlib.suppress(OSError):
-            for staged in os.scandir(self.root / "tmp"):
-                remove_entry(Path(staged.path))
-            os.rmdir(self.root / "tmp")  # made again by the next save
+        self._storage.remove_killed_staging()
         named: set[str] = set()
         for rank, (last_use, path) in enumerate(self._records_by_use()):
             mine = Path(path).name == f"{keep}.json"
@@ -296,6 +256,11 @@ class RecordStore:
                 os.rmdir(folder)  # only when it is empty now: no empty folders are left
 
 
+def _blob_name(digest: str) -> str:
+    """The name of the stored file of hash ``digest``."""
+    return f"blobs/{digest[:2]}/{digest}"
+
+
 def _check_output_folder(out_dir: Path) -> None:
     """Refuse to replace a folder that is not an earlier output, as a build does (the engine's
     check is loaded only when there is a folder to check)."""
@@ -311,21 +276,3 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
     with os.fdopen(fd, "wb") as stream:
         stream.write(data)
         os.fchmod(stream.fileno(), mode)
-
-
-def _write_atomic(folder: Path, name: str, data: bytes, tmp: Path) -> None:
-    """Write ``folder/name`` by renaming a whole file staged in ``tmp`` into place; whatever
-    else has that name (a folder, a link) is removed first."""
-    fd, staged = tempfile.mkstemp(dir=tmp, prefix=f"{name}.")
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            os.fchmod(stream.fileno(), FILE_MODE)
-        with contextlib.suppress(FileNotFoundError):
-            if not stat.S_ISREG(os.lstat(folder / name).st_mode):
-                remove_entry(folder / name)
-        os.replace(staged, folder / name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(staged)
-        raise

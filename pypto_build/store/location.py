@@ -1,5 +1,5 @@
-"""Where the compile cache lives: a leaf, so that ``pypto-build cache --help`` can name the
-folder without loading the cache."""
+"""Where the store lives (the compile cache and, beside it, the build records): a leaf, so that
+``pypto-build cache --help`` can name the folder without loading the cache."""
 
 from __future__ import annotations
 

@@ -2,13 +2,13 @@
 files named, as the compile cache recorded them.
 
 A cache hit runs no compiler, so no dependency file is written; what the compile read is in
-the entry the hit came from (:mod:`pypto_build.chip_build.cache`: ``<root>/v2/entries/<key[:2]>
-/<key>/<entry>/``, each dependency with its SHA-256: the entry's own under ``dependencies`` in
-``manifest.json``, those outside the tree in ``shared.json``). The entry of a binary is the one
-of its compile key whose artifact has the binary's hash, whose ``shared.json`` has the hash its
-manifest names, and whose recorded files all still have their recorded hashes — the entry a
-lookup accepts. Files inside the tree are left out: they are
-the render's output, which a build record checks through the render's inputs.
+the entry the hit came from (:mod:`pypto_build.chip_build.compile_cache.layout`:
+``<root>/v2/entries/<key[:2]>/<key>/<entry>/``, each dependency with its SHA-256: the entry's
+own under ``dependencies`` in ``manifest.json``, those outside the tree in ``shared.json``).
+The entry of a binary is the one of its compile key whose artifact has the binary's hash,
+whose ``shared.json`` has the hash its manifest names, and whose recorded files all still have
+their recorded hashes — the entry a lookup accepts. Files inside the tree are left out: they
+are the render's output, which a build record checks through the render's inputs.
 
 Anything unexpected (no such entry, a manifest that does not parse) gives no answer rather than
 a partial one: a build record without every header would trust binaries it cannot vouch for.
@@ -23,9 +23,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pypto_build.chip_build.cache import LAYOUT, PACKAGE, PACKAGE_PLACEHOLDER, compile_key
+from pypto_build.build_records.signatures import FileInput, Known
+from pypto_build.chip_build.compile_cache.keys import PACKAGE, PACKAGE_PLACEHOLDER, compile_key
+from pypto_build.chip_build.compile_cache.layout import LAYOUT, MANIFEST, SHARED, key_folder
 from pypto_build.files import read_regular
-from pypto_build.plugin.signatures import FileInput, Known
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.compile import CompileReport
@@ -97,7 +98,7 @@ def _entry_dependencies(
 ) -> list[str] | None:
     """The out-of-tree files of the entry of ``key`` that holds ``artifact`` and that a lookup
     would accept now; None without one."""
-    key_dir = cache_root / LAYOUT / "entries" / key[:2] / key
+    key_dir = cache_root.joinpath(LAYOUT, *key_folder(key))
     try:
         entries = sorted(os.listdir(key_dir))
     except OSError:
@@ -105,10 +106,10 @@ def _entry_dependencies(
     for name in entries:
         try:
             entry = key_dir / name
-            manifest = json.loads(read_regular(entry / "manifest.json", follow_symlinks=False))
+            manifest = json.loads(read_regular(entry / MANIFEST, follow_symlinks=False))
             if manifest.get("key") != key or manifest.get("artifact_sha256") != artifact:
                 continue
-            shared_bytes = read_regular(entry / "shared.json", follow_symlinks=False)
+            shared_bytes = read_regular(entry / SHARED, follow_symlinks=False)
             if hashlib.sha256(shared_bytes).hexdigest() != manifest["shared_sha256"]:
                 continue  # not the list this entry was published with: a lookup evicts it
             listed = [*manifest["dependencies"], *json.loads(shared_bytes)]

@@ -1,6 +1,6 @@
 """What a build read, in a form a later build can check without reading it again.
 
-A no-op build (:mod:`.build_record`) must decide that nothing a full build would read has
+A no-op build (:mod:`.record`) must decide that nothing a full build would read has
 changed, and decide it in far less time than the build takes. Each input file is therefore
 kept with its SHA-256 and its *stat signature* — size, modification and status-change times,
 inode and device. A file whose signature is unchanged has not been written since (writing a file

@@ -24,13 +24,12 @@ replaces it whole). Any difference — a program, a kernel, a header, a template
 toolchain, pypto-build itself — means the full build, which records itself afresh.
 
 This module is the record itself: its shape, its key, its checks and how a finished build is
-recorded. :mod:`.record_store` keeps records in the compile cache's folder, and
-:mod:`.last_build` joins the two halves of a build.
+recorded. :mod:`.records` keeps records in the store's folder beside the compile cache, and
+:mod:`pypto_build.plugin.last_build` joins the two halves of a hook build.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -43,9 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pypto_build
-from pypto_build.errors import PyptoError
-from pypto_build.files import read_regular, read_text, walk_files
-from pypto_build.plugin.signatures import (
+from pypto_build.build_records.signatures import (
     FileInput,
     FolderInput,
     Known,
@@ -53,20 +50,17 @@ from pypto_build.plugin.signatures import (
     package_folder,
     tree_inputs,
 )
+from pypto_build.files import read_regular, read_text, walk_files
+from pypto_build.store.storage import Damaged
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.build import BuildResult
     from pypto_build.chip_build.toolchains import Toolchain
-    from pypto_build.plugin.settings import PyptoSettings
 
 FORMAT = 1
 #: The packages whose code and data decide what a render writes, besides the templates.
 ENGINE_PACKAGES = ("pypto_build", "jinja2", "markupsafe")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class Damaged(PyptoError):
-    """A record or blob this store could not have written."""
 
 
 @dataclass(frozen=True)
@@ -234,8 +228,9 @@ def _relative(value: object) -> str:
     return text
 
 
-def record_key(project: Path, settings: PyptoSettings) -> str:
-    """The key of ``project``'s record for ``settings`` (as resolved, environment included),
+def record_key(project: Path, settings: Mapping[str, Any]) -> str:
+    """The key of ``project``'s record for ``settings`` (every setting as resolved, environment
+    included, by key; those that change nothing a build makes left to the caller to drop),
     under this pypto-build, interpreter and import path (which decides the distributions whose
     template packages a build sees)."""
     document = {
@@ -244,8 +239,7 @@ def record_key(project: Path, settings: PyptoSettings) -> str:
         "project": str(project.resolve()),
         "pypto_build": pypto_build.__version__,
         "python": sys.version,
-        # What a build prints changes nothing it makes.
-        "settings": dataclasses.asdict(dataclasses.replace(settings, verbose=False)),
+        "settings": settings,
     }
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), default=list)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
