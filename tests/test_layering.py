@@ -2,7 +2,8 @@
 
 Dependencies point one way: ``plugin -> chip_build -> lowering -> builtins`` (``plugin`` may
 use ``lowering`` for the ``lower`` command, ``chip_build`` the templates of ``builtins``); the
-host API ``mc2`` sits beside ``plugin``, over the engine.
+host API ``mc2`` sits beside ``plugin``, over the engine. The build records sit between
+``plugin`` and the engine, and the store under every part that keeps values: it imports none.
 Backends lower through ``lowering.lower`` and never reach into the passes, and every program
 diagnostic is the lowering's: ``chip_build`` raises none.
 
@@ -26,7 +27,24 @@ PACKAGE = Path(pypto_build.__file__).resolve().parent
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "builtins": ("pypto_build.lowering", "pypto_build.chip_build", "pypto_build.plugin"),
     "lowering": ("pypto_build.chip_build", "pypto_build.plugin"),
-    "chip_build": ("pypto_build.plugin", "pypto_build.lowering.passes"),
+    "chip_build": (
+        "pypto_build.plugin",
+        "pypto_build.build_records",
+        "pypto_build.lowering.passes",
+    ),
+    # The records of the hook's last builds: over the engine, under the front ends.
+    "build_records": ("pypto_build.plugin", "pypto_build.mc2", "pypto_build.lowering.passes"),
+    # The store serves every part and knows none of them (pypto_build.files aside).
+    "store": (
+        "pypto_build.builtins",
+        "pypto_build.lowering",
+        "pypto_build.chip_build",
+        "pypto_build.build_records",
+        "pypto_build.plugin",
+        "pypto_build.mc2",
+        "pypto_build.sim",
+        "pypto_build.lang",
+    ),
     # The host API builds its program through the engine, as every front end does.
     "mc2": ("pypto_build.plugin", "pypto_build.lowering.passes"),
 }
