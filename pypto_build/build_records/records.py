@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from pypto_build.build_records.record import FORMAT, BuildRecord, OutputFile
 from pypto_build.files import read_regular, remove_entry, sha256_regular
-from pypto_build.store.disk import DiskStorage
+from pypto_build.store.disk import STAGING, DiskStorage
 from pypto_build.store.storage import Damaged, Unavailable
 
 if TYPE_CHECKING:
@@ -237,6 +237,8 @@ class RecordStore:
         there belongs to a write in progress."""
         now = time.time()
         self._storage.remove_killed_staging()
+        with contextlib.suppress(OSError):
+            os.rmdir(self._storage.path(STAGING))  # made again by the next save
         named: set[str] = set()
         for rank, (last_use, path) in enumerate(self._records_by_use()):
             mine = Path(path).name == f"{keep}.json"
