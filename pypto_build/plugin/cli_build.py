@@ -142,12 +142,12 @@ def register(commands: Subparsers) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from pypto_build.store.size_limit import parse_size
     from pypto_build.build_records.folder_bound import bound_after_build
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache
     from pypto_build.plugin.project_target import project_toolchain
     from pypto_build.plugin.vcs_ignore import ensure_ignored
+    from pypto_build.store.size_limit import parse_size
 
     if args.depfile is not None and args.stamp is None:
         raise UsageError("--depfile needs --stamp: the depfile lists the stamp's inputs")

@@ -7,7 +7,6 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from pypto_build.store.location import default_cache_dir
 from pypto_build.errors import ExitCode
 from pypto_build.plugin.cli_common import (
     add_json_option,
@@ -16,6 +15,7 @@ from pypto_build.plugin.cli_common import (
     print_json,
     print_warning,
 )
+from pypto_build.store.location import default_cache_dir
 
 if TYPE_CHECKING:
     from pypto_build.plugin.cli_common import Subparsers
@@ -77,9 +77,9 @@ def _cache_stats(args: argparse.Namespace) -> int:
 
 
 def _cache_prune(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.compile_cache.cache import CompileCache
     from pypto_build.build_records.folder_bound import bound_cache
     from pypto_build.build_records.records import RecordStore
+    from pypto_build.chip_build.compile_cache.cache import CompileCache
 
     cache = CompileCache(default_cache_dir())
     try:

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pypto_build.store.location import default_cache_dir
 from pypto_build.errors import ExitCode
 from pypto_build.plugin.cli_common import (
     add_json_option,
@@ -22,6 +21,7 @@ from pypto_build.plugin.cli_setting_options import (
     add_setting_options,
     apply_setting_options,
 )
+from pypto_build.store.location import default_cache_dir
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.toolchains.target import TargetSettings

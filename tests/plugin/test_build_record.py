@@ -38,11 +38,6 @@ from pypto_build.chip_build.toolchains.wheel_platform import host_platform_tag
 from pypto_build.files import walk_files
 from pypto_build.plugin import project_build
 from pypto_build.plugin.cli import ExitCode
-<<<<<<< HEAD
-from pypto_build.build_records.signatures import FileInput, FolderInput, distribution_inputs, tree_inputs
-=======
-from pypto_build.plugin.hatch import host_platform_tag
->>>>>>> 1cc02ac (One content-addressed store with disk, HTTP and read-only backends; the compile cache split into keys, dependencies, layout, lookup, publish and stats; build records moved to build_records/)
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
