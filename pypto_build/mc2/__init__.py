@@ -31,6 +31,10 @@ aclnn's sample (one thread per rank, or one thread for all; see :mod:`.world`)::
   ``transpose_weight``, as aclnn decides it from the strides.
 * :func:`run` checks the workspace, the stream and the executor (:class:`RunError`), queues the
   launch and returns; the world runs the kernel once every rank has launched it.
+* A group name or an attribute of the wrong type (``ep_world_size=2.0``, ``y_shard_type=True``,
+  ``group_ep=b"ep"``) is refused by the rule that checks it, as in a program; an argument of a
+  type no C caller could pass (a list for a tensor, a str for ``workspace_size``) is an
+  :class:`ArgumentError` (a ``TypeError``) naming it. No bad input ends in another exception.
 
 The kernel is the one a program's build ships for the same configuration, byte for byte: the
 API builds the equivalent program (:mod:`.program`) through the engine (:mod:`.kernels`) and runs
@@ -42,16 +46,19 @@ from __future__ import annotations
 
 from pypto_build.lowering.mc2.rules import AclnnStatus, Mc2Error, Rule
 from pypto_build.lowering.mc2.tiling import SYSTEM_BYTES
+from pypto_build.mc2.arguments import ArgumentError
 from pypto_build.mc2.executor import Executor, get_workspace_size
 from pypto_build.mc2.operands import Tensor, bf16, is_transposed_view
-from pypto_build.mc2.run_error import RunError
+from pypto_build.mc2.run_error import NoSuchRank, RunError
 from pypto_build.mc2.world import SimStream, SimWorld, run
 
 __all__ = [
     "SYSTEM_BYTES",
     "AclnnStatus",
+    "ArgumentError",
     "Executor",
     "Mc2Error",
+    "NoSuchRank",
     "Rule",
     "RunError",
     "SimStream",

@@ -136,10 +136,13 @@ def get_workspace_size(
 ) -> tuple[int, Executor]:
     """``aclnnBatchMatMulReduceScatterAlltoAllGetWorkspaceSize`` for one rank: the workspace
     size in bytes and the executor to run; :class:`~pypto_build.lowering.mc2.rules.Mc2Error`
-    (its ``status`` 161001 or 161002) when a check fails. A weight that is a transposed view
-    runs with ``transpose_weight`` (:mod:`pypto_build.mc2.operands`)."""
+    (its ``status`` 161001 or 161002) when a check fails, a group name or an attribute of the
+    wrong type included. A tensor that is no array is an
+    :class:`~pypto_build.mc2.arguments.ArgumentError`, a read-only ``out`` a :class:`RunError`.
+    A weight that is a transposed view runs with ``transpose_weight``
+    (:mod:`pypto_build.mc2.operands`)."""
     tensors = {
-        name: None if value is None else typed(value)
+        name: None if value is None else typed(name, value)
         for name, value in (("x", x), ("weight", weight), ("bias", bias), ("out", out))
     }
     weight_tensor = tensors["weight"]
@@ -166,10 +169,10 @@ def get_workspace_size(
         raise _named_dtype(error, tensors) from None
     x_t, w_t, out_t = tensors["x"], weight_tensor, tensors["out"]
     assert x_t is not None and w_t is not None and out_t is not None
-    assert group_ep is not None and group_tp is not None
+    assert isinstance(group_ep, str) and isinstance(group_tp, str)  # checked names
     assert request.x and request.weight and request.out  # checked non-null
     if not out_t.data.flags.writeable:
-        raise ValueError("out is read-only: the op writes its result into it")
+        raise RunError("out is read-only: the op writes its result into it")
     program = mc2_program(config, request.x, request.weight, request.bias, request.out)
     operands = RankOperands(x_t, w_t, tensors["bias"], out_t)
     executor = Executor(operands, config, program, group_ep, group_tp)

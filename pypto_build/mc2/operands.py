@@ -5,8 +5,10 @@ is a NumPy array, whose dtype, shape and strides say the same. Two things NumPy 
 directly are settled here:
 
 * **BF16.** NumPy has no bfloat16. An array whose dtype is named ``bfloat16`` (``ml_dtypes``,
-  which JAX and TensorFlow use) is one; otherwise wrap the bit patterns, as ``uint16``, in
-  :class:`Tensor` (:func:`bf16`). The simulator takes BF16 as those bit patterns too.
+  which JAX and TensorFlow use) is one; otherwise :func:`bf16` makes one, of the bit patterns
+  (``uint16``) or by value of ``float16`` / ``float32`` values, rounded to nearest even. It
+  refuses any other array rather than guess whether its elements are values or bits. The
+  simulator takes BF16 as bit patterns.
 * **A transposed weight.** aclnn has no ``transposeWeight`` argument: it asks the weight's view
   whether its last two dimensions are a transposed view of contiguous storage
   (``IsTransposeLastTwoDims``) and then hands the kernel the storage with ``transpose_weight`` set
@@ -17,7 +19,9 @@ directly are settled here:
 
 An operand whose dtype the program model cannot name (``float64``, a bare ``uint16``) is still
 checked by the op's rules in aclnn's order: :func:`spec` gives it a dtype that no rule accepts
-and :func:`dtype_name` tells the message what the caller really passed.
+and :func:`dtype_name` tells the message what the caller really passed. An operand that is no
+array at all (a list, a number) is an :class:`~pypto_build.mc2.arguments.ArgumentError`
+(:func:`typed`): no ``aclTensor`` could be made of it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import TensorSpec
+from pypto_build.lowering.mc2.rules import TensorSpec, described
+from pypto_build.mc2.arguments import ArgumentError
 
 #: NumPy's element types by the program model's: the ones an operand of the op can hold
 #: (BF16 as its bit patterns).
@@ -50,26 +55,38 @@ _BF16_NAME = "bfloat16"
 #: A dtype no rule of the op accepts, standing for one the program model cannot name, so the
 #: rules still run in aclnn's order (:func:`spec`).
 UNNAMED = DataType.TASK_ID
+#: The dtypes :func:`bf16` rounds to BF16 by value.
+BF16_FROM_VALUES = (np.dtype(np.float16), np.dtype(np.float32))
 
 
 @dataclass(frozen=True)
 class Tensor:
     """An operand whose element type is given explicitly: ``data`` holds its elements in
-    NumPy's nearest type (BF16 as ``uint16`` bit patterns)."""
+    NumPy's type for it (BF16 as ``uint16`` bit patterns, or an ``ml_dtypes.bfloat16`` array);
+    data of any other element type is refused, never reinterpreted."""
 
     data: npt.NDArray[np.generic]
     dtype: DataType
 
     def __post_init__(self) -> None:
+        if not isinstance(self.dtype, DataType):
+            raise ArgumentError(
+                f"a Tensor's dtype must be a DataType (DataType.BF16, ...), "
+                f"got {described(self.dtype)}"
+            )
         data = np.asarray(self.data)
         object.__setattr__(self, "data", data)
         if self.dtype is UNNAMED:
             return
         expected = STORAGE_DTYPES.get(self.dtype)
-        if expected is None or data.dtype.itemsize != expected.itemsize:
-            raise TypeError(
+        bf16_array = self.dtype is DataType.BF16 and _is_bfloat16(data.dtype)
+        if expected is None or not (data.dtype == expected or bf16_array):
+            hint = ""
+            if self.dtype is DataType.BF16 and data.dtype in BF16_FROM_VALUES:
+                hint = f" (mc2.bf16() converts {data.dtype} values)"
+            raise ArgumentError(
                 f"a {self.dtype.name} tensor holds {expected or 'no NumPy'} elements, "
-                f"got {data.dtype}"
+                f"got {data.dtype}{hint}"
             )
         object.__setattr__(self, "data", data.view(expected))
 
@@ -79,17 +96,52 @@ TensorLike = npt.NDArray[np.generic] | Tensor
 
 
 def bf16(bits: npt.ArrayLike) -> Tensor:
-    """A BF16 tensor from its bit patterns (``uint16``; the upper half of each FP32)."""
-    return Tensor(np.asarray(bits), DataType.BF16)
+    """A BF16 tensor: of its bit patterns (a ``uint16`` array, each the upper half of an FP32;
+    or an ``ml_dtypes.bfloat16`` array), or of ``float16`` / ``float32`` values rounded to the
+    nearest BF16, ties to even (a NaN stays a NaN). Any other array is refused
+    (:class:`~pypto_build.mc2.arguments.ArgumentError`, naming its dtype): a ``float64`` would
+    round twice through ``float32``, and an integer array could be either values or bits."""
+    array = np.asarray(bits)
+    if array.dtype in BF16_FROM_VALUES:
+        return Tensor(_rounded_to_bf16(array.astype(np.float32)), DataType.BF16)
+    if array.dtype != np.uint16 and not _is_bfloat16(array.dtype):
+        raise ArgumentError(
+            f"bf16() takes BF16 bit patterns (uint16 or bfloat16) or float16 / float32 values "
+            f"to round to nearest even, got {array.dtype}"
+            + (": narrow it to float32 first" if array.dtype.kind == "f" else "")
+        )
+    return Tensor(array, DataType.BF16)
 
 
-def typed(value: TensorLike) -> Tensor:
-    """``value`` with its element type named: a :class:`Tensor` as it is, an array by its
-    dtype (:data:`UNNAMED` when the program model has no name for it)."""
+def _rounded_to_bf16(values: npt.NDArray[np.float32]) -> npt.NDArray[np.uint16]:
+    """The BF16 bit patterns nearest ``values``, ties to even: the upper half of each FP32
+    after adding half a unit of BF16 (less one, plus the kept half's lowest bit); a NaN keeps
+    its sign and upper bits and is made quiet, so rounding never turns it into an infinity."""
+    bits = values.view(np.uint32).astype(np.uint64)
+    upper = bits >> 16
+    rounded = (bits + 0x7FFF + (upper & 1)) >> 16
+    return np.where(np.isnan(values), upper | 0x0040, rounded).astype(np.uint16)
+
+
+def _is_bfloat16(dtype: np.dtype[np.generic]) -> bool:
+    """Whether ``dtype`` is a 2-byte dtype named ``bfloat16`` (``ml_dtypes``')."""
+    return dtype.name == _BF16_NAME and dtype.itemsize == 2
+
+
+def typed(name: str, value: object) -> Tensor:
+    """Operand ``name`` with its element type named: a :class:`Tensor` as it is, an array (any
+    object NumPy reads through ``__array__``) by its dtype (:data:`UNNAMED` when the program
+    model has no name for it); anything else is an
+    :class:`~pypto_build.mc2.arguments.ArgumentError`."""
     if isinstance(value, Tensor):
         return value
+    if not hasattr(value, "__array__"):
+        raise ArgumentError(
+            f"{name} must be a NumPy array or an mc2.Tensor (aclnn's aclTensor), "
+            f"got {type(value).__name__}"
+        )
     array = np.asarray(value)
-    if array.dtype.name == _BF16_NAME and array.dtype.itemsize == 2:
+    if _is_bfloat16(array.dtype):
         return Tensor(array.view(np.uint16), DataType.BF16)
     return Tensor(array, _BY_NUMPY.get(array.dtype, UNNAMED))
 

@@ -27,6 +27,8 @@ turn and then synchronizing: both work, because :func:`run` never waits for the 
 
 from __future__ import annotations
 
+import math
+import numbers
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,9 +37,11 @@ import numpy as np
 import numpy.typing as npt
 
 from pypto_build.chip_build.sim.world import Timeouts
+from pypto_build.lowering.mc2.rules import described
+from pypto_build.mc2.arguments import ArgumentError, integer
 from pypto_build.mc2.executor import Executor
 from pypto_build.mc2.program import OUT, WORKSPACE
-from pypto_build.mc2.run_error import RunError
+from pypto_build.mc2.run_error import NoSuchRank, RunError
 
 #: The most ranks the simulator runs in one comm domain.
 MAX_RANKS = 64
@@ -69,25 +73,29 @@ class SimWorld:
     """``ep_world_size * tp_world_size`` simulated ranks of chip a3 with their EP and TP groups,
     and a stream per rank (see the module). ``timeout`` bounds one kernel wait and how long
     :meth:`SimStream.synchronize` waits for ranks that have not launched (default
-    ``$PYPTO_SIM_TIMEOUT_S``, else 10 seconds)."""
+    ``$PYPTO_SIM_TIMEOUT_S``, else 10 seconds). The sizes are integers and ``timeout`` a number
+    (:class:`~pypto_build.mc2.arguments.ArgumentError`); a world the simulator cannot run, or a
+    timeout that is not positive, is a :class:`~pypto_build.mc2.run_error.RunError`."""
 
     def __init__(
         self, ep_world_size: int, tp_world_size: int, *, timeout: float | None = None
     ) -> None:
+        ep_world_size = integer("ep_world_size", ep_world_size, "a group size")
+        tp_world_size = integer("tp_world_size", tp_world_size, "a group size")
         if ep_world_size < 1 or tp_world_size < 1:
-            raise ValueError(
+            raise RunError(
                 f"a world needs ep_world_size and tp_world_size of at least 1, got "
                 f"{ep_world_size} and {tp_world_size}"
             )
         if ep_world_size * tp_world_size > MAX_RANKS:
-            raise ValueError(
+            raise RunError(
                 f"ep_world_size * tp_world_size = {ep_world_size * tp_world_size}: the simulator "
                 f"runs at most {MAX_RANKS} ranks"
             )
         self.ep_world_size = ep_world_size
         self.tp_world_size = tp_world_size
         #: Seconds one kernel wait, and the wait for ranks that have not launched, may take.
-        self.timeout = (Timeouts.from_environment() if timeout is None else Timeouts(timeout)).wait
+        self.timeout = _timeouts(timeout).wait
         self.streams = tuple(SimStream(self, rank) for rank in range(self.size))
         self._changed = threading.Condition()
         self._open = _Launch()
@@ -98,9 +106,11 @@ class SimWorld:
         return self.ep_world_size * self.tp_world_size
 
     def stream(self, rank: int) -> SimStream:
-        """Rank ``rank``'s stream."""
+        """Rank ``rank``'s stream; :class:`~pypto_build.mc2.run_error.NoSuchRank` (an
+        ``IndexError``) outside the world."""
+        rank = integer("rank", rank, "a rank of the world")
         if not 0 <= rank < self.size:
-            raise IndexError(f"rank {rank} is outside this world of {self.size} ranks")
+            raise NoSuchRank(f"rank {rank} is outside this world of {self.size} ranks")
         return self.streams[rank]
 
     def synchronize(self, timeout: float | None = None) -> None:
@@ -219,6 +229,8 @@ class SimStream:
         """Wait for the launches queued on this stream; raise the first failure. ``timeout``
         bounds the wait for ranks that have not launched (default: the world's timeout); the
         launch itself always ends, its every kernel wait being bounded."""
+        if timeout is not None:
+            timeout = _seconds(timeout, zero=True)
         while True:
             with self._lock:
                 if not self._pending:
@@ -270,7 +282,8 @@ def run(
     of at least ``workspace_size`` bytes, itself at least what the first stage returned; after
     the run its first bytes hold the kernel's window (the user part), the system part being
     HCCL's on hardware and unused here. A misuse is a :class:`~pypto_build.mc2.run_error.RunError`
-    and queues nothing."""
+    (a ``workspace_size`` that is no integer an
+    :class:`~pypto_build.mc2.arguments.ArgumentError`) and queues nothing."""
     if not isinstance(executor, Executor):
         raise RunError(f"executor must be what get_workspace_size returned, got {executor!r}")
     if not isinstance(stream, SimStream):
@@ -279,6 +292,7 @@ def run(
             f"got {stream!r}"
         )
     stream._check(executor)
+    workspace_size = integer("workspace_size", workspace_size, "aclnn's uint64_t, in bytes")
     if workspace_size < executor.workspace_size:
         raise RunError(
             f"workspace_size {workspace_size} is smaller than the {executor.workspace_size} "
@@ -307,6 +321,27 @@ def _workspace_bytes(workspace: Buffer | None, workspace_size: int) -> npt.NDArr
             f"workspace holds {view.nbytes} bytes, fewer than workspace_size ({workspace_size})"
         )
     return np.frombuffer(view.cast("B"), dtype=np.uint8)
+
+
+def _timeouts(timeout: object) -> Timeouts:
+    """A world's time limits from its ``timeout`` (None: ``$PYPTO_SIM_TIMEOUT_S``)."""
+    if timeout is None:
+        try:
+            return Timeouts.from_environment()
+        except ValueError as error:  # the variable is no positive number
+            raise RunError(str(error)) from None
+    return Timeouts(_seconds(timeout))
+
+
+def _seconds(timeout: object, *, zero: bool = False) -> float:
+    """``timeout`` as a finite number of seconds, positive (or also 0 with ``zero``)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise ArgumentError(f"timeout must be a number of seconds, got {described(timeout)}")
+    seconds = float(timeout)
+    if not (math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0))):
+        what = "a non-negative" if zero else "a positive"
+        raise RunError(f"timeout must be {what}, finite number of seconds, got {timeout}")
+    return seconds
 
 
 def _require_one_configuration(executors: Sequence[Executor]) -> None:

@@ -10,7 +10,11 @@ A program writes, in a CHIP orchestration::
 checked as aclnn checks them. The op's rules are aclnn's (:mod:`pypto_build.lowering.mc2.rules`,
 in aclnn's order, each diagnostic naming the rule and the aclnn status); the operand types give
 the shapes and dtypes, the keywords the static configuration, which must be compile-time
-constants. ``workspace`` is a window (the kernel exchanges partial products through it), of any
+constants. The rules see what the program wrote: a ``None`` for x, weight or out is aclnn's
+null pointer (161001), a keyword of the wrong type (``ep_world_size=4.0``, ``group_ep=3``) is
+refused by the rule that checks it, as the host API refuses the same values.
+
+``workspace`` is a window (the kernel exchanges partial products through it), of any
 element type, holding at least the user part of the workspace the build-time tiling computes
 (:mod:`pypto_build.lowering.mc2.tiling`). The op returns ``out``, which it writes whole.
 
@@ -31,7 +35,16 @@ from pypto_build.lowering.builtin_ops import (
     parse_template_vars,
 )
 from pypto_build.lowering.diagnostics import InternalError, ProgramError
-from pypto_build.lowering.ir import AttrValue, Call, ConstBool, ConstInt, Expr, Function, Type
+from pypto_build.lowering.ir import (
+    AttrValue,
+    Call,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
+    Expr,
+    Function,
+    Type,
+)
 from pypto_build.lowering.ir.names import template_vars
 from pypto_build.lowering.mc2.rules import Mc2Config, Mc2Error, Mc2Request, TensorSpec, check
 from pypto_build.lowering.mc2.tiling import Mc2Tiling, tile
@@ -96,17 +109,17 @@ class Mc2Contract(Contract):
         return OpDef(
             builtin.op,
             (
-                Operand(X),
-                Operand(WEIGHT),
+                Operand(X, nullable=True),
+                Operand(WEIGHT, nullable=True),
                 optional(BIAS),
-                Operand(OUT),
+                Operand(OUT, nullable=True),
                 Operand(WORKSPACE),
                 Operand(EP_WORLD_SIZE, Kind.ANY, keyword_only=True),
                 Operand(TP_WORLD_SIZE, Kind.ANY, keyword_only=True),
                 Operand(Y_SHARD_TYPE, Kind.ANY, keyword_only=True),
                 optional(TRANSPOSE_WEIGHT, Kind.ANY, keyword_only=True, default=False),
-                optional(GROUP_EP, Kind.STR, keyword_only=True),
-                optional(GROUP_TP, Kind.STR, keyword_only=True),
+                optional(GROUP_EP, Kind.ANY, keyword_only=True),
+                optional(GROUP_TP, Kind.ANY, keyword_only=True),
             ),
             _deduce,
             # The call's positional arguments are x, weight, out, workspace (a given bias is a
@@ -164,11 +177,11 @@ def _tiling(ops: Operands) -> Mc2Tiling:
         weight=tensors[WEIGHT],
         bias=tensors[BIAS],
         out=tensors[OUT],
-        group_ep=_string(ops, GROUP_EP),
-        group_tp=_string(ops, GROUP_TP),
-        ep_world_size=_integer(ops, EP_WORLD_SIZE),
-        tp_world_size=_integer(ops, TP_WORLD_SIZE),
-        y_shard_type=_integer(ops, Y_SHARD_TYPE),
+        group_ep=_constant(ops, GROUP_EP),
+        group_tp=_constant(ops, GROUP_TP),
+        ep_world_size=_constant(ops, EP_WORLD_SIZE),
+        tp_world_size=_constant(ops, TP_WORLD_SIZE),
+        y_shard_type=_constant(ops, Y_SHARD_TYPE),
         transpose_weight=_boolean(ops, TRANSPOSE_WEIGHT),
     )
     try:
@@ -180,9 +193,9 @@ def _tiling(ops: Operands) -> Mc2Tiling:
 
 
 def _spec(ops: Operands, name: str) -> TensorSpec | None:
-    """The shape and dtype of tensor operand ``name`` (None: the call passes None), after the
-    layout checks every operand of the kernel shares."""
-    if not ops.given(name):
+    """The shape and dtype of tensor operand ``name`` (None: the call omits it or passes None),
+    after the layout checks every operand of the kernel shares."""
+    if not ops.given(name) or ops.value(name) is None:
         return None
     ty = require_tensor(ops, name)
     require_layout_compact(ops, name, ty)
@@ -191,18 +204,12 @@ def _spec(ops: Operands, name: str) -> TensorSpec | None:
 
 
 def _constant(ops: Operands, name: str) -> object:
+    """The literal a keyword was given (a string, a number, None), for the rules to check."""
     value = ops.value(name)
-    if isinstance(value, ConstInt | ConstBool):
+    if isinstance(value, ConstInt | ConstBool | ConstFloat):
         return value.value
     if isinstance(value, Expr):
         ops.error(name, f"must be a compile-time constant, got {expr_text(value)}")
-    return value
-
-
-def _integer(ops: Operands, name: str) -> int:
-    value = _constant(ops, name)
-    if type(value) is not int:
-        ops.error(name, f"must be an integer, got {value!r}")
     return value
 
 
@@ -211,11 +218,6 @@ def _boolean(ops: Operands, name: str) -> bool:
     if type(value) is not bool:
         ops.error(name, f"must be True or False, got {value!r}")
     return value
-
-
-def _string(ops: Operands, name: str) -> str | None:
-    value = ops.value(name)
-    return value if isinstance(value, str) else None
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -12,10 +12,11 @@ Order ([aclnn]'s ``CheckParams``; [aclnn doc]: null pointers, group name length,
 attributes, dimensions, shape ranges), each rule with the status its failure returns:
 
 1. ``CheckNotNull`` (161001): x, weight and out given; the group names given and non-empty.
-2. ``CheckParams`` (161002): the group names shorter than 128 bytes.
+2. ``CheckParams`` (161002): the group names strings (C strings: no NUL inside) shorter than
+   128 bytes.
 3. ``CheckDtypeValid`` (161002): x, weight and out FP16 or BF16 and all alike; the bias FP16 for
    FP16, FP32 for BF16.
-4. ``CheckAttr`` (161002): y_shard_type 0 or 1; ep and tp in {2, 4, 8, 16, 32}.
+4. ``CheckAttr`` (161002): y_shard_type 0 or 1; ep and tp in {2, 4, 8, 16, 32}; each an integer.
 5. ``CheckIfTensorThreeDim`` (161002): x, weight and out 3-D; the bias 2-D or 3-D.
 6. ``CheckTensorDimCommonShape`` (161002): E = E/ep * ep; x and weight share E/ep and M/tp.
 7. ``CheckTensorDimUniqueShape`` (161002): per y_shard_type, out's H/tp (or H) and x's ep*C
@@ -26,6 +27,16 @@ attributes, dimensions, shape ranges), each rule with the status its failure ret
 10. ``GroupCheck`` (161002): group_ep != group_tp.
 
 The four ``CheckTensorDim`` sub-checks carry the names upstream gives them ([aclnn]).
+
+**Argument types.** aclnn's C signature makes the group names ``const char*`` and the attributes
+``int64_t``; a Python caller, or a program's keyword, can pass anything. A value of another type
+is refused by the rule that checks that argument, so a program and an API call get the same
+message: a group name that is not a ``str`` (bytes, an int) by ``CheckParams``, an attribute
+that is not an integer by ``CheckAttr``, both 161002, for aclnn's status table gives 161002 for
+an invalid group name and an invalid attribute. ``bool`` is no integer here (``True`` is no
+``int64_t`` a caller means); any other ``numbers.Integral`` (NumPy's integers) is one and is
+read as an ``int``. ``None`` is a null pointer only where aclnn takes a pointer: a tensor or a
+group name (161001); a ``None`` attribute is an invalid one (161002).
 ``GroupCheck`` is not aclnn's: upstream makes it in infer-shape and tiling ([infershape]), after
 every aclnn check, with a status upstream does not document; it is reported here last, as
 161002, which [aclnn doc]'s status table gives for invalid attribute values.
@@ -57,6 +68,7 @@ when it equals the shape infer-shape derives ([infershape]).
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass
 from math import prod
 
@@ -140,20 +152,23 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class Mc2Request:
-    """What the op or the host API is given. A ``None`` operand is a null pointer. A ``None``
-    group name is one not given: the DSL op has none, so their checks are skipped, unless
-    ``require_group_names`` (the host API, where a name is a required argument) makes it a null
-    pointer."""
+    """What the op or the host API is given, as given: the group names and the attributes are
+    whatever the caller passed (see the module docstring's argument types). A ``None`` operand
+    is a null pointer. A ``None`` group name is one not given: the DSL op has none, so their
+    checks are skipped, unless ``require_group_names`` (the host API, where a name is a
+    required argument) makes it a null pointer."""
 
     x: TensorSpec | None
     weight: TensorSpec | None
     bias: TensorSpec | None
     out: TensorSpec | None
-    group_ep: str | None
-    group_tp: str | None
-    ep_world_size: int
-    tp_world_size: int
-    y_shard_type: int
+    #: A ``str`` when valid.
+    group_ep: object
+    group_tp: object
+    #: Integers when valid.
+    ep_world_size: object
+    tp_world_size: object
+    y_shard_type: object
     transpose_weight: bool
     require_group_names: bool = False
 
@@ -194,11 +209,10 @@ class Mc2Config:
 def check(request: Mc2Request) -> Mc2Config:
     """The checked configuration of ``request``; :class:`Mc2Error` at the first violated rule,
     in the order of the module docstring's table."""
-    _check_not_null(request)
-    _check_group_name_length(request)
-    operands = _Operands.of(request)
-    _check_dtype_valid(operands)
-    _check_attr(request)
+    x, weight, out = _check_not_null(request)
+    _check_group_names(request)
+    _check_dtype_valid(x, weight, out, request.bias)
+    operands = _Operands(request, x, weight, out, _check_attr(request))
     _check_three_dim(operands)
     _check_common_shape(operands)
     _check_unique_shape(operands)
@@ -241,22 +255,27 @@ class _Product:
 
 
 @dataclass(frozen=True)
+class _Attributes:
+    """The attributes once CheckAttr has passed: integers, by the names the caller gives them."""
+
+    ep_world_size: int
+    tp_world_size: int
+    y_shard_type: int
+
+
+@dataclass(frozen=True)
 class _Operands:
-    """The request with x, weight and out known to be given."""
+    """The request with x, weight and out known to be given and its attributes checked."""
 
     request: Mc2Request
     x: TensorSpec
     weight: TensorSpec
     out: TensorSpec
-
-    @staticmethod
-    def of(request: Mc2Request) -> _Operands:
-        assert request.x is not None and request.weight is not None and request.out is not None
-        return _Operands(request, request.x, request.weight, request.out)
+    attributes: _Attributes
 
     @property
     def shard(self) -> int:
-        return self.request.y_shard_type
+        return self.attributes.y_shard_type
 
     def dim(self, operand: str, axis: int) -> _Dim:
         """Dimension ``axis`` of ``operand`` as given ("x", "out" or "bias")."""
@@ -272,10 +291,12 @@ class _Operands:
         return _Dim(f"weight.shape[{stored}]", self.weight.shape[stored])
 
     def attr(self, name: str) -> _Dim:
-        return _Dim(name, getattr(self.request, name))
+        value = getattr(self.attributes, name)
+        assert isinstance(value, int)
+        return _Dim(name, value)
 
     def config(self) -> Mc2Config:
-        ep, tp, shard = self.request.ep_world_size, self.request.tp_world_size, self.shard
+        ep, tp, shard = self.attributes.ep_world_size, self.attributes.tp_world_size, self.shard
         out_shape = (self.out.shape[0], self.out.shape[1], self.out.shape[2])
         H = self.weight_dim(2).value
         bias = self.request.bias
@@ -339,17 +360,20 @@ _LAYOUTS = {
 # ---- the rules, in order ----------------------------------------------------------------------
 
 
-def _check_not_null(request: Mc2Request) -> None:
+def _check_not_null(request: Mc2Request) -> tuple[TensorSpec, TensorSpec, TensorSpec]:
     """CheckNotNull [aclnn]: the required tensors, then the group names; a name that
-    is empty counts as null (``strnlen(name, 128) != 0``)."""
+    is empty counts as null (``strnlen(name, 128) != 0``). Returns x, weight and out."""
+    given: list[TensorSpec] = []
     for operand in ("x", "weight", "out"):
-        if getattr(request, operand) is None:
+        spec = getattr(request, operand)
+        if spec is None:
             raise Mc2Error(
                 AclnnStatus.PARAM_NULLPTR,
                 Rule.CHECK_NOT_NULL,
                 operand,
                 f"{operand} is missing: x, weight and out are required operands",
             )
+        given.append(spec)
     for name in ("group_ep", "group_tp"):
         value = getattr(request, name)
         if value == "" or (value is None and request.require_group_names):
@@ -360,14 +384,32 @@ def _check_not_null(request: Mc2Request) -> None:
                 name,
                 f"{name} is {what}: a communication group name is required",
             )
+    x, weight, out = given
+    return x, weight, out
 
 
-def _check_group_name_length(request: Mc2Request) -> None:
-    """The name length check of aclnn's CheckParams [aclnn]: ``strnlen`` counts bytes,
-    so a name is measured in UTF-8 bytes, 1 to 127 of them."""
+def _check_group_names(request: Mc2Request) -> None:
+    """The name check of aclnn's CheckParams [aclnn]: each given name a string (aclnn's
+    ``const char*``, so no NUL inside, which would end it early), whose length ``strnlen``
+    counts in bytes, so in UTF-8 bytes, 1 to 127 of them."""
     for name in ("group_ep", "group_tp"):
         value = getattr(request, name)
-        if value is not None and len(value.encode()) >= HCCL_GROUP_NAME_MAX:
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _invalid(
+                Rule.GROUP_NAME_LENGTH,
+                name,
+                f"{name} must be a str (the communicator's name), got {described(value)}",
+            )
+        if "\0" in value:
+            raise _invalid(
+                Rule.GROUP_NAME_LENGTH,
+                name,
+                f"{name} {value!r} holds a NUL character: aclnn reads a group name as a C "
+                "string, which ends there",
+            )
+        if len(value.encode()) >= HCCL_GROUP_NAME_MAX:
             raise _invalid(
                 Rule.GROUP_NAME_LENGTH,
                 name,
@@ -376,11 +418,13 @@ def _check_group_name_length(request: Mc2Request) -> None:
             )
 
 
-def _check_dtype_valid(operands: _Operands) -> None:
+def _check_dtype_valid(
+    x: TensorSpec, weight: TensorSpec, out: TensorSpec, bias: TensorSpec | None
+) -> None:
     """CheckDtypeValid [aclnn]: x, weight, out in the x list and all x's dtype; the
     bias in the bias list and the one x's dtype needs [aclnn doc]."""
-    x_dtype = operands.x.dtype
-    for name, spec in (("x", operands.x), ("weight", operands.weight), ("out", operands.out)):
+    x_dtype = x.dtype
+    for name, spec in (("x", x), ("weight", weight), ("out", out)):
         if spec.dtype not in X_DTYPES:
             raise _invalid(
                 Rule.CHECK_DTYPE_VALID,
@@ -388,14 +432,13 @@ def _check_dtype_valid(operands: _Operands) -> None:
                 f"{name}.dtype must be {' or '.join(d.name for d in X_DTYPES)}, "
                 f"got {spec.dtype.name}",
             )
-    for name, spec in (("weight", operands.weight), ("out", operands.out)):
+    for name, spec in (("weight", weight), ("out", out)):
         if spec.dtype is not x_dtype:
             raise _invalid(
                 Rule.CHECK_DTYPE_VALID,
                 name,
                 f"{name}.dtype ({spec.dtype.name}) must equal x.dtype ({x_dtype.name})",
             )
-    bias = operands.request.bias
     if bias is None:
         return
     if bias.dtype not in BIAS_DTYPES:
@@ -414,23 +457,46 @@ def _check_dtype_valid(operands: _Operands) -> None:
         )
 
 
-def _check_attr(request: Mc2Request) -> None:
-    """CheckAttr [aclnn]: the shard type, then the two group sizes."""
-    if request.y_shard_type not in (0, 1):
+def _check_attr(request: Mc2Request) -> _Attributes:
+    """CheckAttr [aclnn]: the shard type, then the two group sizes, each an integer (aclnn's
+    ``int64_t``; see the module docstring) of the values aclnn accepts."""
+    shard = _attribute(
+        request, "y_shard_type", (0, 1), "0 (reduce-scatter H) or 1 (reduce-scatter C)"
+    )
+    sizes = [
+        _attribute(request, name, WORLD_SIZES, f"one of {', '.join(map(str, WORLD_SIZES))}")
+        for name in ("ep_world_size", "tp_world_size")
+    ]
+    return _Attributes(ep_world_size=sizes[0], tp_world_size=sizes[1], y_shard_type=shard)
+
+
+def _attribute(request: Mc2Request, name: str, accepted: tuple[int, ...], values: str) -> int:
+    """Attribute ``name`` as an ``int``, when it is an integer of ``accepted`` (``values`` says
+    which, for the message)."""
+    value = getattr(request, name)
+    number = integer_value(value)
+    if number is None:
         raise _invalid(
             Rule.CHECK_ATTR,
-            "y_shard_type",
-            "y_shard_type must be 0 (reduce-scatter H) or 1 (reduce-scatter C), "
-            f"got {request.y_shard_type}",
+            name,
+            f"{name} must be an integer (aclnn's int64_t), {values}; got {described(value)}",
         )
-    for name in ("ep_world_size", "tp_world_size"):
-        value = getattr(request, name)
-        if value not in WORLD_SIZES:
-            raise _invalid(
-                Rule.CHECK_ATTR,
-                name,
-                f"{name} must be one of {', '.join(map(str, WORLD_SIZES))}, got {value}",
-            )
+    if number not in accepted:
+        raise _invalid(Rule.CHECK_ATTR, name, f"{name} must be {values}, got {number}")
+    return number
+
+
+def integer_value(value: object) -> int | None:
+    """``value`` as an ``int`` when it is an integer: a ``numbers.Integral`` (NumPy's
+    integers too) that is not a ``bool``; else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
+def described(value: object) -> str:
+    """A value of the wrong type as a message shows it: ``2.0 of type float``."""
+    return "None" if value is None else f"{value!r} of type {type(value).__name__}"
 
 
 def _check_three_dim(operands: _Operands) -> None:

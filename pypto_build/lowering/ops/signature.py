@@ -43,6 +43,10 @@ class Operand:
     #: Whether an explicit ``None`` means "omitted" (``valid_shape=None``); where None is not a
     #: value the operand can have (``core_num``, an integer), it is refused instead.
     none_omits: bool = True
+    #: Whether an explicit ``None`` reaches the deducer as a null operand (given, value None),
+    #: for an op whose own rules report it (the MC2 op's aclnn null-pointer check). The deducer
+    #: must refuse it: a built call never holds one.
+    nullable: bool = False
 
     @property
     def is_arg(self) -> bool:

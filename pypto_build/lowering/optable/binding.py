@@ -4,7 +4,8 @@ The binding fixes one normal form for every op call, so structurally equal progr
 compare equal however the user spelled the call: required expression operands go to
 ``Call.args`` in signature order; literal and optional operands go to ``Call.kwargs`` in
 signature order, only when given (an explicit ``None`` is the same as omitting the operand,
-except for an operand that None cannot stand for, such as ``core_num``).
+except for an operand that None cannot stand for, such as ``core_num``, and a nullable one,
+whose ``None`` the op's deducer refuses by its own rule).
 """
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ def _bind(
                 "default",
                 span,
             )
+        if spec.name in given and value is None and spec.nullable:
+            values[spec.name] = None
+            continue
         if spec.name not in given or (value is None and not spec.required):
             if spec.required:
                 fail(f"{opdef.name}() missing required argument '{spec.name}'", span)
