@@ -376,8 +376,9 @@ def _check_not_null(request: Mc2Request) -> tuple[TensorSpec, TensorSpec, Tensor
         given.append(spec)
     for name in ("group_ep", "group_tp"):
         value = getattr(request, name)
-        if value == "" or (value is None and request.require_group_names):
-            what = "empty" if value == "" else "missing"
+        empty = isinstance(value, str) and not value
+        if empty or (value is None and request.require_group_names):
+            what = "empty" if empty else "missing"
             raise Mc2Error(
                 AclnnStatus.PARAM_NULLPTR,
                 Rule.CHECK_NOT_NULL,
@@ -495,8 +496,13 @@ def integer_value(value: object) -> int | None:
 
 
 def described(value: object) -> str:
-    """A value of the wrong type as a message shows it: ``2.0 of type float``."""
-    return "None" if value is None else f"{value!r} of type {type(value).__name__}"
+    """A value of the wrong type as a message shows it: ``2.0 of type float``, an enum member
+    as it is spelled (``DataType.FP32``)."""
+    if value is None:
+        return "None"
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return f"{value!r} of type {type(value).__name__}"
 
 
 def _check_three_dim(operands: _Operands) -> None:
