@@ -52,6 +52,7 @@ from pypto_build.build_records.signatures import (
 )
 from pypto_build.files import read_regular, read_text, walk_files
 from pypto_build.store.storage import Damaged
+from pypto_build.tree_layout import TreeLayout
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.build import BuildResult
@@ -280,7 +281,7 @@ def build_record(
     out_dir = result.out_dir
     rendered_from: dict[Path, str] = {}  # each input file, with its hash as the render read it
     for report in result.reports:
-        manifest = json.loads(read_text(out_dir / report.chip / "manifest.json"))
+        manifest = json.loads(read_text(TreeLayout(out_dir / report.chip).manifest))
         rendered_from.update(
             (project / name, digest)
             for name, digest in manifest["inputs"].items()

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 
 from pypto_build.builtins.registry import include_dir
 from pypto_build.files import read_regular
+from pypto_build.tree_layout import INCLUDE
 
-#: Where the headers go inside a sub-build, and the prefix of their include names.
-SUBBUILD_INCLUDE_DIR = "include"
+#: The prefix of the headers' include names.
 HEADER_PREFIX = "pypto_build/"
 
 #: An include of one of our headers, from its ``#``: a pattern that starts with a literal is
@@ -29,7 +29,7 @@ HEADER_PREFIX = "pypto_build/"
 #: (a generated orchestration is thousands of lines); what precedes the ``#`` on its line is
 #: checked apart.
 _INCLUDE = re.compile(
-    rb'#[ \t]*include[ \t]*"(?:\.\./' + SUBBUILD_INCLUDE_DIR.encode() + rb"/)?"
+    rb'#[ \t]*include[ \t]*"(?:\.\./' + INCLUDE.encode() + rb"/)?"
     rb"(" + HEADER_PREFIX.encode() + rb'[^"/]+)"'
 )
 

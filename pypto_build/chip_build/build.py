@@ -25,7 +25,6 @@ from pypto_build.chip_build.launch_capacity import BuildWarning
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.render_errors import NoPrograms
 from pypto_build.chip_build.subbuild import (
-    LOG_DIR,
     RenderResult,
     SourceProgram,
     check_output_folder,
@@ -38,6 +37,7 @@ from pypto_build.chip_build.subbuild import (
 )
 from pypto_build.chip_build.toolchains.base import Toolchain
 from pypto_build.chip_build.toolchains.launcher import Launcher
+from pypto_build.tree_layout import LOG_DIR
 
 
 @dataclass(frozen=True)

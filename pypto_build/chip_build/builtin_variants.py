@@ -35,6 +35,7 @@ from pypto_build.lowering.ir.memo import per_node
 from pypto_build.lowering.ir.names import Kwarg, kwarg, template_dir, template_vars
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.legality.kernels import payload_dtype
+from pypto_build.tree_layout import KERNEL_CONFIG, RELATIVE_SUB_BUILD
 
 _NOT_IDENTIFIER_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
@@ -50,9 +51,10 @@ def render_kernel(package: BuiltinPackage, variant_vars: Mapping[str, str]) -> s
     return render(package, KERNEL_TEMPLATE, kernel_variables(package, variant_vars))
 
 
-def _kernel_dir(core_type: str) -> str:
-    """The sub-build folder of a kernel of ``core_type`` (a MIX kernel's entry is its AIV)."""
-    return f"kernels/{CoreType.AIC.value if core_type == 'aic' else CoreType.AIV.value}"
+def _kernel_core(core_type: str) -> str:
+    """The core type whose folder holds a kernel of ``core_type`` (a MIX kernel's entry is its
+    AIV)."""
+    return CoreType.AIC.value if core_type == "aic" else CoreType.AIV.value
 
 
 # --- CHIP rail -------------------------------------------------------------------------------
@@ -135,11 +137,12 @@ class HostVariant:
     def output_path(self, template: str) -> str:
         """Where ``template`` renders to inside the variant's sub-build."""
         if template == ENTRY_TEMPLATE:
-            return f"orchestration/{self.entry}.cpp"
+            return RELATIVE_SUB_BUILD.orchestration(self.entry).as_posix()
         if template == KERNEL_TEMPLATE:
-            return f"{_kernel_dir(self.package.core_type)}/{self.kernel_name}.cpp"
+            core = _kernel_core(self.package.core_type)
+            return RELATIVE_SUB_BUILD.kernel(core, self.kernel_name).as_posix()
         if template == CONFIG_TEMPLATE:
-            return "kernel_config.py"
+            return KERNEL_CONFIG
         return template.removesuffix(".in")
 
     def render(self, chip: Chip, runtime: str) -> dict[str, str]:

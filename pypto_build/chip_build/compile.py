@@ -41,11 +41,11 @@ from pypto_build.chip_build.compile_cache.dependencies import FileDigests
 from pypto_build.chip_build.compile_cache.depfile_parser import read_depfile
 from pypto_build.chip_build.compile_cache.keys import compile_key
 from pypto_build.chip_build.compile_cache.publish import Built
-from pypto_build.chip_build.distributed_meta import META_NAME, with_platform
-from pypto_build.chip_build.kernel_config import KernelConfig, read_kernel_config
-from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
+from pypto_build.chip_build.distributed_meta import with_platform
+from pypto_build.chip_build.kernel_config import KernelConfig
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
+from pypto_build.chip_build.kernel_config_writer import render_config
 from pypto_build.chip_build.source_origins import source_origins, with_origin
-from pypto_build.chip_build.subbuild import LOG_DIR, NEXT_LEVELS
 from pypto_build.chip_build.toolchains.base import (
     STAGE_PLACEHOLDER,
     TREE_PLACEHOLDER,
@@ -58,18 +58,22 @@ from pypto_build.chip_build.toolchains.base import (
     run_plan,
 )
 from pypto_build.chip_build.toolchains.launcher import Launcher
-from pypto_build.chip_build.toolchains.sim import SIM_BINARY_DIR
+from pypto_build.chip_build.tree_manifest import write_manifest
 from pypto_build.errors import PyptoError
 from pypto_build.files import atomic_write_bytes, atomic_write_text, read_regular, read_text
+from pypto_build.tree_layout import (
+    KERNEL_CONFIG,
+    LOG_DIR,
+    SIM_BINARIES,
+    SUB_BUILD_CONFIGS,
+    SubBuildLayout,
+    TreeLayout,
+)
 
-KERNEL_CONFIG = "kernel_config.py"
 #: Suffixes and folders of the binaries any toolchain builds; a binary of another toolchain is
 #: stale once this one has built the source.
 _BINARY_SUFFIXES = (".o", ".so")
-_BINARY_DIRS = ("", SIM_BINARY_DIR)
-#: Where PyPTO's runtime looks for the record of what the binaries beside a sub-build's
-#: sources were built for (``pypto/runtime/_binary_cache.py``).
-BINARY_CONTEXT = PurePosixPath("cache/binary_context.json")
+_BINARY_DIRS = ("", SIM_BINARIES)
 
 
 @dataclass(frozen=True)
@@ -433,8 +437,9 @@ def compile_tree(
     _record_binaries(tree, configs, results)
     context = toolchain.binary_context(catalog_chip)
     _write_binary_contexts(tree, context)
-    if (tree / META_NAME).is_file():
-        with_platform(tree / META_NAME, toolchain.platform(catalog_chip))
+    meta = TreeLayout(tree).distributed_meta
+    if meta.is_file():
+        with_platform(meta, toolchain.platform(catalog_chip))
     write_manifest(
         tree,
         chip=chip,
@@ -464,7 +469,9 @@ def _record_binaries(
             orchestrations[root] = binary
     for root in sorted(kernels.keys() | orchestrations.keys()):
         path = tree / root / KERNEL_CONFIG
-        text = configs[root].with_binaries(kernels.get(root, {}), orchestrations.get(root)).render()
+        text = render_config(
+            configs[root].with_binaries(kernels.get(root, {}), orchestrations.get(root))
+        )
         if read_text(path) != text:
             atomic_write_text(path, text)
 
@@ -474,8 +481,8 @@ def _write_binary_contexts(tree: Path, context: Mapping[str, object] | None) -> 
     (PyPTO's format: sorted keys, two-space indent), or remove a stale one when the toolchain
     built nothing for PyPTO's runtime."""
     text = None if context is None else json.dumps(context, indent=2, sort_keys=True) + "\n"
-    for config in sorted(tree.glob(f"{NEXT_LEVELS}/*/{KERNEL_CONFIG}")):
-        path = config.parent / BINARY_CONTEXT
+    for config in sorted(tree.glob(SUB_BUILD_CONFIGS)):
+        path = SubBuildLayout(config.parent).binary_context
         if text is None:
             path.unlink(missing_ok=True)
             if path.parent.is_dir() and not any(path.parent.iterdir()):
@@ -497,7 +504,7 @@ def _known_files(results: Sequence[CompileResult]) -> dict[str, tuple[str, int]]
 def _recorded_inputs(tree: Path) -> dict[str, str]:
     """The inputs the renderer recorded in the tree's manifest (none without a manifest)."""
     try:
-        document = json.loads(read_text(tree / MANIFEST_NAME))
+        document = json.loads(read_text(TreeLayout(tree).manifest))
     except (OSError, ValueError):
         return {}
     inputs = document.get("inputs") if isinstance(document, dict) else None

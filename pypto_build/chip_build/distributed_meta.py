@@ -25,7 +25,6 @@ from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.errors import PyptoUsageError
 from pypto_build.files import atomic_write_text, read_text
 
-META_NAME = "distributed_meta.json"
 #: pypto's ``_META_SCHEMA``: a reader refuses any other.
 SCHEMA = 2
 RUNTIME = "tensormap_and_ringbuffer"

@@ -96,8 +96,6 @@ from pypto_build.lowering.ir.walk import walk_calls, walk_stmts
 
 PHASE = "host orchestration codegen"
 
-#: The module's file name inside ``orchestration/``: PyPTO's L3 loader loads exactly this one.
-MODULE_NAME = "host_orch.py"
 #: The attribute that marks the entry function for PyPTO's loader.
 ENTRY_MARKER = "_pypto_distributed_entry"
 #: The function that allocates the run's intermediates (the ordering tokens) before it starts.

@@ -1,61 +1,44 @@
-"""Writer and reader of a sub-build's ``kernel_config.py``.
+"""What a sub-build's ``kernel_config.py`` says: its orchestration, its kernels, its runtime.
 
-PyPTO's runtime loads a chip sub-build through this file, so the writer reproduces upstream's
-format byte for byte (``_generate_config_file`` of hw-native-sys/pypto at e2d0f78,
-``python/pypto/backend/pto_backend.py``): the header with the ``ArgDirection`` import only
-when some signature is present, ``RUNTIME_CONFIG``,
-``ORCHESTRATION`` and ``KERNELS`` sorted by ``func_id``, tabs, and the blank lines that upstream's
-line joining produces. Signatures list tensor arguments only; scalars are never emitted (the
-direction type has no scalar member). Our additions, keys PyPTO's loader does not read: a
-kernel's compiled ``binary``, the last key of its entry and present only when known, so a config
-without binaries stays identical to upstream's; a builtin kernel's ``variant``, the static
-configuration it was rendered for beyond its dtype (the template variables of an op whose
-contract configures the kernel, such as the MC2 tiling), present only for a kernel that has one,
-so what a variant is built for can be read off the tree; and the orchestration's ``params``
-(:class:`OrchestrationParam`), every parameter in argument order with its shape, element type
-and whether it is a window, which a signature of directions cannot say and a run of the
-orchestration without a HOST orchestrator needs (``pypto-build run --program``) to allocate its
-windows and check its inputs; and the orchestration's ``ranks``, the rank count its collectives'
-windows were sized for (their signal's rows, NR), present only when it runs a collective, so
-such a run on another rank count is refused before anything runs.
+The entries check what upstream's format can hold (C identifiers, directions, paths inside the
+sub-build, one ``func_id`` per kernel) when they are made, so the writer
+(:mod:`.kernel_config_writer`) writes only a valid file and the reader
+(:mod:`.kernel_config_reader`) returns only a valid config. Our additions to upstream's format,
+keys PyPTO's loader does not read: a kernel's compiled ``binary``; a builtin kernel's
+``variant``, the static configuration it was rendered for beyond its dtype (the template
+variables of an op whose contract configures the kernel, such as the MC2 tiling); the
+orchestration's ``params`` (:class:`OrchestrationParam`), every parameter in argument order with
+its shape, element type and whether it is a window, which a signature of directions cannot say
+and a run of the orchestration without a HOST orchestrator needs (``pypto-build run
+--program``) to allocate its windows and check its inputs; and the orchestration's ``ranks``,
+the rank count its collectives' windows were sized for (their signal's rows, NR), present only
+when it runs a collective, so such a run on another rank count is refused before anything runs.
 
 Every kernel, including a hand-written external one, is listed by its path inside the sub-build
-(``kernels/<core type>/<name>.cpp``), never by an absolute path: external sources are copied in.
-
-Our own tools read the file back with :func:`read_kernel_config`, which interprets the syntax
-tree and never imports or executes the file.
+(``kernels/<core type>/<name>.cpp``, :class:`~.tree_layout.SubBuildLayout`), never by an absolute
+path: external sources are copied in.
 """
 
 from __future__ import annotations
 
-import ast
 import enum
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pypto_build.chip_build.chips import CoreType
-from pypto_build.chip_build.distributed_meta import (
-    DTYPE_NAMES,
-    Parameter,
-    ParameterDirection,
-    ParameterKind,
-    dtype_of_name,
-)
+from pypto_build.chip_build.distributed_meta import Parameter, ParameterDirection, ParameterKind
 from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.errors import PyptoUsageError
-from pypto_build.files import read_text
 from pypto_build.lowering.ir import ParamDirection
 from pypto_build.lowering.runtime_facts import COMM_MAX_RANK_NUM
+from pypto_build.tree_layout import RELATIVE_SUB_BUILD
 
 #: Entry point every AICPU orchestration exports (upstream's fixed name).
 ORCHESTRATION_FUNCTION = "aicpu_orchestration_entry"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SIGNATURE_IMPORT = "from simpler.task_interface import ArgDirection as _D"
 
 
 class Runtime(enum.StrEnum):
@@ -200,7 +183,7 @@ class OrchestrationEntry:
     @property
     def source(self) -> str:
         """The source path relative to the sub-build root."""
-        return f"orchestration/{self.name}.cpp"
+        return RELATIVE_SUB_BUILD.orchestration(self.name).as_posix()
 
 
 def _check_params(params: Sequence[OrchestrationParam], signature: Sequence[ArgDirection]) -> None:
@@ -269,7 +252,7 @@ class KernelEntry:
     @property
     def source(self) -> str:
         """The source path relative to the sub-build root."""
-        return f"kernels/{self.core_type.value}/{self.name}.cpp"
+        return RELATIVE_SUB_BUILD.kernel(self.core_type.value, self.name).as_posix()
 
 
 @dataclass(frozen=True)
@@ -317,456 +300,3 @@ class KernelConfig:
                 raise KernelConfigError("an orchestration binary given for a config without one")
             entry = replace(entry, binary=orchestration)
         return replace(self, kernels=kernels, orchestration=entry)
-
-    def render(self) -> str:
-        """The ``kernel_config.py`` text for this config."""
-        return _render(self)
-
-
-def render_kernel_config(
-    orchestration: OrchestrationEntry | None,
-    kernels: Sequence[KernelEntry],
-    runtime: str = "tensormap_and_ringbuffer",
-    enable_sdma: bool = False,
-) -> str:
-    """The ``kernel_config.py`` text for a sub-build (upstream format plus kernel binaries).
-
-    ``orchestration`` is None for a sub-build without an orchestration of its own; the
-    ``ORCHESTRATION`` block is then omitted. ``runtime`` is a wire name (:class:`Runtime`).
-    """
-    config = KernelConfig(
-        orchestration=orchestration,
-        kernels=tuple(kernels),
-        runtime=Runtime.from_name(runtime),
-        enable_sdma=enable_sdma,
-    )
-    return _render(config)
-
-
-def _signature_text(signature: tuple[ArgDirection, ...]) -> str:
-    return "[" + ", ".join(f"_D.{direction.value}" for direction in signature) + "]"
-
-
-def _root_path_text(relative: str) -> str:
-    parts = " / ".join(f'"{part}"' for part in PurePosixPath(relative).parts)
-    return f"str(_ROOT_DIR / {parts})"
-
-
-def _kernel_line(kernel: KernelEntry) -> str:
-    text = (
-        f'\t{{"func_id": {kernel.func_id}, "name": "{kernel.name}", '
-        f'"source": {_root_path_text(kernel.source)}, "core_type": "{kernel.core_type.value}"'
-    )
-    if kernel.include_dirs:
-        dirs = ", ".join(_root_path_text(path) for path in kernel.include_dirs)
-        text += f', "extra_include_dirs": [{dirs}]'
-    if kernel.signature:
-        text += f', "signature": {_signature_text(kernel.signature)}'
-    if kernel.variant:
-        # One variable a line: a variant (an MC2 tiling) has dozens. Values are strings as the
-        # template saw them; JSON's string syntax is Python's for them.
-        lines = "".join(f"\t\t{json.dumps(k)}: {json.dumps(v)},\n" for k, v in kernel.variant)
-        text += ', "variant": {\n' + lines + "\t}"
-    if kernel.binary is not None:
-        text += f', "binary": {_root_path_text(kernel.binary)}'
-    return text + "},"
-
-
-def _param_text(param: OrchestrationParam) -> str:
-    """One parameter as a dict literal, keys in a fixed order and only those of its kind."""
-    fields: list[tuple[str, object]] = [("name", param.name), ("kind", param.kind)]
-    if param.is_tensor:
-        fields += [("direction", param.direction), ("shape", list(param.shape))]
-    if param.dtype is not None:
-        fields.append(("dtype", DTYPE_NAMES[param.dtype]))
-    if param.window is not None:
-        fields.append(("window", param.window))
-    return "{" + ", ".join(f'"{key}": {_literal(value)}' for key, value in fields) + "}"
-
-
-def _literal(value: object) -> str:
-    # Names are C identifiers and kinds, directions and element types plain words, so a
-    # double-quoted string needs no escapes.
-    return f'"{value}"' if isinstance(value, str) else repr(value)
-
-
-def _render(config: KernelConfig) -> str:
-    orchestration = config.orchestration
-    has_signatures = any(kernel.signature for kernel in config.kernels) or bool(
-        orchestration is not None and orchestration.signature
-    )
-    # Upstream joins these items with "\n" and adds a final "\n"; an item that already ends in
-    # "\n" therefore leaves a blank line after it.
-    items = ["# Kernel and Orchestration Configuration\n", "from pathlib import Path\n"]
-    if has_signatures:
-        items.append(_SIGNATURE_IMPORT + "\n")
-    items.append("_ROOT_DIR = Path(__file__).parent\n")
-    items += [
-        f"# Runtime configuration for {config.runtime.value}.",
-        "# AICPU thread count 0 selects the runtime's architecture default (a2a3: 4; a5: 5).",
-        "RUNTIME_CONFIG = {",
-        f'\t"runtime": "{config.runtime.value}",',
-        '\t"aicpu_thread_num": 0,',
-    ]
-    if config.enable_sdma:
-        items.append('\t"enable_sdma": True,')
-    items.append("}\n")
-    if orchestration is not None:
-        items += [
-            "ORCHESTRATION = {",
-            f'\t"source": {_root_path_text(orchestration.source)},',
-            f'\t"function_name": "{orchestration.function_name}",',
-        ]
-        if orchestration.signature:
-            items.append(f'\t"signature": {_signature_text(orchestration.signature)},')
-        if orchestration.params:
-            items.append('\t"params": [')
-            items += [f"\t\t{_param_text(param)}," for param in orchestration.params]
-            items.append("\t],")
-        if orchestration.ranks is not None:
-            items.append(f'\t"ranks": {orchestration.ranks},')
-        if orchestration.binary is not None:
-            items.append(f'\t"binary": {_root_path_text(orchestration.binary)},')
-        items.append("}\n")
-    items.append("KERNELS = [")
-    items += [_kernel_line(kernel) for kernel in config.kernels]
-    items.append("]")
-    return "\n".join(items) + "\n"
-
-
-# --- reading -------------------------------------------------------------------------------------
-
-
-def read_kernel_config(path_or_text: Path | str) -> KernelConfig:
-    """Read a ``kernel_config.py`` written by this module, without importing it.
-
-    A :class:`~pathlib.Path` is read from disk; a ``str`` is the file's text. Anything outside
-    the format this module writes (other statements' values, unknown keys, computed
-    expressions) is a :class:`KernelConfigError` naming the line, never silently dropped.
-    """
-    if isinstance(path_or_text, Path):
-        filename = str(path_or_text)
-        text = read_text(path_or_text)
-    else:
-        filename = "kernel_config.py"
-        text = path_or_text
-    config = _read_rendered(text)
-    return _Reader(filename).read(text) if config is None else config
-
-
-#: The ``KERNELS`` block as :func:`_render` writes it, one kernel a line.
-_KERNELS_START = "\nKERNELS = [\n"
-_KERNELS_END = "]\n"
-_ROOT_PATH = r'str\(_ROOT_DIR((?: / "[^"\\]*")+)\)'
-#: A kernel line as :func:`_kernel_line` writes it without a variant; the source is checked
-#: by the round trip, as it follows from the name and core type.
-_KERNEL_LINE = re.compile(
-    r'\t\{"func_id": (\d+), "name": "([^"\\]*)", "source": ' + _ROOT_PATH + ", "
-    r'"core_type": "([^"\\]*)"'
-    r'(?:, "extra_include_dirs": \[(str\(_ROOT_DIR[^\]]*)\])?'
-    r'(?:, "signature": \[(_D\.\w+(?:, _D\.\w+)*)\])?'
-    r'(?:, "binary": ' + _ROOT_PATH + r")?\},"
-)
-_ROOT_PATHS = re.compile(_ROOT_PATH)
-_PATH_PART = re.compile(r' / "([^"\\]*)"')
-
-
-def _read_rendered(text: str) -> KernelConfig | None:
-    """The config of a file exactly as :func:`_render` writes it, read without parsing the
-    whole file into a syntax tree; None for any other text, which :class:`_Reader` then reads
-    (or names the error of).
-
-    A sub-build of a hundred kernels has a hundred ``KERNELS`` lines, and building the syntax
-    tree of them is most of the cost of reading the file, read on every build. So only the
-    short part before ``KERNELS`` goes through :class:`_Reader`; each kernel line is matched
-    against the one form the writer gives it. The result is trusted only when rendering it
-    gives back ``text`` byte for byte: the reader and the writer are inverses, so a text the
-    writer produces from a config reads back as that config, whichever way it is read.
-    """
-    header, found, block = text.partition(_KERNELS_START)
-    if not found or not block.endswith(_KERNELS_END):
-        return None
-    lines = block[: -len(_KERNELS_END)].split("\n")
-    try:
-        kernels = tuple(_rendered_kernel(line) for line in lines[:-1])
-        if lines[-1]:
-            return None
-        base = _Reader("kernel_config.py").read(f"{header}{_KERNELS_START}{_KERNELS_END}")
-        config = KernelConfig(base.orchestration, kernels, base.runtime, base.enable_sdma)
-    except (KernelConfigError, ValueError, KeyError):
-        return None
-    return config if _render(config) == text else None
-
-
-def _rendered_kernel(line: str) -> KernelEntry:
-    """One ``KERNELS`` line in :func:`_kernel_line`'s form; ValueError for any other line."""
-    match = _KERNEL_LINE.fullmatch(line)
-    if match is None:
-        raise ValueError("not a rendered kernel line")
-    func_id, name, _, core_type, include_dirs, signature, binary = match.groups()
-    return KernelEntry(
-        int(func_id),
-        name,
-        CoreType(core_type),
-        tuple(ArgDirection[item.removeprefix("_D.")] for item in signature.split(", "))
-        if signature
-        else (),
-        None if binary is None else _rendered_path(binary),
-        tuple(_rendered_path(path) for path in _ROOT_PATHS.findall(include_dirs or "")),
-    )
-
-
-def _rendered_path(parts: str) -> str:
-    """`` / "a" / "b"`` -> ``a/b``; ValueError for a component :class:`_Reader` refuses."""
-    names = _PATH_PART.findall(parts)
-    if any(name in ("", ".", "..") or "/" in name for name in names):
-        raise ValueError("invalid path component")
-    return "/".join(names)
-
-
-@dataclass(frozen=True)
-class _Reader:
-    filename: str
-
-    def error(self, node: ast.AST, message: str) -> KernelConfigError:
-        line = getattr(node, "lineno", 1)
-        return KernelConfigError(f"{self.filename}:{line}: {message}")
-
-    def read(self, text: str) -> KernelConfig:
-        try:
-            module = ast.parse(text, filename=self.filename)
-        except SyntaxError as exc:
-            raise KernelConfigError(f"{self.filename}:{exc.lineno}: {exc.msg}") from None
-        assignments: dict[str, ast.expr] = {}
-        for statement in module.body:
-            if not isinstance(statement, ast.Assign):
-                continue
-            for target in statement.targets:
-                if isinstance(target, ast.Name):
-                    if target.id in assignments:
-                        raise self.error(statement, f"{target.id} is assigned twice")
-                    assignments[target.id] = statement.value
-        runtime_node = assignments.get("RUNTIME_CONFIG")
-        kernels_node = assignments.get("KERNELS")
-        if runtime_node is None or kernels_node is None:
-            raise self.error(module, "RUNTIME_CONFIG and KERNELS must both be assigned")
-        runtime, enable_sdma = self.runtime_config(runtime_node)
-        orchestration_node = assignments.get("ORCHESTRATION")
-        orchestration = (
-            None if orchestration_node is None else self.orchestration(orchestration_node)
-        )
-        if not isinstance(kernels_node, ast.List):
-            raise self.error(kernels_node, "KERNELS must be a list literal")
-        kernels = tuple(self.kernel(element) for element in kernels_node.elts)
-        try:
-            return KernelConfig(orchestration, kernels, runtime, enable_sdma)
-        except KernelConfigError as exc:
-            raise self.error(kernels_node, str(exc)) from None
-
-    def runtime_config(self, node: ast.expr) -> tuple[Runtime, bool]:
-        entries = self.dict_entries(
-            node, "RUNTIME_CONFIG", {"runtime", "aicpu_thread_num"}, {"enable_sdma"}
-        )
-        try:
-            runtime = Runtime.from_name(self.string(entries["runtime"], "runtime"))
-        except ValueError as exc:
-            raise self.error(entries["runtime"], str(exc)) from None
-        threads = entries["aicpu_thread_num"]
-        if not (
-            isinstance(threads, ast.Constant) and type(threads.value) is int and threads.value == 0
-        ):
-            raise self.error(threads, "aicpu_thread_num must be 0 (the architecture default)")
-        sdma = entries.get("enable_sdma")
-        if sdma is not None and not (isinstance(sdma, ast.Constant) and sdma.value is True):
-            raise self.error(sdma, "enable_sdma is written only as True")
-        return runtime, sdma is not None
-
-    def orchestration(self, node: ast.expr) -> OrchestrationEntry:
-        entries = self.dict_entries(
-            node,
-            "ORCHESTRATION",
-            {"source", "function_name"},
-            {"signature", "binary", "params", "ranks"},
-        )
-        source = self.root_path(entries["source"], "orchestration source")
-        path = PurePosixPath(source)
-        if path.parent != PurePosixPath("orchestration") or path.suffix != ".cpp":
-            raise self.error(
-                entries["source"],
-                f"orchestration source '{source}' is not 'orchestration/<name>.cpp'",
-            )
-        signature = self.signature(entries.get("signature"))
-        function_name = self.string(entries["function_name"], "function_name")
-        binary = self.optional_root_path(entries.get("binary"), "binary")
-        params = self.params(entries.get("params"))
-        ranks = self.optional_int(entries.get("ranks"), "ranks")
-        try:
-            return OrchestrationEntry(path.stem, signature, function_name, binary, params, ranks)
-        except KernelConfigError as exc:
-            raise self.error(node, str(exc)) from None
-
-    def optional_int(self, node: ast.expr | None, what: str) -> int | None:
-        if node is None:
-            return None
-        if not (isinstance(node, ast.Constant) and type(node.value) is int):
-            raise self.error(node, f"{what} must be an integer")
-        value: int = node.value
-        return value
-
-    def params(self, node: ast.expr | None) -> tuple[OrchestrationParam, ...]:
-        if node is None:
-            return ()
-        if not isinstance(node, ast.List) or not node.elts:
-            raise self.error(node, "params must be a non-empty list of parameter dicts")
-        return tuple(self.param(element) for element in node.elts)
-
-    def param(self, node: ast.expr) -> OrchestrationParam:
-        entries = self.dict_entries(
-            node, "a params entry", {"name", "kind"}, {"direction", "shape", "dtype", "window"}
-        )
-        try:
-            values = {key: ast.literal_eval(value) for key, value in entries.items()}
-        except ValueError:
-            raise self.error(node, "a params entry holds literals only") from None
-        shape = values.get("shape", [])
-        if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):
-            raise self.error(node, f"shape {shape!r} is not a list of sizes")
-        dtype = values.get("dtype")
-        try:
-            return OrchestrationParam(
-                name=self.string(entries["name"], "a parameter name"),
-                kind=values["kind"],
-                direction=values.get("direction", "In"),
-                shape=tuple(shape),
-                dtype=None if dtype is None else dtype_of_name(dtype),
-                window=values.get("window"),
-            )
-        except (KernelConfigError, ValueError) as exc:
-            raise self.error(node, str(exc)) from None
-
-    def kernel(self, node: ast.expr) -> KernelEntry:
-        entries = self.dict_entries(
-            node,
-            "a KERNELS entry",
-            {"func_id", "name", "source", "core_type"},
-            {"signature", "binary", "extra_include_dirs", "variant"},
-        )
-        func_id = entries["func_id"]
-        if not (isinstance(func_id, ast.Constant) and type(func_id.value) is int):
-            raise self.error(func_id, "func_id must be an integer literal")
-        core_type_text = self.string(entries["core_type"], "core_type")
-        try:
-            core_type = CoreType(core_type_text)
-        except ValueError:
-            raise self.error(
-                entries["core_type"], f"unknown core_type '{core_type_text}'"
-            ) from None
-        name = self.string(entries["name"], "name")
-        signature = self.signature(entries.get("signature"))
-        binary = self.optional_root_path(entries.get("binary"), "binary")
-        include_dirs = self.include_dirs(entries.get("extra_include_dirs"))
-        variant = self.variant(entries.get("variant"))
-        try:
-            kernel = KernelEntry(
-                func_id.value, name, core_type, signature, binary, include_dirs, variant
-            )
-        except KernelConfigError as exc:
-            raise self.error(node, str(exc)) from None
-        source = self.root_path(entries["source"], "kernel source")
-        if source != kernel.source:
-            raise self.error(
-                entries["source"],
-                f"source of kernel '{kernel.name}' is '{source}', expected '{kernel.source}'",
-            )
-        return kernel
-
-    def dict_entries(
-        self, node: ast.expr, what: str, required: set[str], optional: set[str]
-    ) -> dict[str, ast.expr]:
-        if not isinstance(node, ast.Dict):
-            raise self.error(node, f"{what} must be a dict literal")
-        entries: dict[str, ast.expr] = {}
-        for key, value in zip(node.keys, node.values, strict=True):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                raise self.error(value, f"{what} keys must be string literals")
-            if key.value not in required | optional:
-                raise self.error(key, f"unknown key '{key.value}' in {what}")
-            if key.value in entries:
-                raise self.error(key, f"duplicate key '{key.value}' in {what}")
-            entries[key.value] = value
-        missing = sorted(required - entries.keys())
-        if missing:
-            raise self.error(node, f"{what} lacks {', '.join(repr(k) for k in missing)}")
-        return entries
-
-    def string(self, node: ast.expr, what: str) -> str:
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
-            raise self.error(node, f"{what} must be a string literal")
-        return node.value
-
-    def root_path(self, node: ast.expr, what: str) -> str:
-        """``str(_ROOT_DIR / "a" / "b")`` -> ``"a/b"``."""
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "str"
-            and len(node.args) == 1
-            and not node.keywords
-        ):
-            raise self.error(node, f"{what} must be str(_ROOT_DIR / ...)")
-        parts: list[str] = []
-        current = node.args[0]
-        while isinstance(current, ast.BinOp) and isinstance(current.op, ast.Div):
-            parts.append(self.path_part(current.right, what))
-            current = current.left
-        if not (isinstance(current, ast.Name) and current.id == "_ROOT_DIR") or not parts:
-            raise self.error(node, f"{what} must be str(_ROOT_DIR / ...)")
-        return "/".join(reversed(parts))
-
-    def optional_root_path(self, node: ast.expr | None, what: str) -> str | None:
-        return None if node is None else self.root_path(node, what)
-
-    def variant(self, node: ast.expr | None) -> tuple[tuple[str, str], ...]:
-        """``{"name": "value", ...}``, string literals only, in the file's order."""
-        if node is None:
-            return ()
-        if not isinstance(node, ast.Dict) or not node.keys:
-            raise self.error(node, "variant must be a non-empty dict literal")
-        pairs = []
-        for key, value in zip(node.keys, node.values, strict=True):
-            if key is None:
-                raise self.error(value, "variant must be a dict literal without ** entries")
-            pairs.append(
-                (self.string(key, "a variant variable"), self.string(value, "a variant value"))
-            )
-        return tuple(pairs)
-
-    def include_dirs(self, node: ast.expr | None) -> tuple[str, ...]:
-        if node is None:
-            return ()
-        if not isinstance(node, ast.List) or not node.elts:
-            raise self.error(node, "extra_include_dirs must be a non-empty list")
-        return tuple(self.root_path(element, "an include directory") for element in node.elts)
-
-    def path_part(self, node: ast.expr, what: str) -> str:
-        part = self.string(node, f"a component of {what}")
-        if part in ("", ".", "..") or "/" in part or "\\" in part:
-            raise self.error(node, f"{what} has an invalid path component '{part}'")
-        return part
-
-    def signature(self, node: ast.expr | None) -> tuple[ArgDirection, ...]:
-        if node is None:
-            return ()
-        if not isinstance(node, ast.List) or not node.elts:
-            raise self.error(node, "signature must be a non-empty list of _D.<direction>")
-        directions: list[ArgDirection] = []
-        for element in node.elts:
-            if not (
-                isinstance(element, ast.Attribute)
-                and isinstance(element.value, ast.Name)
-                and element.value.id == "_D"
-                and element.attr in ArgDirection.__members__
-            ):
-                raise self.error(element, f"unsupported signature entry {ast.unparse(element)}")
-            directions.append(ArgDirection[element.attr])
-        return tuple(directions)

@@ -98,6 +98,7 @@ from pypto_build.lowering.ir.walk import walk_calls, walk_exprs, walk_stmts
 from pypto_build.lowering.legality.chip_orchestration import VIEW_OPS, called_kernels
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.runtime_facts import DESCRIPTOR_DIM_MAX
+from pypto_build.tree_layout import INCLUDE
 
 PHASE = "orchestration codegen"
 
@@ -105,7 +106,7 @@ PHASE = "orchestration codegen"
 #: header, or the simulator's implementation of it), then our helpers, which travel with the
 #: sub-build and are named relative to the source (PyPTO's runtime compiles an orchestration
 #: with no include directory of the tree).
-INCLUDES = ("pto_orchestration_api.h", "../include/pypto_build/orchestration.h")
+INCLUDES = ("pto_orchestration_api.h", f"../{INCLUDE}/pypto_build/orchestration.h")
 #: Marks the entry points exported from the orchestration's shared object.
 EXPORT = '__attribute__((visibility("default")))'
 

@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from pypto_build.chip_build.manifest import MANIFEST_NAME
 from pypto_build.files import read_text
+from pypto_build.tree_layout import TreeLayout
 
 
 def source_origins(tree: Path, source_root: Path | None = None) -> dict[PurePosixPath, str]:
@@ -24,7 +24,7 @@ def source_origins(tree: Path, source_root: Path | None = None) -> dict[PurePosi
     under ``source_root`` when given, else relative to the project as recorded. Empty for a
     tree without a readable manifest."""
     try:
-        document = json.loads(read_text(tree / MANIFEST_NAME))
+        document = json.loads(read_text(TreeLayout(tree).manifest))
         files: list[Mapping[str, str]] = document["files"]
         inputs: Mapping[str, str] = document["inputs"]
     except (OSError, ValueError, KeyError, TypeError):

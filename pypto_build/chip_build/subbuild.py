@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pypto_build.builtins import BuiltinPackage
-from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, HeaderFiles, header_closure
+from pypto_build.builtins.headers import HeaderFiles, header_closure
 from pypto_build.builtins.manifest import KERNEL_TEMPLATE
 from pypto_build.chip_build.builtin_variants import (
     ChipBuiltinKernel,
@@ -51,7 +51,7 @@ from pypto_build.chip_build.builtin_variants import (
 )
 from pypto_build.chip_build.chips import CHIPS, Chip, get_chip
 from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES
-from pypto_build.chip_build.distributed_meta import META_NAME, meta_for
+from pypto_build.chip_build.distributed_meta import meta_for
 from pypto_build.chip_build.host_orch_codegen import (
     HostOrchestrator,
     generate_host_orchestrator,
@@ -63,10 +63,9 @@ from pypto_build.chip_build.kernel_config import (
     OrchestrationEntry,
     OrchestrationParam,
     ParamKind,
-    render_kernel_config,
 )
+from pypto_build.chip_build.kernel_config_writer import render_kernel_config
 from pypto_build.chip_build.launch_capacity import BuildWarning, launch_warnings
-from pypto_build.chip_build.manifest import MANIFEST_NAME, write_manifest
 from pypto_build.chip_build.orchestration_codegen import (
     KernelSlot,
     generate_orchestration,
@@ -74,6 +73,7 @@ from pypto_build.chip_build.orchestration_codegen import (
 )
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.render_errors import RenderError
+from pypto_build.chip_build.tree_manifest import write_manifest
 from pypto_build.collector import pauses_collector
 from pypto_build.files import FILE_MODE, read_regular
 from pypto_build.lowering.diagnostics import InternalError
@@ -86,20 +86,23 @@ from pypto_build.lowering.ir import (
     TensorType,
 )
 from pypto_build.lowering.ir.names import external_source
-from pypto_build.lowering.legality.build import HOST_MODULE, check_programs
+from pypto_build.lowering.legality.build import check_programs
 from pypto_build.lowering.lower import lower_path
+from pypto_build.tree_layout import (
+    DISTRIBUTED_META,
+    HOST_MODULE,
+    INCLUDE,
+    LOG_DIR,
+    MANIFEST,
+    RELATIVE,
+    RELATIVE_SUB_BUILD,
+    TreeLayout,
+)
 
 #: The runtime every sub-build targets (its wire name in kernel_config.py).
 RUNTIME = "tensormap_and_ringbuffer"
-NEXT_LEVELS = "next_levels"
-ORCHESTRATION = "orchestration"
 #: The toolchain recorded in the manifest while sub-builds hold sources only.
 TOOLCHAIN = "none"
-#: The folder of an output directory where a build writes its compile logs
-#: (``<out>/.pypto-build-logs/<chip>.log``): beside the chip trees, never inside one, so no
-#: manifest lists it. A render replaces the output directory and with it the logs of binaries
-#: that are gone.
-LOG_DIR = ".pypto-build-logs"
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,7 @@ class RenderResult:
         """Every file of ``chip``'s tree (its manifest included), relative to ``<out>/<chip>``."""
         for tree in self.trees:
             if tree.chip == chip:
-                return tuple(sorted([*tree.files, MANIFEST_NAME]))
+                return tuple(sorted([*tree.files, MANIFEST]))
         raise KeyError(chip)
 
 
@@ -331,9 +334,9 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
     program = source.program
     sub_builds = [f for f in program.functions if f.is_chip_orchestration]
     for orch in sub_builds:
-        prefix = f"{NEXT_LEVELS}/{orch.name}"
+        prefix = RELATIVE.sub_build(orch.name).root
         for path, data in _chip_sub_build(plan, source, orch, chip).items():
-            plan.add(f"{prefix}/{path}", data)
+            plan.add((prefix / path).as_posix(), data)
     for variant in host_variants(program):
         _plan_variant(plan, variant, chip)
     _check_rail_identity(program, chip)
@@ -356,7 +359,7 @@ def _plan_host(plan: _Plan, chip: Chip, host: HostOrchestrator, world: int) -> N
     """The tree's HOST side for PyPTO's L3 loader: the module and ``distributed_meta.json``."""
     plan.add(HOST_MODULE, host.source.encode())
     meta = meta_for(chip, host.parameters, host.returns, world)
-    plan.add(META_NAME, meta.render().encode())
+    plan.add(DISTRIBUTED_META, meta.render().encode())
 
 
 def _check_rail_identity(program: Program, chip: Chip) -> None:
@@ -375,7 +378,7 @@ def _plan_variant(plan: _Plan, variant: HostVariant, chip: Chip) -> None:
     files = {path: text.encode() for path, text in variant.render(chip, RUNTIME).items()}
     files.update(_travelling_headers(files, plan.reads.headers))
     for path, data in sorted(files.items()):
-        plan.add_shared(f"{NEXT_LEVELS}/{variant.name}/{path}", data)
+        plan.add_shared((RELATIVE.sub_build(variant.name).root / path).as_posix(), data)
     for spec in variant.package.templates:
         plan.add_template_input(
             variant.package.handle, spec.name, variant.package.template(spec.name)
@@ -392,17 +395,18 @@ def _chip_sub_build(
     variants: dict[str, tuple[tuple[str, str], ...]] = {}
     for slot in slots:
         kernel = slot.kernel
-        path = f"kernels/{slot.core_type.value}/{kernel.name}.cpp"
+        path = RELATIVE_SUB_BUILD.kernel(slot.core_type.value, kernel.name).as_posix()
         builtin = chip_builtin_kernel(kernel)
         if builtin is not None:
             files[path] = _builtin_kernel(plan, builtin)
             variants[kernel.name] = builtin.configuration
         else:
             files[path] = _external_kernel(plan, source, kernel)
-    files[f"{ORCHESTRATION}/{orch.name}.cpp"] = generate_orchestration(program, orch, chip).encode()
+    orchestration = RELATIVE_SUB_BUILD.orchestration(orch.name).as_posix()
+    files[orchestration] = generate_orchestration(program, orch, chip).encode()
     headers = _travelling_headers(files, plan.reads.headers)
     files.update(headers)
-    include_dirs = (SUBBUILD_INCLUDE_DIR,) if headers else ()
+    include_dirs = (INCLUDE,) if headers else ()
     entries = [
         KernelEntry(
             slot.func_id,
@@ -419,7 +423,7 @@ def _chip_sub_build(
         orch.name, _signature(orch), params=_params(orch), ranks=_sized_for(slots)
     )
     config = render_kernel_config(entry, entries, runtime=RUNTIME)
-    files["kernel_config.py"] = config.encode()
+    files[RELATIVE_SUB_BUILD.kernel_config.as_posix()] = config.encode()
     return dict(sorted(files.items()))
 
 
@@ -427,7 +431,7 @@ def _travelling_headers(sources: Mapping[str, bytes], headers: HeaderFiles) -> d
     """Our headers that ``sources`` (a sub-build's files by path) include, by their path inside
     the sub-build (``include/pypto_build/<name>``)."""
     closure = header_closure(sources.values(), headers)
-    return {f"{SUBBUILD_INCLUDE_DIR}/{name}": data for name, data in closure.items()}
+    return {(RELATIVE_SUB_BUILD.include / name).as_posix(): data for name, data in closure.items()}
 
 
 def _builtin_kernel(plan: _Plan, builtin: ChipBuiltinKernel) -> bytes:
@@ -516,7 +520,7 @@ def is_render_tree(path: Path) -> bool:
         return False
     try:
         return all(
-            (entry.is_dir() and entry.name in _CHIP_NAMES and (entry / MANIFEST_NAME).is_file())
+            (entry.is_dir() and entry.name in _CHIP_NAMES and TreeLayout(entry).manifest.is_file())
             or (entry.name == LOG_DIR and entry.is_dir())
             for entry in path.iterdir()
         )
@@ -529,7 +533,7 @@ def check_output_folder(out_dir: Path) -> None:
     if os.path.lexists(out_dir) and not is_render_tree(out_dir):
         raise RenderError(
             f"{out_dir} exists and is not a render tree (one folder per chip, each with a "
-            f"{MANIFEST_NAME}); choose another output directory or remove it"
+            f"{MANIFEST}); choose another output directory or remove it"
         )
 
 

@@ -135,7 +135,7 @@ function(pypto_add_kernels target)
 
   if(DEFINED arg_DESTINATION)
     # install(DIRECTORY) never strips, so device binaries stay as the toolchain wrote them. The
-    # compile logs (pypto_build.chip_build.subbuild.LOG_DIR) are not part of a tree.
+    # compile logs (pypto_build.tree_layout.LOG_DIR) are not part of a tree.
     install(DIRECTORY "${out}/" DESTINATION "${arg_DESTINATION}"
             PATTERN ".pypto-build-logs" EXCLUDE)
   endif()

@@ -26,12 +26,13 @@ from pathlib import Path
 from pypto_build.chip_build.build import build
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.jobs import default_jobs
-from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.files import read_regular
 from pypto_build.mc2.program import CHIP, ORCHESTRATION, Mc2Program
 from pypto_build.sim import SimProgram
 from pypto_build.store.location import default_cache_dir
+from pypto_build.tree_layout import SubBuildLayout, TreeLayout
 
 #: The file the program is written to, inside its folder.
 PROGRAM_FILE = "mc2_program.py"
@@ -56,12 +57,12 @@ class BuiltProgram:
     @property
     def sub_build(self) -> Path:
         """The chip orchestration's sub-build (``next_levels/<orchestration>``)."""
-        return self.tree / "next_levels" / ORCHESTRATION
+        return TreeLayout(self.tree).sub_build(ORCHESTRATION).root
 
     def kernel_sources(self) -> dict[str, bytes]:
         """The rendered builtin kernel sources the program runs, by path relative to the
         sub-build (``kernels/aic/__builtin_bmm_rs_a2a__fp16.cpp``, and its AIV twin)."""
-        config = read_kernel_config(self.sub_build / "kernel_config.py")
+        config = read_kernel_config(SubBuildLayout(self.sub_build).kernel_config)
         return {
             kernel.source: read_regular(self.sub_build / kernel.source)
             for kernel in config.kernels

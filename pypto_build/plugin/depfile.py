@@ -30,8 +30,8 @@ from pathlib import Path
 from pypto_build.builtins import default_registry, include_dir
 from pypto_build.builtins.manifest import TEMPLATES_DIR
 from pypto_build.chip_build.build import BuildResult
-from pypto_build.chip_build.manifest import MANIFEST_NAME
 from pypto_build.files import atomic_write_text, read_regular, read_text, walk_files
+from pypto_build.tree_layout import TreeLayout
 
 #: How the render names a template input in a manifest: ``<handle>/templates/<file>``.
 _TEMPLATE_INFIX = f"/{TEMPLATES_DIR}/"
@@ -62,7 +62,7 @@ def _recorded_inputs(result: BuildResult) -> list[str]:
     """The input names of every chip's manifest, sorted."""
     names: set[str] = set()
     for report in result.reports:
-        manifest = result.out_dir / report.chip / MANIFEST_NAME
+        manifest = TreeLayout(result.out_dir / report.chip).manifest
         names.update(json.loads(read_text(manifest))["inputs"])
     return sorted(names)
 
@@ -84,7 +84,7 @@ def stamp_text(result: BuildResult) -> str:
     the tree; the same trees give the same stamp."""
     lines = []
     for report in result.reports:
-        manifest = read_regular(result.out_dir / report.chip / MANIFEST_NAME)
+        manifest = read_regular(TreeLayout(result.out_dir / report.chip).manifest)
         lines.append(f"{report.chip} {hashlib.sha256(manifest).hexdigest()}\n")
     return "".join(lines)
 

@@ -12,15 +12,13 @@ import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from pypto_build.builtins.headers import SUBBUILD_INCLUDE_DIR, header_closure
+from pypto_build.builtins.headers import header_closure
 from pypto_build.chip_build.chips import CoreType
-from pypto_build.chip_build.kernel_config import (
-    KernelEntry,
-    OrchestrationEntry,
-    render_kernel_config,
-)
-from pypto_build.chip_build.manifest import write_manifest
+from pypto_build.chip_build.kernel_config import KernelEntry, OrchestrationEntry
+from pypto_build.chip_build.kernel_config_writer import render_kernel_config
+from pypto_build.chip_build.tree_manifest import write_manifest
 from pypto_build.files import atomic_write_text
+from pypto_build.tree_layout import INCLUDE, TreeLayout
 
 #: Inputs the "renderer" recorded; compiling must keep them in the manifest.
 INPUTS = {"src/pkg/pipelines.py": hashlib.sha256(b"program").hexdigest()}
@@ -57,11 +55,12 @@ def write_subbuild(
     """Write sub-build ``next_levels/<name>`` of the chip tree ``tree``: ``kernels`` maps a
     kernel name to its core type and source (func_ids in that order). Returns the sub-build
     root."""
-    root = tree / "next_levels" / name
+    sub_build = TreeLayout(tree).sub_build(name)
+    root = sub_build.root
     headers = header_closure(source.encode() for _, source in kernels.values())
     for header, data in headers.items():
-        atomic_write_text(root / SUBBUILD_INCLUDE_DIR / header, data.decode())
-    include_dirs = (SUBBUILD_INCLUDE_DIR,) if headers else ()
+        atomic_write_text(sub_build.include / header, data.decode())
+    include_dirs = (INCLUDE,) if headers else ()
     entries = []
     for func_id, (kernel, (core_type, source)) in enumerate(kernels.items()):
         entry = KernelEntry(func_id, kernel, core_type, include_dirs=include_dirs)
@@ -71,7 +70,7 @@ def write_subbuild(
     if orchestration is not None:
         orch = OrchestrationEntry(name)
         atomic_write_text(root / orch.source, orchestration)
-    atomic_write_text(root / "kernel_config.py", render_kernel_config(orch, entries))
+    atomic_write_text(sub_build.kernel_config, render_kernel_config(orch, entries))
     return root
 
 

@@ -22,9 +22,9 @@ from pypto_build.chip_build.compile import (
 )
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.compile_cache.layout import LAYOUT
-from pypto_build.chip_build.kernel_config import read_kernel_config
-from pypto_build.chip_build.manifest import verify_manifest
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain, UnitKind
+from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.files import walk_files
 
 PIPE = Path("next_levels") / "pipe"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.chip_build import kernel_config
+from pypto_build.chip_build import kernel_config_reader
 from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.kernel_config import (
     ArgDirection,
@@ -21,9 +21,9 @@ from pypto_build.chip_build.kernel_config import (
     OrchestrationEntry,
     OrchestrationParam,
     Runtime,
-    read_kernel_config,
-    render_kernel_config,
 )
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
+from pypto_build.chip_build.kernel_config_writer import render_config, render_kernel_config
 from pypto_build.chip_build.runtime_types import DataType
 
 IN, OUT, INOUT = ArgDirection.IN, ArgDirection.OUT, ArgDirection.INOUT
@@ -369,7 +369,7 @@ def test_round_trip(config: KernelConfig) -> None:
     text = render_kernel_config(
         config.orchestration, config.kernels, config.runtime, config.enable_sdma
     )
-    assert text == config.render()
+    assert text == render_config(config)
     assert read_kernel_config(text) == config
 
 
@@ -465,7 +465,7 @@ def test_params_follow_the_signature_one_line_each() -> None:
     ) in text
     assert read_kernel_config(text).orchestration == WITH_PARAMS
     with_binary = read_kernel_config(text).with_binaries({}, "sim/orchestration/pipe.so")
-    assert read_kernel_config(with_binary.render()) == with_binary
+    assert read_kernel_config(render_config(with_binary)) == with_binary
 
 
 def test_a_window_parameter_is_bound_as_a_tensor() -> None:
@@ -551,7 +551,7 @@ def test_a_variant_follows_the_signature_one_variable_a_line() -> None:
 
 def test_a_variant_round_trips_and_survives_recording_binaries() -> None:
     config = KernelConfig(MAIN, MIX_WITH_VARIANT)
-    assert read_kernel_config(config.render()) == config
+    assert read_kernel_config(render_config(config)) == config
     built = config.with_binaries({"kernels/aic/bmm.cpp": "sim/kernels/aic/bmm.so"})
     assert [kernel.variant for kernel in built.kernels] == [VARIANT, VARIANT]
 
@@ -601,15 +601,15 @@ WITH_INCLUDES = KernelConfig(
 
 @pytest.mark.parametrize("config", [*ROUND_TRIP_CASES, WITH_INCLUDES])
 def test_a_rendered_file_is_read_without_a_syntax_tree(config: KernelConfig) -> None:
-    assert kernel_config._read_rendered(config.render()) == config
+    assert kernel_config_reader._read_rendered(render_config(config)) == config
 
 
 def test_a_variant_or_a_foreign_spelling_goes_through_the_syntax_tree() -> None:
     variant = KernelConfig(MAIN, (KernelEntry(0, "mc2", CoreType.AIV, variant=VARIANT),))
-    assert kernel_config._read_rendered(variant.render()) is None
-    assert read_kernel_config(variant.render()) == variant
-    respaced = WITH_INCLUDES.render().replace('"func_id": 1,', '"func_id":1,')
-    assert kernel_config._read_rendered(respaced) is None
+    assert kernel_config_reader._read_rendered(render_config(variant)) is None
+    assert read_kernel_config(render_config(variant)) == variant
+    respaced = render_config(WITH_INCLUDES).replace('"func_id": 1,', '"func_id":1,')
+    assert kernel_config_reader._read_rendered(respaced) is None
     assert read_kernel_config(respaced) == WITH_INCLUDES
 
 
@@ -625,7 +625,7 @@ def test_a_variant_or_a_foreign_spelling_goes_through_the_syntax_tree() -> None:
 def test_a_kernel_line_the_fast_path_refuses_gets_the_readers_error(
     old: str, new: str, message: str
 ) -> None:
-    text = WITH_INCLUDES.render()
+    text = render_config(WITH_INCLUDES)
     assert old in text
     with pytest.raises(KernelConfigError, match=message):
         read_kernel_config(text.replace(old, new, 1))

@@ -13,8 +13,8 @@ import pytest
 from _support.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, sub_builds
 
 from pypto_build.builtins import include_dir
-from pypto_build.chip_build.kernel_config import ArgDirection, read_kernel_config
-from pypto_build.chip_build.manifest import verify_manifest
+from pypto_build.chip_build.kernel_config import ArgDirection
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.chip_build.subbuild import (
     LOG_DIR,
@@ -26,6 +26,7 @@ from pypto_build.chip_build.subbuild import (
     render_subbuilds,
     write_trees,
 )
+from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.lowering.builtin_ops import BuiltinOp
 from pypto_build.lowering.diagnostics import ProgramError
 

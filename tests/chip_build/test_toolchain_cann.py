@@ -17,7 +17,7 @@ from _support.trees import kernel_source, make_tree, write_subbuild
 from pypto_build.chip_build.chips import CoreType, get_chip
 from pypto_build.chip_build.compile import BuildFailed, compile_tree
 from pypto_build.chip_build.compile_cache.cache import CompileCache
-from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import (
     CannToolchain,
     CompileJob,

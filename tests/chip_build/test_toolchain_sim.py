@@ -16,8 +16,7 @@ from pypto_build.builtins import include_dir
 from pypto_build.chip_build.build import build
 from pypto_build.chip_build.chips import CoreType, get_chip
 from pypto_build.chip_build.compile import BuildFailed, compile_tree
-from pypto_build.chip_build.kernel_config import read_kernel_config
-from pypto_build.chip_build.manifest import verify_manifest
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import (
     CompileJob,
     SimToolchain,
@@ -28,6 +27,7 @@ from pypto_build.chip_build.toolchains import (
 )
 from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags, sim_flags
 from pypto_build.chip_build.toolchains.sim import KERNEL_ENTRY_FLAG, SIM_API_INCLUDE_DIR
+from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.files import walk_files
 
 

@@ -13,6 +13,7 @@ import ast
 from pathlib import Path
 
 import pypto_build
+from pypto_build import tree_layout
 from pypto_build.lowering.builtin_registry import builtin_ops
 from pypto_build.lowering.ir.names import CallAttr, FunctionAttr, Op
 
@@ -26,7 +27,8 @@ OTHER_MEANINGS: dict[str, dict[str, str]] = {
     "dtype": {
         "builtins/manifest.py": "the manifest's operand key",
         "chip_build/distributed_meta.py": "a key of distributed_meta.json",
-        "chip_build/kernel_config.py": "a key of an orchestration's params in kernel_config.py",
+        "chip_build/kernel_config_writer.py": "a key of an orchestration's params in kernel_config.py",
+        "chip_build/kernel_config_reader.py": "a key of an orchestration's params in kernel_config.py",
         "plugin/cli_run.py": "a key of run's --json document",
         "lowering/ops/tensor_ops.py": "an operand of the ops it defines",
         "lowering/ops/distributed_ops.py": "an operand of the ops it defines",
@@ -82,3 +84,74 @@ def test_the_exceptions_are_still_needed() -> None:
         for module in modules:
             source = (PACKAGE / module).read_text()
             assert f'"{word}"' in source, f"{module} no longer spells {word!r}"
+
+
+# --- the chip tree's layout ----------------------------------------------------------------------
+
+#: The layout's owning module.
+LAYOUT_OWNER = "tree_layout.py"
+
+#: The layout's file and folder names that say nothing else: spelled in any path-like string.
+LAYOUT_FILES = (
+    tree_layout.NEXT_LEVELS,
+    tree_layout.KERNEL_CONFIG,
+    tree_layout.HOST_MODULE_NAME,
+    tree_layout.DISTRIBUTED_META,
+    tree_layout.MANIFEST,
+    tree_layout.BINARY_CONTEXT,
+    tree_layout.LOG_DIR,
+)
+#: Folder names that are also plain words (an upstream key, a core folder of another tree):
+#: refused as a component of a path string (one holding a ``/``).
+LAYOUT_FOLDERS = (
+    tree_layout.ORCHESTRATION,
+    tree_layout.KERNELS,
+    tree_layout.INCLUDE,
+    tree_layout.SIM_BINARIES,
+)
+
+#: Modules that spell a layout name for something else, by name.
+LAYOUT_OTHER_MEANINGS: dict[str, dict[str, str]] = {
+    tree_layout.MANIFEST: {
+        "chip_build/cache.py": "a compile-cache entry's own manifest",
+        "plugin/compile_inputs.py": "a compile-cache entry's own manifest",
+    },
+}
+
+
+def _layout_spellings(value: str) -> list[str]:
+    """The layout names ``value`` spells as a path (prose, holding a blank, says none)."""
+    if any(blank in value for blank in " \t\n"):
+        return []
+    padded = f"/{value}/"
+    found = [name for name in LAYOUT_FILES if f"/{name}/" in padded]
+    if "/" in value:
+        found += [name for name in LAYOUT_FOLDERS if f"/{name}/" in padded]
+    return found
+
+
+def test_the_tree_layout_is_spelled_only_by_its_owner() -> None:
+    """Every path of a chip tree comes from ``pypto_build/tree_layout.py``: the writer, the
+    simulator, the compile engine and the host API cannot drift apart on one."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        if module == LAYOUT_OWNER:
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+                continue
+            if id(node) in docstrings:
+                continue
+            for name in _layout_spellings(node.value):
+                if module not in LAYOUT_OTHER_MEANINGS.get(name, {}):
+                    found.append(f"{module}:{node.lineno}: {node.value!r}")
+    assert found == []
+
+
+def test_the_layout_exceptions_are_still_needed() -> None:
+    for word, modules in LAYOUT_OTHER_MEANINGS.items():
+        for module in modules:
+            assert f'"{word}"' in (PACKAGE / module).read_text(), f"{module}: {word!r}"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from pypto_build import __version__
-from pypto_build.chip_build.kernel_config import read_kernel_config
-from pypto_build.chip_build.manifest import verify_manifest
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.cmake import cmake_dir
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not on PATH")

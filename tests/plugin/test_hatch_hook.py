@@ -20,7 +20,7 @@ from hatchling.builders.wheel import WheelBuilder
 from hatchling.plugin.manager import PluginManager
 from packaging.tags import sys_tags
 
-from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.chip_build.toolchains.wheel_platform import host_platform_tag
 from pypto_build.files import walk_files

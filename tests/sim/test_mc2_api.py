@@ -24,10 +24,10 @@ from _support import mc2_golden
 from pypto_build import mc2
 from pypto_build.chip_build.build import build
 from pypto_build.chip_build.compile_cache.cache import CompileCache
-from pypto_build.chip_build.kernel_config import read_kernel_config
-from pypto_build.chip_build.manifest import MANIFEST_NAME
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.sim.runtime import NativeRuntime
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.tree_layout import MANIFEST
 
 pytestmark = pytest.mark.slow
 
@@ -275,4 +275,4 @@ def test_the_kernel_the_api_ran_is_the_one_a_programs_build_ships(
     assert ran_binaries == {
         kernel.source: (shipped_root / str(kernel.binary)).read_bytes() for kernel in builtins
     }
-    assert (ran.tree / MANIFEST_NAME).is_file()
+    assert (ran.tree / MANIFEST).is_file()

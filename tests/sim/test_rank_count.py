@@ -15,7 +15,7 @@ from _support.rendered import PROGRAMS_DIR
 from _support.sim_programs import BuildProgram, Misbehave, Pipeline
 
 from pypto_build import sim
-from pypto_build.chip_build.kernel_config import read_kernel_config
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
 
 NR = 4

@@ -21,7 +21,6 @@ from pypto_build.chip_build.compile import compile_tree
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.compile_cache.layout import LAYOUT
 from pypto_build.chip_build.kernel_config import KernelEntry
-from pypto_build.chip_build.manifest import write_manifest
 from pypto_build.chip_build.runtime_types import DataType, TensorArgType
 from pypto_build.chip_build.sim.l3 import (
     CallConfig,
@@ -37,6 +36,7 @@ from pypto_build.chip_build.sim.runtime import RUN_REFUSED, NativeRuntime
 from pypto_build.chip_build.sim.tensors import SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import Timeouts, World
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.chip_build.tree_manifest import write_manifest
 
 PROBE = Path(__file__).resolve().parent / "probe"
 KERNELS = (

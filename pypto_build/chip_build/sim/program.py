@@ -32,22 +32,25 @@ from pathlib import Path
 from types import ModuleType
 
 from pypto_build.chip_build.chips import Chip, get_chip
-from pypto_build.chip_build.distributed_meta import META_NAME, MetaError, Parameter, read_meta
-from pypto_build.chip_build.host_orch_codegen import ENTRY_MARKER, MODULE_NAME, RUNS_MARKER
-from pypto_build.chip_build.kernel_config import (
-    KernelConfigError,
-    OrchestrationParam,
-    read_kernel_config,
-)
-from pypto_build.chip_build.manifest import MANIFEST_NAME, verify_manifest
+from pypto_build.chip_build.distributed_meta import MetaError, Parameter, read_meta
+from pypto_build.chip_build.host_orch_codegen import ENTRY_MARKER, RUNS_MARKER
+from pypto_build.chip_build.kernel_config import KernelConfigError, OrchestrationParam
+from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.sim.host_env import HostModuleError, load_host_module
 from pypto_build.chip_build.sim.runtime import KernelBinary
 from pypto_build.chip_build.stale_tree import warn_if_stale
+from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.errors import PyptoUsageError
+from pypto_build.tree_layout import (
+    HOST_MODULE,
+    KERNEL_CONFIG,
+    MANIFEST,
+    NEXT_LEVELS,
+    SUB_BUILD_CONFIGS,
+    SubBuildLayout,
+    TreeLayout,
+)
 
-NEXT_LEVELS = "next_levels"
-ORCHESTRATION = "orchestration"
-KERNEL_CONFIG = "kernel_config.py"
 #: The toolchain whose binaries the simulator loads, and their suffix.
 SIM_TOOLCHAIN = "sim"
 BINARY_SUFFIX = ".so"
@@ -112,7 +115,7 @@ class ChipBuild:
                 return next(iter(self.hosts.values()))
             if not self.hosts:
                 raise BuildTreeError(
-                    f"{self.root} has no HOST orchestrator ({ORCHESTRATION}/{MODULE_NAME}); the "
+                    f"{self.root} has no HOST orchestrator ({HOST_MODULE}); the "
                     "simulator runs a program through its HOST orchestrator"
                 )
             raise BuildTreeError(
@@ -151,7 +154,7 @@ class ChipBuild:
             raise BuildTreeError(f"{self.root} has no program '{name}' ({known})")
         if not sub_build.params:
             raise BuildTreeError(
-                f"{self.root / NEXT_LEVELS / name} does not list its parameters in "
+                f"{TreeLayout(self.root).sub_build(name).root} does not list its parameters in "
                 f"{KERNEL_CONFIG} (a HOST-rail collective, which its HOST orchestrator "
                 "dispatches, or a tree built by an older pypto-build: build it again)"
             )
@@ -173,7 +176,7 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
     warn_if_stale(root, manifest)
     chip_name = manifest.get("chip")
     if not isinstance(chip_name, str):
-        raise BuildTreeError(f"{root / MANIFEST_NAME} names no chip")
+        raise BuildTreeError(f"{TreeLayout(root).manifest} names no chip")
     if chip is not None and chip != chip_name:
         raise BuildTreeError(f"{root} is a tree of chip {chip_name}, not {chip}")
     toolchain = manifest.get("toolchain")
@@ -190,13 +193,11 @@ def open_chip_build(build_dir: Path, chip: str | None = None) -> ChipBuild:
             f"of the {SIM_TOOLCHAIN!r} toolchain (build with --toolchain {SIM_TOOLCHAIN}, or "
             f"toolchain = {SIM_TOOLCHAIN!r})"
         )
-    next_levels = root / NEXT_LEVELS
     sub_builds = {
-        path.parent.name: _sub_build(path.parent)
-        for path in sorted(next_levels.glob(f"*/{KERNEL_CONFIG}"))
+        path.parent.name: _sub_build(path.parent) for path in sorted(root.glob(SUB_BUILD_CONFIGS))
     }
     hosts = {}
-    if (root / ORCHESTRATION / MODULE_NAME).is_file():
+    if TreeLayout(root).host_module.is_file():
         host = _host(root)
         hosts[host.name] = host
     return ChipBuild(root, get_chip(chip_name), sub_builds, hosts)
@@ -215,22 +216,20 @@ def _no_kernels(build_dir: Path) -> str:
 
 
 def _chip_root(build_dir: Path, chip: str | None) -> Path:
-    if (build_dir / MANIFEST_NAME).is_file():
+    if TreeLayout(build_dir).manifest.is_file():
         return build_dir
     if chip is not None:
-        if (build_dir / chip / MANIFEST_NAME).is_file():
+        if TreeLayout(build_dir / chip).manifest.is_file():
             return build_dir / chip
         raise BuildTreeError(
-            f"{build_dir} has no tree for chip {chip} ({chip}/{MANIFEST_NAME})"
-            + _no_kernels(build_dir)
+            f"{build_dir} has no tree for chip {chip} ({chip}/{MANIFEST})" + _no_kernels(build_dir)
         )
-    chips = sorted(path.parent.name for path in build_dir.glob(f"*/{MANIFEST_NAME}"))
+    chips = sorted(path.parent.name for path in build_dir.glob(f"*/{MANIFEST}"))
     if len(chips) == 1:
         return build_dir / chips[0]
     if not chips:
         raise BuildTreeError(
-            f"{build_dir} is not a build directory (no <chip>/{MANIFEST_NAME})"
-            + _no_kernels(build_dir)
+            f"{build_dir} is not a build directory (no <chip>/{MANIFEST})" + _no_kernels(build_dir)
         )
     raise BuildTreeError(
         f"{build_dir} holds trees for chips {', '.join(chips)}; choose one with --chip "
@@ -250,29 +249,29 @@ def _verify(root: Path) -> None:
         raise BuildTreeError(f"{problems[0]} ({_CHANGED})")
     if problems:
         listed = "".join(f"\n  {problem}" for problem in problems)
-        raise BuildTreeError(f"{root} differs from its {MANIFEST_NAME} ({_CHANGED}):{listed}")
+        raise BuildTreeError(f"{root} differs from its {MANIFEST} ({_CHANGED}):{listed}")
 
 
 def _read_manifest(root: Path) -> dict[str, object]:
     try:
-        document = json.loads((root / MANIFEST_NAME).read_text(encoding="utf-8"))
+        document = json.loads(TreeLayout(root).manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise BuildTreeError(f"{root / MANIFEST_NAME}: unreadable: {exc}") from None
+        raise BuildTreeError(f"{TreeLayout(root).manifest}: unreadable: {exc}") from None
     if not isinstance(document, dict):
-        raise BuildTreeError(f"{root / MANIFEST_NAME}: not a manifest")
+        raise BuildTreeError(f"{TreeLayout(root).manifest}: not a manifest")
     return document
 
 
 def _sub_build(root: Path) -> SubBuild:
     try:
-        config = read_kernel_config(root / KERNEL_CONFIG)
+        config = read_kernel_config(SubBuildLayout(root).kernel_config)
     except KernelConfigError as exc:
         raise BuildTreeError(str(exc)) from None
     if config.orchestration is None:
-        raise BuildTreeError(f"{root / KERNEL_CONFIG} lists no ORCHESTRATION")
+        raise BuildTreeError(f"{SubBuildLayout(root).kernel_config} lists no ORCHESTRATION")
     if config.orchestration.binary is None:
         raise BuildTreeError(
-            f"{root / KERNEL_CONFIG}: the orchestration has no binary (not compiled)"
+            f"{SubBuildLayout(root).kernel_config}: the orchestration has no binary (not compiled)"
         )
     orchestration = root / config.orchestration.binary
     _require_binary(orchestration, root)
@@ -280,7 +279,8 @@ def _sub_build(root: Path) -> SubBuild:
     for kernel in config.kernels:
         if kernel.binary is None:
             raise BuildTreeError(
-                f"{root / KERNEL_CONFIG}: kernel '{kernel.name}' has no binary (not compiled)"
+                f"{SubBuildLayout(root).kernel_config}: kernel '{kernel.name}' has no binary "
+                "(not compiled)"
             )
         binary = root / kernel.binary
         _require_binary(binary, root)
@@ -298,9 +298,10 @@ def _require_binary(path: Path, root: Path) -> None:
 
 def _host(root: Path) -> HostOrchestrator:
     """The tree's HOST orchestrator, named by its entry as ``distributed_meta.json`` places it."""
-    path = root / ORCHESTRATION / MODULE_NAME
+    tree = TreeLayout(root)
+    path = tree.host_module
     try:
-        meta = read_meta(root / META_NAME)
+        meta = read_meta(tree.distributed_meta)
     except MetaError as exc:
         raise BuildTreeError(
             f"{exc} (the tree's HOST orchestrator needs it; build again)"

@@ -39,12 +39,8 @@ from pypto_build.chip_build.toolchains.wheel_platform import (
     host_platform_problem,
     host_platform_tag,
 )
+from pypto_build.tree_layout import SIM_BINARIES
 
-#: The folder of a sub-build that holds its sim binaries (``sim/kernels/aiv/<name>.so``,
-#: ``sim/orchestration/<name>.so``). They are binaries for our simulator, whose orchestration
-#: interface is its own, so they stay out of the places where PyPTO's runtime looks for (and, when
-#: they were not built for it, deletes) the binaries of its platforms.
-SIM_BINARY_DIR = "sim"
 #: The simulator's implementation of PyPTO's orchestration API (``pto_orchestration_api.h``),
 #: which orchestration sources are compiled against here.
 SIM_API_INCLUDE_DIR = Path(__file__).resolve().parents[1] / "sim" / "include"
@@ -112,7 +108,7 @@ class SimToolchain:
 
     @property
     def binary_dir(self) -> str:
-        return SIM_BINARY_DIR
+        return SIM_BINARIES
 
     def platform(self, chip: Chip) -> str:
         return chip.sim_platform

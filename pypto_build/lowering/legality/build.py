@@ -13,11 +13,9 @@ from collections.abc import Sequence
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir import Program
 from pypto_build.lowering.pass_names import CHECK_LEGALITY
+from pypto_build.tree_layout import HOST_MODULE, NEXT_LEVELS
 
 PHASE = CHECK_LEGALITY
-
-#: Where PyPTO's runtime looks for a tree's HOST orchestrator.
-HOST_MODULE = "orchestration/host_orch.py"
 
 
 def check_programs(programs: Sequence[Program]) -> None:
@@ -34,7 +32,7 @@ def check_programs(programs: Sequence[Program]) -> None:
                     raise ProgramError(
                         f"'{func.name}' of program '{program.name}' and a function of program "
                         f"{_describe(programs[owner], program)} both produce "
-                        f"next_levels/{func.name}: sub-builds are named after their functions, "
+                        f"{NEXT_LEVELS}/{func.name}: sub-builds are named after their functions, "
                         "so these names must be unique across the programs of a build",
                         func.span,
                         PHASE,

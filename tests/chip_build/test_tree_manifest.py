@@ -10,13 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pypto_build.chip_build.manifest import (
-    MANIFEST_NAME,
-    ManifestProblem,
-    verify_manifest,
-    write_manifest,
-)
+from pypto_build.chip_build.tree_manifest import ManifestProblem, verify_manifest, write_manifest
 from pypto_build.files import atomic_write_bytes, atomic_write_text
+from pypto_build.tree_layout import MANIFEST
 
 FILES = {
     "next_levels/chip_pipeline/kernel_config.py": b"KERNELS = []\n",
@@ -45,7 +41,7 @@ def write(root: Path) -> Path:
 def test_manifest_content(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "a3")
     path = write(root)
-    assert path == root / MANIFEST_NAME
+    assert path == root / MANIFEST
     text = path.read_text(encoding="utf-8")
     assert text.endswith("}\n")
     document = json.loads(text)
@@ -77,7 +73,7 @@ def test_files_the_caller_placed_are_described_as_it_says(tmp_path: Path) -> Non
         inputs=INPUTS,
         written=placed,
     )
-    assert (root / MANIFEST_NAME).read_bytes() == expected
+    assert (root / MANIFEST).read_bytes() == expected
 
 
 def test_manifest_is_identical_for_identical_trees_at_different_paths(tmp_path: Path) -> None:
@@ -94,14 +90,14 @@ def test_rewriting_excludes_the_previous_manifest(tmp_path: Path) -> None:
     root = make_tree(tmp_path)
     first = write(root).read_bytes()
     assert write(root).read_bytes() == first
-    assert MANIFEST_NAME not in first.decode()
+    assert MANIFEST not in first.decode()
 
 
 def test_nested_manifest_name_is_listed(tmp_path: Path) -> None:
     root = make_tree(tmp_path)
-    atomic_write_text(root / "sub" / MANIFEST_NAME, "{}")
+    atomic_write_text(root / "sub" / MANIFEST, "{}")
     paths = [entry["path"] for entry in json.loads(write(root).read_text())["files"]]
-    assert f"sub/{MANIFEST_NAME}" in paths
+    assert f"sub/{MANIFEST}" in paths
 
 
 def test_unknown_chip_rejected(tmp_path: Path) -> None:
@@ -186,7 +182,7 @@ def test_verify_missing_manifest(tmp_path: Path) -> None:
     ],
 )
 def test_verify_unreadable_manifest(tmp_path: Path, content: str, reason: str) -> None:
-    atomic_write_text(tmp_path / MANIFEST_NAME, content)
+    atomic_write_text(tmp_path / MANIFEST, content)
     (problem,) = verify_manifest(tmp_path)
     assert problem.path == "manifest.json"
     assert problem.what.startswith("unreadable: ")
@@ -206,7 +202,7 @@ def test_a_listed_file_replaced_by_a_fifo_is_named_not_opened(tmp_path: Path) ->
     not a read that blocks forever."""
     root = make_tree(tmp_path)
     write(root)
-    listed = json.loads((root / MANIFEST_NAME).read_text())["files"][0]["path"]
+    listed = json.loads((root / MANIFEST).read_text())["files"][0]["path"]
     (root / listed).unlink()
     os.mkfifo(root / listed)
     (problem,) = verify_manifest(root)

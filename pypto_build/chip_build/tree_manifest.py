@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.files import atomic_write_text, read_text, sha256_regular, walk_files
+from pypto_build.tree_layout import MANIFEST
 
-MANIFEST_NAME = "manifest.json"
 #: Bumped when the manifest's shape changes, so a reader can refuse a format it does not know.
 FORMAT_VERSION = 1
 
@@ -92,7 +92,7 @@ def write_manifest(
         digests: dict[bytes, str] = {}
         files = []
         for path, data in sorted(contents.items()):
-            if path == MANIFEST_NAME or _BYTECODE_CACHE in path.split("/"):
+            if path == MANIFEST or _BYTECODE_CACHE in path.split("/"):
                 continue
             if data not in digests:
                 digests[data] = hashlib.sha256(data).hexdigest()
@@ -106,7 +106,7 @@ def write_manifest(
     }
     if binary_context is not None:
         document["binary_context"] = dict(binary_context)
-    target = root / MANIFEST_NAME
+    target = root / MANIFEST
     atomic_write_text(target, json.dumps(document, indent=2, sort_keys=True) + "\n")
     return target
 
@@ -117,28 +117,28 @@ def verify_manifest(root: Path) -> list[ManifestProblem]:
     Reports files that are missing, changed (size or SHA-256) or not listed, and a manifest that
     is missing or unreadable.
     """
-    manifest_path = root / MANIFEST_NAME
+    manifest_path = root / MANIFEST
     if not manifest_path.is_file():
-        return [ManifestProblem(MANIFEST_NAME, "missing")]
+        return [ManifestProblem(MANIFEST, "missing")]
     try:
         recorded = _recorded_files(json.loads(read_text(manifest_path, follow_symlinks=False)))
         present = set(_content_paths(root))
     except (OSError, ValueError) as exc:  # not JSON, a malformed entry, a link or FIFO in the tree
-        return [ManifestProblem(MANIFEST_NAME, f"unreadable: {exc}")]
+        return [ManifestProblem(MANIFEST, f"unreadable: {exc}")]
     problems: list[ManifestProblem] = []
     for path in sorted(present | recorded.keys()):
         if path not in recorded:
-            problems.append(ManifestProblem(path, f"not in {MANIFEST_NAME}"))
+            problems.append(ManifestProblem(path, f"not in {MANIFEST}"))
         elif path not in present:
-            problems.append(ManifestProblem(path, f"missing ({MANIFEST_NAME} lists it)"))
+            problems.append(ManifestProblem(path, f"missing ({MANIFEST} lists it)"))
         else:
             digest, size = recorded[path]
             actual_size = (root / path).stat().st_size
             if actual_size != size:
-                what = f"size {actual_size} differs from {MANIFEST_NAME}'s {size}"
+                what = f"size {actual_size} differs from {MANIFEST}'s {size}"
                 problems.append(ManifestProblem(path, what))
             elif sha256_regular(root / path, follow_symlinks=False) != digest:
-                problems.append(ManifestProblem(path, f"sha256 differs from {MANIFEST_NAME}"))
+                problems.append(ManifestProblem(path, f"sha256 differs from {MANIFEST}"))
     return problems
 
 
@@ -148,7 +148,7 @@ def _content_paths(root: Path) -> list[str]:
     return [
         path.as_posix()
         for path in walk_files(root)
-        if path.as_posix() != MANIFEST_NAME and _BYTECODE_CACHE not in path.parts
+        if path.as_posix() != MANIFEST and _BYTECODE_CACHE not in path.parts
     ]
 
 
