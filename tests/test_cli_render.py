@@ -12,6 +12,7 @@ from _support.console import run_cli
 
 import pypto_build.chip_build.checks.diffreport as diffreport
 from pypto_build.plugin.cli import ExitCode
+from pypto_build.tree_layout import TreeLayout
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 CHIP_PIPELINE = PROGRAMS / "chip_pipeline.py"
@@ -24,7 +25,7 @@ def test_render_writes_a_tree_per_chip(capsys: pytest.CaptureFixture[str], tmp_p
     )
     assert (code, stderr) == (ExitCode.OK, "")
     assert stdout == f"a5: 12 files in {out / 'a5'}\n"
-    assert (out / "a5/next_levels/chip_pipeline/kernel_config.py").is_file()
+    assert TreeLayout(out / "a5").sub_build("chip_pipeline").kernel_config.is_file()
     assert sorted(p.name for p in out.iterdir()) == ["a5"]
 
 
@@ -174,7 +175,7 @@ def test_check_render_against_a_changed_tree_fails_with_the_builtin_report(
     assert (
         run_cli(capsys, "render", str(CHIP_PIPELINE), "--out", str(shipped), "--chip", "a3")[0] == 0
     )
-    kernel_config = shipped / "a3/next_levels/chip_pipeline/kernel_config.py"
+    kernel_config = TreeLayout(shipped / "a3").sub_build("chip_pipeline").kernel_config
     kernel_config.write_text(
         kernel_config.read_text().replace('"aicpu_thread_num": 0', '"aicpu_thread_num": 1')
     )

@@ -239,3 +239,10 @@ def test_lowering_imports_only_lower_layers() -> None:
             if target is not None and target != part and layer_of[target] >= layer_of[part]:
                 found.append(f"{module} ({part}) imports {name} ({target})")
     assert found == []
+
+
+def test_the_tree_layout_below_every_part_imports_none_of_them() -> None:
+    """``pypto_build/tree_layout.py`` names a chip tree's paths for every part, the lowering's
+    diagnostics and the ``builtins`` leaf included."""
+    tree = ast.parse((PACKAGE / "tree_layout.py").read_text())
+    assert [name for name in _imports(tree) if name.startswith("pypto_build")] == []

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pypto_build.chip_build.chips import CHIPS
 from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
+from pypto_build.tree_layout import SUB_BUILD_CONFIGS
 
 PROGRAMS_DIR = Path(__file__).resolve().parent.parent / "programs"
 ALL_CHIPS = tuple(chip.name for chip in CHIPS)
@@ -32,4 +33,4 @@ def render_program(stem: str, out: Path) -> Path:
 
 def sub_builds(tree: Path) -> list[Path]:
     """Every sub-build folder (``<chip>/next_levels/<name>``) of a rendered tree, sorted."""
-    return sorted(path.parent for path in tree.glob("*/next_levels/*/kernel_config.py"))
+    return sorted(path.parent for path in tree.glob(f"*/{SUB_BUILD_CONFIGS}"))

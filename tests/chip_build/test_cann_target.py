@@ -26,6 +26,7 @@ from pypto_build.chip_build.toolchains import (
 )
 from pypto_build.chip_build.toolchains.includes import include_closure
 from pypto_build.chip_build.toolchains.runtime_tree import read_build_config
+from pypto_build.tree_layout import TreeLayout
 
 KEY = "tool.pypto.runtime-root"
 RUNTIME_COMMIT = "1" * 40
@@ -260,9 +261,9 @@ def test_revisions_from_the_settings_are_recorded(
     assert toolchain.target.unknown_revisions() is None
     tree = make_tree(tmp_path / "out", chip)
     compile_tree(tree, chip, toolchain, progress=None)
-    written = tree / "next_levels/pipe/cache/binary_context.json"
+    written = TreeLayout(tree).sub_build("pipe").binary_context
     assert written.read_text(encoding="utf-8") == _context(platform, RUNTIME_COMMIT, PTO_ISA_COMMIT)
-    manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads(TreeLayout(tree).manifest.read_text(encoding="utf-8"))
     assert manifest["binary_context"] == json.loads(
         _context(platform, RUNTIME_COMMIT, PTO_ISA_COMMIT)
     )
@@ -280,7 +281,7 @@ def test_revisions_come_from_clean_git_checkouts(
     assert toolchain.target.runtime_revision.describe() == f"{runtime_head} (git HEAD of {runtime})"
     tree = make_tree(tmp_path / "out")
     compile_tree(tree, "a3", toolchain, progress=None)
-    written = tree / "next_levels/pipe/cache/binary_context.json"
+    written = TreeLayout(tree).sub_build("pipe").binary_context
     assert written.read_text(encoding="utf-8") == _context("a2a3", runtime_head, pto_head)
 
 
@@ -297,7 +298,7 @@ def test_a_dirty_checkout_has_no_revision_and_no_context_is_written(
         "instead of reusing them (set tool.pypto.runtime-revision)"
     )
     tree = make_tree(tmp_path / "out")
-    stale = tree / "next_levels/pipe/cache/binary_context.json"
+    stale = TreeLayout(tree).sub_build("pipe").binary_context
     stale.parent.mkdir()
     stale.write_text("{}\n", encoding="utf-8")
     compile_tree(tree, "a3", toolchain, progress=None)

@@ -27,9 +27,10 @@ from pypto_build.chip_build.checks.render import (
 )
 from pypto_build.chip_build.subbuild import lower_file
 from pypto_build.lowering.builtin_ops import BuiltinOp
+from pypto_build.tree_layout import RELATIVE
 
 PROGRAM = PROGRAMS_DIR / "host_rail_int8.py"
-ORCHESTRATION = "a3/next_levels/consume_orch/orchestration/consume_orch.cpp"
+ORCHESTRATION = f"a3/{RELATIVE.sub_build('consume_orch').orchestration('consume_orch')}"
 
 
 def _check(

@@ -26,8 +26,9 @@ from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain, UnitKind
 from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.files import walk_files
+from pypto_build.tree_layout import RELATIVE, SubBuildLayout, TreeLayout
 
-PIPE = Path("next_levels") / "pipe"
+PIPE = RELATIVE.sub_build("pipe").root
 
 
 @pytest.fixture
@@ -90,13 +91,13 @@ def test_tree_records_its_binaries_and_toolchain(sim: SimToolchain, tmp_path: Pa
         PurePosixPath("next_levels/pipe/sim/orchestration/pipe.so"),
     ]
     assert not stale.exists()
-    config = read_kernel_config(tree / PIPE / "kernel_config.py")
+    config = read_kernel_config(SubBuildLayout(tree / PIPE).kernel_config)
     assert {kernel.name: kernel.binary for kernel in config.kernels} == {
         "alpha": "sim/kernels/aiv/alpha.so",
         "beta": "sim/kernels/aiv/beta.so",
         "gamma": "sim/kernels/aic/gamma.so",
     }
-    manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads(TreeLayout(tree).manifest.read_text(encoding="utf-8"))
     assert manifest["toolchain"] == {"name": "sim", "version": sim.version}
     assert manifest["inputs"] == INPUTS
     listed = [entry["path"] for entry in manifest["files"]]

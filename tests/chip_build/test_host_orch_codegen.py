@@ -25,6 +25,7 @@ from pypto_build.chip_build.host_orch_codegen import (
 )
 from pypto_build.chip_build.runtime_types import DataType, TensorArgType
 from pypto_build.chip_build.subbuild import lower_file
+from pypto_build.tree_layout import TreeLayout
 
 
 @dataclass(frozen=True)
@@ -215,8 +216,8 @@ def _dispatched(source: str) -> set[str]:
 
 def _generated(rendered: Render, stem: str) -> HostOrchestrator:
     tree = rendered(stem) / "a3"
-    meta = read_meta(tree / "distributed_meta.json")
-    source = (tree / "orchestration" / "host_orch.py").read_text()
+    meta = read_meta(TreeLayout(tree).distributed_meta)
+    source = TreeLayout(tree).host_module.read_text()
     return HostOrchestrator(source, meta.parameters, meta.returns)
 
 
@@ -378,7 +379,7 @@ def test_parameters_list_tensors_and_scalars_in_declaration_order(tmp_path: Path
 @pytest.mark.parametrize("stem", ["chip_pipeline", "host_rail_int8", "host_rail_fp32"])
 def test_distributed_meta_is_pypto_s_schema(rendered: Render, stem: str) -> None:
     tree = rendered(stem) / "a3"
-    document = json.loads((tree / "distributed_meta.json").read_text())
+    document = json.loads(TreeLayout(tree).distributed_meta.read_text())
     assert list(document) == [
         "schema",
         "params",
@@ -412,7 +413,7 @@ NRANKS = {"chip_pipeline": 2, "host_rail_int8": 2, "host_rail_fp32": 2}
 
 @pytest.mark.parametrize("stem", ["chip_pipeline", "host_rail_int8", "host_rail_fp32"])
 def test_the_module_imports_what_pypto_s_modules_import(rendered: Render, stem: str) -> None:
-    module = ast.parse((rendered(stem) / "a3" / "orchestration" / "host_orch.py").read_text())
+    module = ast.parse(TreeLayout(rendered(stem) / "a3").host_module.read_text())
     imported = [
         (node.module, tuple(alias.name for alias in node.names))
         if isinstance(node, ast.ImportFrom)

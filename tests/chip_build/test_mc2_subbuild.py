@@ -19,10 +19,11 @@ from pypto_build.chip_build.subbuild import default_chips, lower_file, render_su
 from pypto_build.lowering.ir.types import DataType
 from pypto_build.lowering.mc2.rules import check
 from pypto_build.lowering.mc2.tiling import tile
+from pypto_build.tree_layout import RELATIVE, SubBuildLayout
 
 PROGRAM = PROGRAMS_DIR / "mc2_layer.py"
 HANDLE = ":pypto.runtime.builtins.mc2.batch_matmul_reduce_scatter_all_to_all"
-SUB_BUILD = "a3/next_levels/layer"
+SUB_BUILD = f"a3/{RELATIVE.sub_build('layer').root}"
 #: The program's two calls: (kernel, its request as the rules see it).
 VARIANTS = (
     ("__builtin_bmm_rs_a2a__fp16", mc2_request(4, 2, 1, bias_rank=3)),
@@ -63,7 +64,7 @@ def test_each_variant_is_one_source_per_core_type_with_the_headers_it_includes(t
 
 
 def test_kernel_config_lists_each_variant_on_both_cores_with_its_tiling(tree: Path) -> None:
-    config = read_kernel_config(tree / SUB_BUILD / "kernel_config.py")
+    config = read_kernel_config(SubBuildLayout(tree / SUB_BUILD).kernel_config)
     listed = [(kernel.func_id, kernel.name, kernel.core_type) for kernel in config.kernels]
     assert listed == [
         (0, VARIANTS[0][0], CoreType.AIC),
@@ -97,11 +98,11 @@ def test_the_tree_ships_the_kernel_the_package_renders(tree: Path) -> None:
             },
         )
         for core in ("aic", "aiv"):
-            assert (tree / SUB_BUILD / "kernels" / core / f"{name}.cpp").read_text() == expected
+            assert SubBuildLayout(tree / SUB_BUILD).kernel(core, name).read_text() == expected
 
 
 def test_each_call_is_one_cluster_and_the_workspace_orders_them(tree: Path) -> None:
-    source = (tree / SUB_BUILD / "orchestration" / "layer.cpp").read_text()
+    source = SubBuildLayout(tree / SUB_BUILD).orchestration("layer").read_text()
     first = source.index("rt_submit_task(MixedKernels{0, 1, 1}, task0_);")
     assert first < source.index("rt_submit_task(MixedKernels{2, 3, 3}, task1_);")
     assert "set_block_num" not in source  # one cluster: the default launch

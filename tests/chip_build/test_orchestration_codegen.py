@@ -9,12 +9,11 @@ import pytest
 from _support.rendered import ALL_CHIPS, Render
 
 from pypto_build.chip_build.orchestration_codegen import cpp_name
+from pypto_build.tree_layout import TreeLayout
 
 
 def _orchestration(rendered: Render, stem: str, chip: str, orch: str) -> str:
-    return (
-        rendered(stem) / chip / "next_levels" / orch / "orchestration" / f"{orch}.cpp"
-    ).read_text()
+    return (TreeLayout(rendered(stem) / chip).sub_build(orch).orchestration(orch)).read_text()
 
 
 def _task_blocks(source: str) -> list[str]:

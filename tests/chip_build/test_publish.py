@@ -20,6 +20,7 @@ import pytest
 from _support.tiny_project import build_argv, pypto_build, render_argv, write_project
 
 from pypto_build.chip_build.publish import KILL_AT_ENV, NO_EXCHANGE_ENV, STEPS
+from pypto_build.tree_layout import TreeLayout
 
 #: Steps only the rename-aside path reaches, and the steps it shares with the exchange.
 _ASIDE_ONLY = {"moved-aside"}
@@ -33,7 +34,7 @@ def _cases(steps: tuple[str, ...]) -> list[tuple[str, bool]]:
 
 
 def _manifest(out: Path) -> bytes:
-    return (out / "a3" / "manifest.json").read_bytes()
+    return TreeLayout(out / "a3").manifest.read_bytes()
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +129,7 @@ def test_builds_into_one_folder_wait_for_each_other(
     for run in runs:
         assert run.returncode == 0, run.stderr
         assert "Traceback" not in run.stderr
-    assert (out / "a3" / "manifest.json").is_file()
+    assert TreeLayout(out / "a3").manifest.is_file()
     assert sorted(path.name for path in out.parent.iterdir()) == ["k.cpp", "out", "tiny.py"]
 
 

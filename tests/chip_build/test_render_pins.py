@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
+from pypto_build.tree_layout import TreeLayout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,7 +98,7 @@ def _render_digests(
 ) -> dict[str, str]:
     render_subbuilds(lower_file(program, chips), chips, out, source_root=source_root)
     return {
-        chip: hashlib.sha256((out / chip / "manifest.json").read_bytes()).hexdigest()
+        chip: hashlib.sha256(TreeLayout(out / chip).manifest.read_bytes()).hexdigest()
         for chip in chips
     }
 

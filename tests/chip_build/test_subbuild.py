@@ -29,8 +29,9 @@ from pypto_build.chip_build.subbuild import (
 from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.lowering.builtin_ops import BuiltinOp
 from pypto_build.lowering.diagnostics import ProgramError
+from pypto_build.tree_layout import KERNELS, RELATIVE, SubBuildLayout, TreeLayout
 
-VARIANT = "next_levels/builtin.tensor.all_to_all_v__int8"
+VARIANT = RELATIVE.sub_build("builtin.tensor.all_to_all_v__int8").root.as_posix()
 
 
 def _files(root: Path) -> list[str]:
@@ -56,10 +57,10 @@ def test_chip_rail_program_layout(rendered: Render, chip: str) -> None:
     ]
     # The headers are copies of the package's own: the tree needs nothing outside itself.
     for header in ("kernel_abi.h", "orchestration.h", "portability.h"):
-        copied = root / "next_levels/chip_pipeline/include/pypto_build" / header
+        copied = TreeLayout(root).sub_build("chip_pipeline").include / "pypto_build" / header
         assert copied.read_bytes() == (include_dir() / "pypto_build" / header).read_bytes()
     # A CHIP-only program has no HOST-rail variant sub-build.
-    assert not list((root / "next_levels").glob("builtin.tensor.*"))
+    assert not list(TreeLayout(root).next_levels.glob("builtin.tensor.*"))
 
 
 def test_host_rail_program_layout(rendered: Render) -> None:
@@ -73,12 +74,12 @@ def test_host_rail_program_layout(rendered: Render) -> None:
         "kernels/aiv/builtin_tensor_all_to_all_v__int8_kernel.cpp",
         "orchestration/builtin_tensor_all_to_all_v__int8.cpp",
     ]
-    assert sorted(p.name for p in (root / "next_levels").iterdir()) == [
+    assert sorted(p.name for p in TreeLayout(root).next_levels.iterdir()) == [
         "builtin.tensor.all_to_all_v__int8",
         "consume_orch",
         "stage_orch",
     ]
-    assert (root / "orchestration" / "host_orch.py").is_file()
+    assert TreeLayout(root).host_module.is_file()
 
 
 def test_a_build_holds_one_host_orchestrator(tmp_path: Path) -> None:
@@ -102,7 +103,7 @@ def test_a_build_holds_one_host_orchestrator(tmp_path: Path) -> None:
 def test_host_rail_entry_uses_the_chips_launch_spec_method(
     rendered: Render, chip: str, method: str
 ) -> None:
-    entry = rendered("host_rail_int8") / chip / VARIANT / "orchestration"
+    entry = SubBuildLayout(rendered("host_rail_int8") / chip / VARIANT).orchestration_dir
     text = (entry / "builtin_tensor_all_to_all_v__int8.cpp").read_text()
     assert f"params.launch_spec.{method}(blocks);" in text
     assert "{{" not in text
@@ -113,12 +114,12 @@ def test_kernel_config_compiles_and_lists_every_kernel(rendered: Render, stem: s
     builds = sub_builds(rendered(stem))
     assert builds
     for build in builds:
-        text = (build / "kernel_config.py").read_text()
-        compile(text, str(build / "kernel_config.py"), "exec")
-        config = read_kernel_config(build / "kernel_config.py")
+        text = SubBuildLayout(build).kernel_config.read_text()
+        compile(text, str(SubBuildLayout(build).kernel_config), "exec")
+        config = read_kernel_config(SubBuildLayout(build).kernel_config)
         listed = sorted(kernel.source for kernel in config.kernels)
         assert listed == sorted(
-            p.relative_to(build).as_posix() for p in (build / "kernels").rglob("*.cpp")
+            p.relative_to(build).as_posix() for p in (build / KERNELS).rglob("*.cpp")
         )
         assert config.orchestration is not None
         assert (build / config.orchestration.source).is_file()
@@ -126,7 +127,7 @@ def test_kernel_config_compiles_and_lists_every_kernel(rendered: Render, stem: s
 
 def test_kernel_config_signatures_and_func_ids(rendered: Render) -> None:
     config = read_kernel_config(
-        rendered("chip_pipeline") / "a3/next_levels/chip_pipeline/kernel_config.py"
+        TreeLayout(rendered("chip_pipeline") / "a3").sub_build("chip_pipeline").kernel_config
     )
     IN, OUT, INOUT = ArgDirection.IN, ArgDirection.OUT, ArgDirection.INOUT
     # Kernels in order of first call; signatures list tensors only (no CommCtx, no scalars).
@@ -143,7 +144,7 @@ def test_kernel_config_describes_the_orchestrations_parameters(rendered: Render)
     """Every parameter in argument order: windows told from tensors, the contexts
     MaterializeDistTensorCtx appended naming their windows, scalars with their element type."""
     pipeline = read_kernel_config(
-        rendered("chip_pipeline") / "a3/next_levels/chip_pipeline/kernel_config.py"
+        TreeLayout(rendered("chip_pipeline") / "a3").sub_build("chip_pipeline").kernel_config
     ).orchestration
     assert pipeline is not None
     windows = ("stage", "data", "signal", "counts", "recv")
@@ -157,7 +158,7 @@ def test_kernel_config_describes_the_orchestrations_parameters(rendered: Render)
     assert [p.shape for p in pipeline.params[:7]] == shapes
     assert [p.window for p in pipeline.params[7:]] == list(windows)
     features = read_kernel_config(
-        rendered("orchestration_features") / "a3/next_levels/features/kernel_config.py"
+        TreeLayout(rendered("orchestration_features") / "a3").sub_build("features").kernel_config
     ).orchestration
     assert features is not None
     scalars = [(p.name, p.dtype) for p in features.params if p.kind == "scalar"]
@@ -165,15 +166,15 @@ def test_kernel_config_describes_the_orchestrations_parameters(rendered: Render)
 
 
 def test_external_kernels_are_copied_not_referenced(rendered: Render) -> None:
-    build = rendered("chip_pipeline") / "a5/next_levels/chip_pipeline"
+    build = TreeLayout(rendered("chip_pipeline") / "a5").sub_build("chip_pipeline").root
     for name in ("stage_step", "consume_step"):
-        copied = build / "kernels" / "aiv" / f"{name}.cpp"
+        copied = SubBuildLayout(build).kernel("aiv", name)
         assert copied.read_bytes() == (PROGRAMS_DIR / "kernels" / f"{name}.cpp").read_bytes()
-    assert '"external"' not in (build / "kernel_config.py").read_text()
+    assert '"external"' not in SubBuildLayout(build).kernel_config.read_text()
 
 
 def test_aic_kernels_go_to_kernels_aic(rendered: Render) -> None:
-    build = rendered("orchestration_features") / "a2/next_levels/features"
+    build = TreeLayout(rendered("orchestration_features") / "a2").sub_build("features").root
     assert (build / "kernels/aic/tile_mix.cpp").is_file()
     assert (build / "kernels/aiv/tile_scale.cpp").is_file()
 
@@ -183,7 +184,7 @@ def test_manifest_lists_every_file_and_the_inputs(rendered: Render, stem: str) -
     for chip in ALL_CHIPS:
         root = rendered(stem) / chip
         assert verify_manifest(root) == []
-        manifest = json.loads((root / "manifest.json").read_text())
+        manifest = json.loads(TreeLayout(root).manifest.read_text())
         assert manifest["toolchain"] == {"name": "none", "version": ""}
         inputs = manifest["inputs"]
         program = PROGRAMS_DIR / f"{stem}.py"
@@ -198,7 +199,7 @@ def test_manifest_lists_every_file_and_the_inputs(rendered: Render, stem: str) -
 
 def test_builtin_variant_is_rendered_once_for_two_dispatch_sites(rendered: Render) -> None:
     # host_rail_int8 dispatches the variant once per rank (a loop); the tree holds it once.
-    manifest = json.loads((rendered("host_rail_int8") / "a2" / "manifest.json").read_text())
+    manifest = json.loads(TreeLayout(rendered("host_rail_int8") / "a2").manifest.read_text())
     kernels = [f["path"] for f in manifest["files"] if f["path"].endswith("_kernel.cpp")]
     assert kernels == [f"{VARIANT}/kernels/aiv/builtin_tensor_all_to_all_v__int8_kernel.cpp"]
 
@@ -271,7 +272,7 @@ def test_a_second_render_replaces_the_tree(tmp_path: Path) -> None:
     (tmp_path / "kernels" / "scale.cpp").write_text("// v2\n")
     _render(path, out, ("a5",))
     assert sorted(p.name for p in out.iterdir()) == ["a5"]
-    copied = out / "a5/next_levels/orch/kernels/aiv/scale.cpp"
+    copied = TreeLayout(out / "a5").sub_build("orch").kernel("aiv", "scale")
     assert copied.read_text() == "// v2\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kernels", "out", "prog.py"]
 

@@ -31,6 +31,7 @@ from pypto_build.chip_build.toolchains import (
     find_toolkit,
     select_toolchain,
 )
+from pypto_build.tree_layout import RELATIVE, SubBuildLayout, TreeLayout
 
 ARCH = platform.machine()
 
@@ -384,7 +385,7 @@ def _upstream(argv: list[str], runtime: Path) -> list[str]:
 
 
 def _kernel_job(tree: Path, chip: str, core_type: CoreType, *includes: str) -> CompileJob:
-    source = PurePosixPath(f"next_levels/pipe/kernels/{core_type}/{KERNELS[core_type]}.cpp")
+    source = RELATIVE.sub_build("pipe").kernel(core_type, KERNELS[core_type])
     dirs = tuple(PurePosixPath(directory) for directory in includes)
     return CompileJob(tree, source, UnitKind.KERNEL, get_chip(chip), core_type, dirs)
 
@@ -399,7 +400,7 @@ def test_kernel_command_lines_are_upstreams(
     include directories (relative to the source's folder, last as upstream passes a kernel's
     ``extra_include_dirs``), then our debug map and dependency file."""
     tree = tmp_path / "out" / chip
-    job = _kernel_job(tree, chip, core_type, "next_levels/pipe/include")
+    job = _kernel_job(tree, chip, core_type, RELATIVE.sub_build("pipe").include.as_posix())
     name = KERNELS[core_type]
     chip_platform = get_chip(chip).platform
     plan = toolchain.plan(job, STAGE)
@@ -432,7 +433,7 @@ def test_orchestration_command_line_is_upstreams(
     the chip's platform: its flags, the runtime's sources and include directories, no folder
     of the tree; then our debug map and dependency file."""
     tree = tmp_path / "out" / chip
-    source = PurePosixPath("next_levels/pipe/orchestration/pipe.cpp")
+    source = RELATIVE.sub_build("pipe").orchestration("pipe")
     job = CompileJob(tree, source, UnitKind.ORCHESTRATION, get_chip(chip))
     plan = toolchain.plan(job, STAGE)
     assert plan.key_argv() == (
@@ -503,20 +504,24 @@ def test_compiles_run_what_was_planned_in_the_source_folder(
             "-MD", "-MF", f"{stage}/{name}.d", "-MT", f"{name}.o",
             "-o", f"{stage}/{name}.unlinked.o", f"{name}.cpp",
         ]  # fmt: skip
-        assert ccec[f"{name}.cpp"]["cwd"] == str(tree / f"next_levels/pipe/kernels/{core_type}")
+        assert ccec[f"{name}.cpp"]["cwd"] == str(
+            TreeLayout(tree).sub_build("pipe").kernels(core_type)
+        )
     assert len(fake_cann.calls("ld.lld")) == 3
     [orchestration] = fake_cann.entries("aarch64-target-linux-gnu-g++")
-    assert orchestration["cwd"] == str(tree / "next_levels/pipe/orchestration")
+    assert orchestration["cwd"] == str(TreeLayout(tree).sub_build("pipe").orchestration_dir)
     upstream = _upstream(UPSTREAM_ORCHESTRATION[chip_platform], runtime)
     assert orchestration["argv"][: len(upstream)] == upstream
     # Binaries beside their sources, recorded in kernel_config.py; the manifest names CANN.
-    root = tree / "next_levels" / "pipe"
+    root = TreeLayout(tree).sub_build("pipe").root
     assert (root / "kernels/aiv/alpha.o").read_bytes().startswith(b"FAKE-LINKED FAKE-ccec ")
     assert (root / "orchestration/pipe.so").read_bytes().startswith(b"FAKE-aarch64")
-    binaries = [kernel.binary for kernel in read_kernel_config(root / "kernel_config.py").kernels]
+    binaries = [
+        kernel.binary for kernel in read_kernel_config(SubBuildLayout(root).kernel_config).kernels
+    ]
     assert binaries == ["kernels/aiv/alpha.o", "kernels/aiv/beta.o", "kernels/aic/gamma.o"]
     assert '"toolchain": {\n    "name": "cann",\n    "version": "8.3.RC1"\n  }' in (
-        tree / "manifest.json"
+        TreeLayout(tree).manifest
     ).read_text(encoding="utf-8")
 
 
@@ -575,8 +580,8 @@ def test_compiler_failure_shows_command_kernel_and_output(
     )
     stale = root / "kernels/aiv/bad.o"
     stale.write_bytes(b"binary of an older build")
-    config_before = (root / "kernel_config.py").read_bytes()
-    manifest_before = (tree / "manifest.json").read_bytes()
+    config_before = SubBuildLayout(root).kernel_config.read_bytes()
+    manifest_before = TreeLayout(tree).manifest.read_bytes()
     with pytest.raises(BuildFailed) as caught:
         compile_tree(tree, "a3", toolchain, jobs=2, progress=None)
     message = str(caught.value)
@@ -594,8 +599,8 @@ def test_compiler_failure_shows_command_kernel_and_output(
     # tree's description is untouched.
     assert not stale.exists()
     assert not any(argv[-1].endswith("bad.unlinked.o") for argv in fake_cann.calls("ld.lld"))
-    assert (root / "kernel_config.py").read_bytes() == config_before
-    assert (tree / "manifest.json").read_bytes() == manifest_before
+    assert SubBuildLayout(root).kernel_config.read_bytes() == config_before
+    assert TreeLayout(tree).manifest.read_bytes() == manifest_before
     # The log lives outside the chip tree.
     assert not list(tree.rglob("*.log"))
 

@@ -29,6 +29,7 @@ from pypto_build.chip_build.toolchains.extra_flags import ExtraFlags, sim_flags
 from pypto_build.chip_build.toolchains.sim import KERNEL_ENTRY_FLAG, SIM_API_INCLUDE_DIR
 from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.files import walk_files
+from pypto_build.tree_layout import SubBuildLayout, TreeLayout
 
 
 def _job(tree: Path, source: str, core_type: CoreType | None) -> CompileJob:
@@ -94,10 +95,10 @@ def test_real_compile_of_a_tree_loads_and_runs(sim: SimToolchain, tmp_path: Path
     report = compile_tree(tree, "a3", sim, jobs=2, progress=None)
     assert (report.compiled, report.cache_hits) == (4, 0)
     assert (report.toolchain, report.toolchain_version) == ("sim", sim.version)
-    root = tree / "next_levels" / "pipe"
+    root = TreeLayout(tree).sub_build("pipe").root
     for name, core_type in (("alpha", "aiv"), ("beta", "aiv"), ("gamma", "aic")):
         assert _is_shared_object(root / f"sim/kernels/{core_type}/{name}.so")
-    orchestration = root / "sim" / "orchestration" / "pipe.so"
+    orchestration = SubBuildLayout(root).sim_binaries() / "orchestration" / "pipe.so"
     assert _is_shared_object(orchestration)
     # Runtime symbols stay undefined in the orchestration; the runtime supplies them.
     assert b"pypto_sim_rt_submit" in orchestration.read_bytes()
@@ -153,8 +154,8 @@ def test_real_compile_of_a_rendered_sample(
     )
     [report] = result.reports
     tree = tmp_path / "out" / "a3"
-    sub_build = tree / "next_levels" / "chip_pipeline"
-    config = read_kernel_config(sub_build / "kernel_config.py")
+    sub_build = TreeLayout(tree).sub_build("chip_pipeline").root
+    config = read_kernel_config(SubBuildLayout(sub_build).kernel_config)
     binaries = sorted(kernel.binary or "" for kernel in config.kernels)
     assert binaries == [
         "sim/kernels/aiv/__builtin_all_to_all_v__fp32.so",
@@ -165,12 +166,12 @@ def test_real_compile_of_a_rendered_sample(
     for binary in [*binaries, "sim/orchestration/chip_pipeline.so"]:
         assert _is_shared_object(sub_build / binary)
     assert verify_manifest(tree) == []
-    manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads(TreeLayout(tree).manifest.read_text(encoding="utf-8"))
     assert manifest["toolchain"] == {"name": "sim", "version": sim.version}
     assert "src/moe_a2a/pipelines.py" in manifest["inputs"]
     # A sim build names its platform for PyPTO and writes no binary context: its binaries are
     # the simulator's, and PyPTO compiles the sources itself.
-    assert json.loads((tree / "distributed_meta.json").read_text())["platform"] == "a2a3sim"
+    assert json.loads(TreeLayout(tree).distributed_meta.read_text())["platform"] == "a2a3sim"
     assert "binary_context" not in manifest
     assert not (sub_build / "cache").exists()
     # The kernels load where pypto-build's simulator is not (as in PyPTO's own runtime, which

@@ -12,7 +12,7 @@ import pytest
 
 from pypto_build.chip_build.tree_manifest import ManifestProblem, verify_manifest, write_manifest
 from pypto_build.files import atomic_write_bytes, atomic_write_text
-from pypto_build.tree_layout import MANIFEST
+from pypto_build.tree_layout import MANIFEST, TreeLayout
 
 FILES = {
     "next_levels/chip_pipeline/kernel_config.py": b"KERNELS = []\n",
@@ -132,7 +132,7 @@ def test_verify_clean_tree(tmp_path: Path) -> None:
 def test_verify_reports_every_difference_sorted_by_path(tmp_path: Path) -> None:
     root = make_tree(tmp_path)
     write(root)
-    (root / "orchestration" / "host_orch.py").unlink()
+    TreeLayout(root).host_module.unlink()
     atomic_write_bytes(root / "next_levels/chip_pipeline/kernels/aiv/stage_step.o", b"longer bytes")
     atomic_write_bytes(root / "next_levels/chip_pipeline/kernel_config.py", b"KERNELS = ()\n")
     atomic_write_text(root / "extra.txt", "x")

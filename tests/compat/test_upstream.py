@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pypto_build.tree_layout import TreeLayout
+
 COMPAT = Path(__file__).resolve().parents[2] / "compat"
 
 
@@ -87,8 +89,8 @@ def test_prepared_program_passes_on_our_simulator(
     about upstream compatibility, not the check."""
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "cache"))
     prepared = driver.PROGRAMS[program](tmp_path / program, "a2a3sim")
-    assert prepared.tree.name == "a3" and (prepared.tree / "next_levels").is_dir()
-    assert (prepared.tree / "orchestration" / "host_orch.py").is_file()
+    assert prepared.tree.name == "a3" and TreeLayout(prepared.tree).next_levels.is_dir()
+    assert TreeLayout(prepared.tree).host_module.is_file()
     ours = driver.run_ours(prepared, 20.0)
     expected = _npz(prepared.expected)
     if prepared.fails:
@@ -132,7 +134,7 @@ def _meta(**changes: Any) -> dict[str, Any]:
 
 def _write_meta(tree: Path, meta: dict[str, Any]) -> Path:
     tree.mkdir(parents=True, exist_ok=True)
-    (tree / "distributed_meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    TreeLayout(tree).distributed_meta.write_text(json.dumps(meta), encoding="utf-8")
     return tree
 
 

@@ -23,6 +23,8 @@ import pytest
 from _support.hatch_projects import build_wheel, copy_sample, hook_environment, use_backend
 from filelock import FileLock
 
+from pypto_build.tree_layout import TreeLayout
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH"),
@@ -191,7 +193,7 @@ def test_python_m_build_makes_an_sdist_without_build_output_and_a_wheel_from_it(
     env = _environment(local_wheels, session_cache)
     if sample != "moe_a2a_skbuild":  # a CMake project builds out of its source tree
         _run([sys.executable, "-m", "pypto_build", "build", str(project), "--chip", "a3"], env)
-        assert (project / "build" / "pypto" / "a3" / "manifest.json").is_file()
+        assert TreeLayout(project / "build" / "pypto" / "a3").manifest.is_file()
     _run([sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"), str(project)], env)
     (sdist,) = (tmp_path / "dist").glob("*.tar.gz")
     (wheel,) = (tmp_path / "dist").glob("*.whl")
@@ -218,7 +220,7 @@ def test_a_new_package_without_gitignore_keeps_build_output_out_of_its_sdist(
     hook_environment(monkeypatch, session_cache, tmp_path / "tmp")
     monkeypatch.setenv("PYPTO_CHIPS", "a3")
     build_wheel(project, tmp_path / "editable", "editable")
-    assert (project / "src" / "moe_a2a" / "_kernels" / "a3" / "manifest.json").is_file()
+    assert TreeLayout(project / "src" / "moe_a2a" / "_kernels" / "a3").manifest.is_file()
     # Each folder with the names a killed build leaves beside it.
     assert (project / ".gitignore").read_text(encoding="utf-8").splitlines()[1::4] == [
         "/build/pypto/",

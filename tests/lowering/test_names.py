@@ -27,8 +27,8 @@ OTHER_MEANINGS: dict[str, dict[str, str]] = {
     "dtype": {
         "builtins/manifest.py": "the manifest's operand key",
         "chip_build/distributed_meta.py": "a key of distributed_meta.json",
-        "chip_build/kernel_config_writer.py": "a key of an orchestration's params in kernel_config.py",
-        "chip_build/kernel_config_reader.py": "a key of an orchestration's params in kernel_config.py",
+        "chip_build/kernel_config_writer.py": "a key of an orchestration's params it writes",
+        "chip_build/kernel_config_reader.py": "a key of an orchestration's params it reads",
         "plugin/cli_run.py": "a key of run's --json document",
         "lowering/ops/tensor_ops.py": "an operand of the ops it defines",
         "lowering/ops/distributed_ops.py": "an operand of the ops it defines",
@@ -113,8 +113,7 @@ LAYOUT_FOLDERS = (
 #: Modules that spell a layout name for something else, by name.
 LAYOUT_OTHER_MEANINGS: dict[str, dict[str, str]] = {
     tree_layout.MANIFEST: {
-        "chip_build/cache.py": "a compile-cache entry's own manifest",
-        "plugin/compile_inputs.py": "a compile-cache entry's own manifest",
+        "chip_build/compile_cache/layout.py": "a compile-cache entry's own manifest",
     },
 }
 

@@ -18,6 +18,7 @@ from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.files import walk_files
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.depfile import depfile_text
+from pypto_build.tree_layout import TreeLayout
 
 SAMPLE_PROGRAM = Path("src/moe_a2a_skbuild/dispatch.py")
 SAMPLE_KERNEL = Path("src/moe_a2a_skbuild/kernels/pack_rows.cpp")
@@ -63,7 +64,7 @@ def test_stamp_and_depfile_name_every_input_of_the_build(
     code, _, err = run_cli(capsys, *argv)
     assert (code, err) == (ExitCode.OK, "")
 
-    manifest = tmp_path / "out" / "a3" / "manifest.json"
+    manifest = TreeLayout(tmp_path / "out" / "a3").manifest
     assert stamp.read_text(encoding="utf-8") == (
         f"a3 {hashlib.sha256(manifest.read_bytes()).hexdigest()}\n"
     )
@@ -175,10 +176,10 @@ def test_several_program_files_build_for_the_chips_all_support(
     assert (code, err) == (ExitCode.OK, "")
     assert stdout.startswith(f"a5: 5 compiled, 0 from cache -> {out / 'a5'} (sim ")
     assert sorted(path.name for path in out.iterdir()) == [".pypto-build-logs", "a5"]
-    inputs = json.loads((out / "a5" / "manifest.json").read_text(encoding="utf-8"))["inputs"]
+    inputs = json.loads(TreeLayout(out / "a5").manifest.read_text(encoding="utf-8"))["inputs"]
     assert {"gather.py", SAMPLE_PROGRAM.as_posix(), SAMPLE_KERNEL.as_posix()} <= set(inputs)
-    assert (out / "a5" / "next_levels" / "gather_rows" / "kernel_config.py").is_file()
-    assert (out / "a5" / "next_levels" / "quant_exchange" / "kernel_config.py").is_file()
+    assert TreeLayout(out / "a5").sub_build("gather_rows").kernel_config.is_file()
+    assert TreeLayout(out / "a5").sub_build("quant_exchange").kernel_config.is_file()
 
 
 def test_program_files_and_their_source_root_must_agree(

@@ -20,6 +20,7 @@ from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.plugin import project_build
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.settings import PyptoSettings, environment_variable
+from pypto_build.tree_layout import TreeLayout
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
@@ -101,7 +102,7 @@ def test_build_a_program_file_for_one_chip(
     )
     assert code == ExitCode.OK
     assert out == f"a5: 4 compiled, 0 from cache -> {out_dir}/a5 (sim {_gxx_version()})\n"
-    assert (out_dir / "a5" / "next_levels" / "chip_pipeline" / "orchestration").is_dir()
+    assert (TreeLayout(out_dir / "a5").sub_build("chip_pipeline").orchestration_dir).is_dir()
     assert not (tmp_path / "cache").exists()
 
 
@@ -144,7 +145,7 @@ def test_a_build_folder_takes_another_build_and_a_render(
         assert run_cli(capsys, *build)[0] == ExitCode.OK
         assert sorted(p.name for p in out_dir.iterdir()) == [".pypto-build-logs", "a3"]
         assert (out_dir / ".pypto-build-logs" / "a3.log").is_file()
-        manifest = json.loads((out_dir / "a3" / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads(TreeLayout(out_dir / "a3").manifest.read_text(encoding="utf-8"))
         assert not any(".log" in entry["path"] for entry in manifest["files"])
     code, out, err = run_cli(capsys, "render", *build[1:], "--json")
     assert (code, err) == (ExitCode.OK, "")
@@ -387,7 +388,7 @@ def test_a_cann_build_warns_once_when_it_cannot_record_the_revisions(
         "their binaries instead of reusing them (set tool.pypto.runtime-revision and "
         "tool.pypto.pto-isa-revision)\n"
     )
-    context = out_dir / "a3" / "next_levels" / "chip_pipeline" / "cache" / "binary_context.json"
+    context = TreeLayout(out_dir / "a3").sub_build("chip_pipeline").binary_context
     assert not context.exists()
     monkeypatch.setenv("PYPTO_RUNTIME_REVISION", "1" * 40)
     monkeypatch.setenv("PYPTO_PTO_ISA_REVISION", "2" * 40)

@@ -21,6 +21,7 @@ from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.chip_build.tree_manifest import verify_manifest
 from pypto_build.cmake import cmake_dir
+from pypto_build.tree_layout import RELATIVE, SubBuildLayout, TreeLayout
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not on PATH")
 
@@ -31,7 +32,7 @@ CMAKE_DIR = cmake_dir()
 PROGRAM = Path("src/moe_a2a_skbuild/dispatch.py")
 KERNEL = Path("src/moe_a2a_skbuild/kernels/pack_rows.cpp")
 DESTINATION = "moe_a2a_skbuild/_kernels"
-SUB_BUILD = "next_levels/quant_exchange"
+SUB_BUILD = RELATIVE.sub_build("quant_exchange").root.as_posix()
 #: Every binary a sim build of the sample puts in a chip tree, relative to it.
 BINARIES = (
     f"{SUB_BUILD}/sim/kernels/aiv/__builtin_all_to_all_v__int8.so",
@@ -145,12 +146,12 @@ def _assert_chip_tree(tree: Path) -> None:
     manifest that describes the tree exactly."""
     for binary in BINARIES:
         assert (tree / binary).is_file(), binary
-    config = read_kernel_config(tree / SUB_BUILD / "kernel_config.py")
+    config = read_kernel_config(SubBuildLayout(tree / SUB_BUILD).kernel_config)
     assert sorted((kernel.name, kernel.binary) for kernel in config.kernels) == [
         ("__builtin_all_to_all_v__int8", "sim/kernels/aiv/__builtin_all_to_all_v__int8.so"),
         ("pack_rows", "sim/kernels/aiv/pack_rows.so"),
     ]
-    manifest = json.loads((tree / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads(TreeLayout(tree).manifest.read_text(encoding="utf-8"))
     assert manifest["toolchain"]["name"] == "sim"
     assert sorted(manifest["inputs"]) == [
         ":pypto.runtime.builtins.collectives.all_to_all_v/templates/kernel.cpp.in",

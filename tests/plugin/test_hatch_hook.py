@@ -32,11 +32,12 @@ from pypto_build.plugin.hatch import (
     wheel_tag,
 )
 from pypto_build.plugin.settings import SettingsError
+from pypto_build.tree_layout import HOST_MODULE, KERNEL_CONFIG, MANIFEST, RELATIVE, TreeLayout
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")
 
 KERNELS = "moe_a2a/_kernels"
-CHIP_PIPELINE = "next_levels/chip_pipeline"
+CHIP_PIPELINE = RELATIVE.sub_build("chip_pipeline").root.as_posix()
 
 
 @dataclass(frozen=True)
@@ -96,14 +97,14 @@ def test_the_wheel_ships_every_chip_tree_with_its_manifest(sample_wheel: SampleW
     kernels = [member for member in members if member.startswith(f"{KERNELS}/")]
     for chip in ("a3", "a5"):
         prefix = f"{KERNELS}/{chip}/"
-        manifest = json.loads(sample_wheel.read(f"{prefix}manifest.json"))
+        manifest = json.loads(sample_wheel.read(f"{prefix}{MANIFEST}"))
         assert manifest["toolchain"]["name"] == "sim"
         listed = {prefix + entry["path"] for entry in manifest["files"]}
         # The manifest lists every other file of the chip tree; the wheel holds exactly those.
-        assert {m for m in kernels if m.startswith(prefix)} == listed | {f"{prefix}manifest.json"}
-        config = f"{prefix}{CHIP_PIPELINE}/kernel_config.py"
+        assert {m for m in kernels if m.startswith(prefix)} == listed | {f"{prefix}{MANIFEST}"}
+        config = f"{prefix}{CHIP_PIPELINE}/{KERNEL_CONFIG}"
         assert config in listed
-        assert f"{prefix}orchestration/host_orch.py" in listed
+        assert f"{prefix}{HOST_MODULE}" in listed
         assert f"{prefix}{CHIP_PIPELINE}/sim/orchestration/chip_pipeline.so" in listed
         kernels_listed = read_kernel_config(sample_wheel.read(config).decode()).kernels
         assert {kernel.name for kernel in kernels_listed} == {
@@ -194,7 +195,7 @@ def test_an_sdist_ships_sources_only_even_with_the_hook_on_for_every_target(
     assert not [name for name in names if "_kernels" in name or name.endswith(".so")]
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(cache))
     with zipfile.ZipFile(build_wheel(project, tmp_path / "wheel")) as wheel:
-        assert f"{KERNELS}/a3/manifest.json" in wheel.namelist()
+        assert f"{KERNELS}/a3/{MANIFEST}" in wheel.namelist()
 
 
 @pytest.mark.parametrize(
@@ -312,7 +313,7 @@ def test_an_editable_install_builds_the_kernels_in_place(tmp_path: Path) -> None
     project = copy_sample(tmp_path / "moe_a2a", chips=("a3",))
     editable = build_wheel(project, tmp_path / "editable", "editable")
     in_place = project / "src" / "moe_a2a" / "_kernels"
-    assert (in_place / "a3" / "manifest.json").is_file()
+    assert TreeLayout(in_place / "a3").manifest.is_file()
     assert (in_place / "a3" / CHIP_PIPELINE / "sim" / "kernels" / "aiv" / "stage_step.so").is_file()
     with zipfile.ZipFile(editable) as wheel:
         members = wheel.namelist()
@@ -322,7 +323,7 @@ def test_an_editable_install_builds_the_kernels_in_place(tmp_path: Path) -> None
     # What a killed editable build leaves beside the folder (its staging folder, its lock) ...
     debris = project / "src" / "moe_a2a" / "._kernels.k1ll3d.new"
     (debris / "a3").mkdir(parents=True)
-    (debris / "a3" / "manifest.json").write_text("{}", encoding="utf-8")
+    TreeLayout(debris / "a3").manifest.write_text("{}", encoding="utf-8")
     (project / "src" / "moe_a2a" / "._kernels.lock").write_text("", encoding="utf-8")
     # ... and the in-place kernels stay out of a regular wheel (the sample's .gitignore).
     with zipfile.ZipFile(build_wheel(project, tmp_path / "dist")) as wheel:
@@ -344,11 +345,11 @@ def test_an_editable_install_lists_its_kernels_in_gitignore_and_hatch_clean_remo
     (project / ".gitignore").unlink()
     build_wheel(project, tmp_path / "editable", "editable")
     in_place = project / "src" / "moe_a2a" / "_kernels"
-    assert (in_place / "a3" / "manifest.json").is_file()
+    assert TreeLayout(in_place / "a3").manifest.is_file()
     assert "\n/src/moe_a2a/_kernels/\n" in (project / ".gitignore").read_text(encoding="utf-8")
     # A standard wheel then ships its own build only.
     with zipfile.ZipFile(build_wheel(project, tmp_path / "dist")) as wheel:
-        assert f"{KERNELS}/a3/manifest.json" in wheel.namelist()
+        assert f"{KERNELS}/a3/{MANIFEST}" in wheel.namelist()
     # hatch clean (hatchling's clean-only build) removes the in-place kernels.
     assert (
         list(WheelBuilder(str(project)).build(directory=str(tmp_path / "d"), clean_only=True)) == []

@@ -24,6 +24,7 @@ from pypto_build.chip_build.sim.arguments import (
     bind_arguments,
     bind_rank_arguments,
 )
+from pypto_build.tree_layout import TreeLayout
 
 PARAMETERS = (
     Parameter("inp", "tensor", (4, 2), DataType.FLOAT32, "In"),
@@ -202,7 +203,7 @@ def test_the_public_api_exports_the_table_types() -> None:
 
 
 def write_meta(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "distributed_meta.json"
+    path = TreeLayout(tmp_path).distributed_meta
     path.write_text(text, encoding="utf-8")
     return path
 

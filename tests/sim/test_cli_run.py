@@ -22,6 +22,7 @@ from pypto_build import sim
 from pypto_build.errors import PyptoUsageError
 from pypto_build.plugin.cli_run import register
 from pypto_build.sim import BuildTreeError
+from pypto_build.tree_layout import HOST_MODULE, KERNEL_CONFIG, RELATIVE, SubBuildLayout, TreeLayout
 
 NR = 2
 TOTAL = NR * MAX_RECV
@@ -164,11 +165,11 @@ def test_inputs_of_the_wrong_shape_are_a_usage_error(build: Path, tmp_path: Path
 
 #: Why every refused tree is refused.
 CHANGED = "(the tree was modified after it was built; rebuild it)"
-STAGE = "next_levels/stage_orch"
+STAGE = RELATIVE.sub_build("stage_orch").root.as_posix()
 
 
 def _change_a_config(tree: Path) -> str:
-    config = tree / STAGE / "kernel_config.py"
+    config = SubBuildLayout(tree / STAGE).kernel_config
     text = config.read_text()
     config.write_text(text.replace('"aicpu_thread_num": 0', '"aicpu_thread_num": 1'))
     return f"{config}: sha256 differs from manifest.json {CHANGED}"
@@ -176,7 +177,7 @@ def _change_a_config(tree: Path) -> str:
 
 def _extend_the_host_orchestrator(tree: Path) -> str:
     """Code that would leave a file behind if the simulator executed the module."""
-    host = tree / "orchestration" / "host_orch.py"
+    host = TreeLayout(tree).host_module
     size = host.stat().st_size
     ran = tree.parent.parent / "host-orchestrator-ran"
     host.write_text(host.read_text() + f"open({str(ran)!r}, 'w').close()\n")
@@ -184,13 +185,13 @@ def _extend_the_host_orchestrator(tree: Path) -> str:
 
 
 def _remove_a_kernel_source(tree: Path) -> str:
-    source = tree / STAGE / "kernels" / "aiv" / "stage_copy.cpp"
+    source = TreeLayout(tree).sub_build("stage_orch").kernel("aiv", "stage_copy")
     source.unlink()
     return f"{source}: missing (manifest.json lists it) {CHANGED}"
 
 
 def _add_a_file(tree: Path) -> str:
-    extra = tree / STAGE / "kernels" / "aiv" / "extra.cpp"
+    extra = TreeLayout(tree).sub_build("stage_orch").kernel("aiv", "extra")
     extra.write_text("// not built\n")
     return f"{extra}: not in manifest.json {CHANGED}"
 
@@ -235,7 +236,7 @@ def test_a_copied_tree_runs_with_the_bytecode_an_installer_adds(
 ) -> None:
     copy = tmp_path / "installed" / "a3"
     shutil.copytree(build / "a3", copy)
-    for module in ("orchestration/host_orch.py", f"{STAGE}/kernel_config.py"):
+    for module in (HOST_MODULE, f"{STAGE}/{KERNEL_CONFIG}"):
         py_compile.compile(str(copy / module), doraise=True)
     assert len(list(copy.rglob("*.pyc"))) == 2
     write_inputs(tmp_path / "in.npz", core_num=1)

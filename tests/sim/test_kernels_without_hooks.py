@@ -19,6 +19,7 @@ from pypto_build.builtins import include_dir
 from pypto_build.chip_build.build import build
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.tree_layout import INCLUDE, KERNELS, NEXT_LEVELS, SIM_BINARIES
 
 pytestmark = pytest.mark.slow
 
@@ -76,11 +77,11 @@ def trees(
 
 
 def kernel_binaries(tree: Path) -> list[Path]:
-    return sorted(tree.glob("next_levels/*/sim/kernels/**/*.so"))
+    return sorted(tree.glob(f"{NEXT_LEVELS}/*/{SIM_BINARIES}/{KERNELS}/**/*.so"))
 
 
 def only(tree: Path, pattern: str) -> Path:
-    (found,) = tree.glob(f"next_levels/*/sim/kernels/{pattern}")
+    (found,) = tree.glob(f"{NEXT_LEVELS}/*/{SIM_BINARIES}/{KERNELS}/{pattern}")
     return found
 
 
@@ -141,8 +142,8 @@ def test_no_kernel_refers_to_a_runtime_barrier(trees: dict[str, Path]) -> None:
             hooks = {name for name in undefined_symbols(binary) if name.startswith("pypto_sim_")}
             assert hooks <= HOOKS, (binary, hooks)
         sources = [
-            *tree.glob("next_levels/*/kernels/**/*.cpp"),
-            *tree.glob("next_levels/*/include/**/*.h"),
+            *tree.glob(f"{NEXT_LEVELS}/*/{KERNELS}/**/*.cpp"),
+            *tree.glob(f"{NEXT_LEVELS}/*/{INCLUDE}/**/*.h"),
         ]
         assert sources
         for source in sources:

@@ -19,6 +19,7 @@ from pypto_build.chip_build.build import build
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.sim.runtime import NativeRuntime
 from pypto_build.chip_build.toolchains.sim import SimToolchain
+from pypto_build.tree_layout import TreeLayout
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ROOT / "tests" / "programs"
@@ -39,7 +40,7 @@ def _build(program: Path, source_root: Path, out: Path, sim: SimToolchain, cache
 
 
 def _devices(tree: Path) -> list[int]:
-    meta = json.loads((tree / "distributed_meta.json").read_text(encoding="utf-8"))
+    meta = json.loads(TreeLayout(tree).distributed_meta.read_text(encoding="utf-8"))
     return list(meta["distributed_config"]["device_ids"])
 
 
@@ -67,7 +68,7 @@ def test_a_chip_pipeline_with_windows_gets_a_host_side_for_pypto_s_loader(
     shutil.copytree(MC2_SAMPLE / "src", project / "src")
     program = project / "src" / "moe_mc2" / "pipelines.py"
     tree = _build(program, project, tmp_path / "out", sim, cache_dir)
-    host = (tree / "orchestration" / "host_orch.py").read_text(encoding="utf-8")
+    host = TreeLayout(tree).host_module.read_text(encoding="utf-8")
     assert "workers=[*range(world_size)]" in host
     assert 'host_orch._pypto_build_runs_on_every_rank = "expert_combine"' in host
     assert _devices(tree) == list(range(8))  # ep 4 x tp 2

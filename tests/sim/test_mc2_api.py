@@ -27,7 +27,7 @@ from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.sim.runtime import NativeRuntime
 from pypto_build.chip_build.toolchains import SimToolchain
-from pypto_build.tree_layout import MANIFEST
+from pypto_build.tree_layout import MANIFEST, SubBuildLayout, TreeLayout
 
 pytestmark = pytest.mark.slow
 
@@ -232,8 +232,8 @@ def test_the_kernel_the_api_ran_is_the_one_a_programs_build_ships(
         cache=CompileCache(cache_dir),
         progress=None,
     )
-    shipped_root = tmp_path / "out" / "a3" / "next_levels" / "expert_combine"
-    shipped = read_kernel_config(shipped_root / "kernel_config.py")
+    shipped_root = TreeLayout(tmp_path / "out" / "a3").sub_build("expert_combine").root
+    shipped = read_kernel_config(SubBuildLayout(shipped_root).kernel_config)
     builtins = [kernel for kernel in shipped.kernels if kernel.name.startswith("__builtin_")]
     assert sorted(kernel.source for kernel in builtins) == [
         "kernels/aic/__builtin_bmm_rs_a2a__fp16.cpp",
@@ -267,7 +267,7 @@ def test_the_kernel_the_api_ran_is_the_one_a_programs_build_ships(
     assert ran_sources == {
         kernel.source: (shipped_root / kernel.source).read_bytes() for kernel in builtins
     }
-    ran_config = read_kernel_config(ran.sub_build / "kernel_config.py")
+    ran_config = read_kernel_config(SubBuildLayout(ran.sub_build).kernel_config)
     ran_binaries = {
         kernel.source: (ran.sub_build / str(kernel.binary)).read_bytes()
         for kernel in ran_config.kernels

@@ -17,6 +17,7 @@ from _support.sim_programs import BuildProgram, Misbehave, Pipeline
 from pypto_build import sim
 from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
+from pypto_build.tree_layout import SUB_BUILD_CONFIGS, SubBuildLayout, TreeLayout
 
 NR = 4
 #: ep * tp of tests/programs/mc2_layer.py.
@@ -59,11 +60,11 @@ def test_run_refuses_another_rank_count_as_a_usage_error(
 def test_the_tree_records_the_rank_count_of_a_chip_orchestration_s_collectives(
     build_program: BuildProgram,
 ) -> None:
-    chip = build_program(Pipeline(NR, host=False)) / "a3" / "next_levels"
-    config = read_kernel_config(chip / "chip_pipeline" / "kernel_config.py")
+    chip = TreeLayout(build_program(Pipeline(NR, host=False)) / "a3").next_levels
+    config = read_kernel_config(SubBuildLayout(chip / "chip_pipeline").kernel_config)
     assert config.orchestration is not None and config.orchestration.ranks == NR
-    plain = build_program(Misbehave(2)) / "a3" / "next_levels" / "chip_misbehave"
-    config = read_kernel_config(plain / "kernel_config.py")
+    plain = TreeLayout(build_program(Misbehave(2)) / "a3").sub_build("chip_misbehave").root
+    config = read_kernel_config(SubBuildLayout(plain).kernel_config)
     assert config.orchestration is not None and config.orchestration.ranks is None
 
 
@@ -80,6 +81,6 @@ def test_the_tree_records_the_mc2_operator_s_rank_count(tmp_path: Path) -> None:
     kernel's variant), so a run on another count is refused like a collective's."""
     program = PROGRAMS_DIR / "mc2_layer.py"
     render_subbuilds(lower_file(program, ("a3",)), ("a3",), tmp_path, source_root=PROGRAMS_DIR)
-    (config_path,) = sorted((tmp_path / "a3" / "next_levels").glob("*/kernel_config.py"))
+    (config_path,) = sorted((tmp_path / "a3").glob(SUB_BUILD_CONFIGS))
     config = read_kernel_config(config_path)
     assert config.orchestration is not None and config.orchestration.ranks == MC2_RANKS

@@ -37,6 +37,7 @@ from pypto_build.chip_build.sim.tensors import SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import Timeouts, World
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.chip_build.tree_manifest import write_manifest
+from pypto_build.tree_layout import TreeLayout
 
 PROBE = Path(__file__).resolve().parent / "probe"
 KERNELS = (
@@ -393,7 +394,7 @@ def test_only_trees_compiled_for_the_simulator_open(tmp_path: Path) -> None:
     with pytest.raises(BuildTreeError, match="no tree for chip a5"):
         open_chip_build(tmp_path, "a5")
     with pytest.raises(BuildTreeError, match="not a build directory"):
-        open_chip_build(tmp_path / "a3" / "next_levels")
+        open_chip_build(TreeLayout(tmp_path / "a3").next_levels)
 
 
 def test_host_arrays_and_window_views_are_typed_and_bounded() -> None:

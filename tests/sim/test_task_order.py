@@ -19,10 +19,11 @@ from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.sim.runtime import NativeRuntime
 from pypto_build.chip_build.subbuild import lower_file, render_subbuilds
 from pypto_build.chip_build.toolchains.sim import SimToolchain
+from pypto_build.tree_layout import RELATIVE
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 NR, TOTAL, SIZE = 4, 16, 64
-ORCHESTRATION = "next_levels/chip_pipeline/orchestration/chip_pipeline.cpp"
+ORCHESTRATION = RELATIVE.sub_build("chip_pipeline").orchestration("chip_pipeline")
 #: The second exchange's (task 4) dependency on the first consume (task 2), which read the data
 #: and recv windows the exchange overwrites.
 SECOND_EXCHANGE_DEPS = "    task4_.set_dependencies(task4_deps_.ids, task4_deps_.count);\n"

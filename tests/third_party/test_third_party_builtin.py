@@ -36,6 +36,7 @@ import pytest
 from _support.sim_programs import COPY_PAIRS
 
 from pypto_build.builtins import ENTRY_POINT_GROUP, default_registry, resolve
+from pypto_build.tree_layout import SubBuildLayout, TreeLayout
 
 pytestmark = pytest.mark.slow
 
@@ -189,21 +190,21 @@ def test_both_rails_render_the_same_kernel(acme: Environment, program: Path) -> 
     # Every chip the package supports, since no --chip was given.
     assert sorted(out["chips"]) == ["a2", "a3", "a5"]
     tree = folder / "render" / "a3"
-    variant = tree / "next_levels" / "builtin.tensor.allgather__fp32"
-    host_kernel = variant / "kernels" / "aiv" / "builtin_tensor_allgather__fp32_kernel.cpp"
+    variant = TreeLayout(tree).sub_build("builtin.tensor.allgather__fp32").root
+    host_kernel = SubBuildLayout(variant).kernel("aiv", "builtin_tensor_allgather__fp32_kernel")
     chip_kernel = (
-        tree / "next_levels" / "chip_gather" / "kernels" / "aiv" / "__builtin_allgather__fp32.cpp"
+        TreeLayout(tree).sub_build("chip_gather").kernel("aiv", "__builtin_allgather__fp32")
     )
     assert host_kernel.read_bytes() == chip_kernel.read_bytes()
     assert chip_kernel.read_text().startswith("// Generated from acme.collectives.allgather.\n")
     # The variant holds the rest of the package and the headers its sources include.
-    assert (variant / "orchestration" / "builtin_tensor_allgather__fp32.cpp").is_file()
+    assert SubBuildLayout(variant).orchestration("builtin_tensor_allgather__fp32").is_file()
     assert (variant / "include" / "pypto_build" / "all_to_all_v_protocol.h").is_file()
     assert (
         "set_block_num(core_num)"
-        in (variant / "orchestration" / "builtin_tensor_allgather__fp32.cpp").read_text()
+        in SubBuildLayout(variant).orchestration("builtin_tensor_allgather__fp32").read_text()
     )
-    inputs = json.loads((tree / "manifest.json").read_text())["inputs"]
+    inputs = json.loads(TreeLayout(tree).manifest.read_text())["inputs"]
     assert {
         f"{HANDLE}/templates/{name}"
         for name in ("entry.cpp.in", "kernel.cpp.in", "kernel_config.py.in")
