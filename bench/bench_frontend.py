@@ -73,7 +73,7 @@ from recording import (
 from pypto_build.chip_build.build import render
 from pypto_build.chip_build.subbuild import SourceProgram, plan_trees, write_trees
 from pypto_build.lowering.frontend import parse_file
-from pypto_build.lowering.legality.build import check_programs
+from pypto_build.lowering.legality.shared_trees import check_programs
 from pypto_build.lowering.passes import Pass, default_pipeline
 
 #: The chips of the sample package, which the render targets.

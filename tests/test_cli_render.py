@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _support.console import run_cli
 
-import pypto_build.chip_build.checks.diffreport as diffreport
+import pypto_build.chip_build.determinism.diffreport as diffreport
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.tree_layout import TreeLayout
 

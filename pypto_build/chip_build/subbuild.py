@@ -74,8 +74,8 @@ from pypto_build.chip_build.orchestration_codegen import (
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.render_errors import RenderError
 from pypto_build.chip_build.tree_manifest import write_manifest
-from pypto_build.collector import pauses_collector
 from pypto_build.files import FILE_MODE, read_regular
+from pypto_build.gc_pause import pauses_collector
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
     CommCtxType,
@@ -86,7 +86,7 @@ from pypto_build.lowering.ir import (
     TensorType,
 )
 from pypto_build.lowering.ir.names import external_source
-from pypto_build.lowering.legality.build import check_programs
+from pypto_build.lowering.legality.shared_trees import check_programs
 from pypto_build.lowering.lower import lower_path
 from pypto_build.tree_layout import (
     DISTRIBUTED_META,

@@ -3,7 +3,7 @@
 Backends lower through here rather than through the pass manager, so that they depend on what
 lowering produces, not on how its passes are arranged: every program runs the default pipeline
 (which ends in CheckLegality), and the programs of one file are checked together, as one build
-holds them (:func:`pypto_build.lowering.legality.build.check_programs`).
+holds them (:func:`pypto_build.lowering.legality.shared_trees.check_programs`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pypto_build.lowering.frontend import parse_file
 from pypto_build.lowering.ir import Program
-from pypto_build.lowering.legality.build import check_programs
+from pypto_build.lowering.legality.shared_trees import check_programs
 from pypto_build.lowering.passes import default_pipeline
 
 

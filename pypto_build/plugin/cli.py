@@ -324,8 +324,8 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _check_render(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.checks.diffreport import find_diffoscope
-    from pypto_build.chip_build.checks.render import check_render
+    from pypto_build.chip_build.determinism.diffreport import find_diffoscope
+    from pypto_build.chip_build.determinism.render import check_render
     from pypto_build.files import IrregularEntry
 
     path, source_root, chips, programs = _program_inputs(args)

@@ -1,8 +1,8 @@
 """``pypto-build check-reproducible``: build a project's wheel twice and prove the two identical.
 
-A thin adapter over :mod:`pypto_build.chip_build.checks.wheels`: it checks the project folder, runs
-the check and prints the verdict, every difference and the report's files (or, with ``--json``,
-one document). Exit 0 when the wheels are identical; 1 when they differ or a build fails; 2
+A thin adapter over :mod:`pypto_build.chip_build.determinism.wheels`: it checks the project
+folder, runs the check and prints the verdict, every difference and the report's files (or, with
+``--json``, one document). Exit 0 when the wheels are identical; 1 when they differ or a build fails; 2
 when the check cannot run (no project there, build tools missing from the environment).
 """
 
@@ -16,7 +16,7 @@ from pypto_build.errors import ExitCode
 from pypto_build.plugin.cli_common import UsageError, add_json_option, print_json
 
 if TYPE_CHECKING:
-    from pypto_build.chip_build.checks.wheels import ReproducibleResult
+    from pypto_build.chip_build.determinism.wheels import ReproducibleResult
     from pypto_build.plugin.cli_common import Subparsers
 
 
@@ -53,8 +53,8 @@ def register(commands: Subparsers) -> None:
 
 
 def _check_reproducible(args: argparse.Namespace) -> int:
-    from pypto_build.chip_build.checks.diffreport import find_diffoscope
-    from pypto_build.chip_build.checks.wheels import check_reproducible
+    from pypto_build.chip_build.determinism.diffreport import find_diffoscope
+    from pypto_build.chip_build.determinism.wheels import check_reproducible
 
     project = Path(args.project)
     if not (project / "pyproject.toml").is_file():

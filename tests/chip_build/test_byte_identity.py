@@ -13,8 +13,8 @@ import pytest
 from _support.rendered import ALL_CHIPS, PROGRAMS_DIR, RENDERED_STEMS, Render, render_program
 
 from pypto_build.chip_build.builtin_variants import rail_renders
-from pypto_build.chip_build.checks.diffreport import compare_trees
 from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.determinism.diffreport import compare_trees
 from pypto_build.chip_build.subbuild import RUNTIME, lower_file
 
 #: (CHIP-rail program, its sub-build) and (HOST-rail program) per payload dtype.

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pypto_build
-from pypto_build.chip_build.checks.environment import (
+from pypto_build.chip_build.determinism.environment import (
     VARIANTS,
     Variant,
     current_umask,

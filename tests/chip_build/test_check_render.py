@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from _support.rendered import ALL_CHIPS, PROGRAMS_DIR, render_program
 
-from pypto_build.chip_build.checks import render as check_render_module
-from pypto_build.chip_build.checks.diffreport import (
+from pypto_build.chip_build.determinism import render as check_render_module
+from pypto_build.chip_build.determinism.diffreport import (
     TreeDiff,
     builtin_report,
     compare_trees,
     find_diffoscope,
     write_report,
 )
-from pypto_build.chip_build.checks.render import (
+from pypto_build.chip_build.determinism.render import (
     AGAINST,
     RAIL_IDENTITY,
     REPRODUCIBLE,

@@ -12,8 +12,8 @@ from _support.mc2 import mc2_request
 from _support.rendered import PROGRAMS_DIR
 
 from pypto_build.builtins import render, resolve
-from pypto_build.chip_build.checks.render import check_render
 from pypto_build.chip_build.chips import CoreType
+from pypto_build.chip_build.determinism.render import check_render
 from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.subbuild import default_chips, lower_file, render_subbuilds
 from pypto_build.lowering.ir.types import DataType

@@ -13,9 +13,9 @@ import pytest
 from _support.console import run_cli
 from _support.hatch_projects import build_wheel, copy_sample, edit, hook_environment
 
-from pypto_build.chip_build.checks.diffreport import find_diffoscope
-from pypto_build.chip_build.checks.wheel_diff import check_wheels
-from pypto_build.chip_build.checks.wheels import missing_build_requirements
+from pypto_build.chip_build.determinism.diffreport import find_diffoscope
+from pypto_build.chip_build.determinism.wheel_diff import check_wheels
+from pypto_build.chip_build.determinism.wheels import missing_build_requirements
 from pypto_build.plugin.cli import ExitCode
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not on PATH")

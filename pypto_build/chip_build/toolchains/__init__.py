@@ -5,13 +5,13 @@ front them. :mod:`.registry` lists the toolchains; each implements :class:`.base
 and :class:`.kind.ToolchainKind`, the only ways the front ends reach one.
 
 Importing the package loads none of them: its names are read from :mod:`.public`, which is
-imported when the first one is (:mod:`pypto_build.lazy`)."""
+imported when the first one is (:mod:`pypto_build.lazy_exports`)."""
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pypto_build.chip_build.toolchains.public import *  # noqa: F403
 else:
-    from pypto_build.lazy import lazy_package
+    from pypto_build.lazy_exports import lazy_package
 
     __getattr__ = lazy_package(__name__, "pypto_build.chip_build.toolchains.public")

@@ -1,5 +1,5 @@
 """Everything :mod:`pypto_build.chip_build.toolchains` offers, imported when the package's first
-name is read (:mod:`pypto_build.lazy`)."""
+name is read (:mod:`pypto_build.lazy_exports`)."""
 
 from pypto_build.chip_build.toolchains.base import (
     CompileError,

@@ -13,8 +13,8 @@ import importlib.util
 import os
 import warnings
 
-from pypto_build.collector import pauses_collector
 from pypto_build.files import open_regular
+from pypto_build.gc_pause import pauses_collector
 from pypto_build.lowering.diagnostics import ProgramError, Span
 from pypto_build.lowering.frontend.program import parse_module
 from pypto_build.lowering.frontend.source import Source

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pypto_build.collector import collector_paused
 from pypto_build.errors import PyptoUsageError
+from pypto_build.gc_pause import collector_paused
 from pypto_build.lowering.ir import Program
 
 

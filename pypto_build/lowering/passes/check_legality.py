@@ -24,7 +24,7 @@ from pypto_build.lowering.legality.chip_orchestration import (
     check_chip_orchestration,
 )
 from pypto_build.lowering.legality.kernels import check_kernel
-from pypto_build.lowering.legality.names import check_output_name
+from pypto_build.lowering.legality.output_names import check_output_name
 from pypto_build.lowering.pass_names import CHECK_LEGALITY
 from pypto_build.lowering.passes.base import Pass, Property
 

@@ -29,14 +29,19 @@ from pathlib import Path
 from typing import Any
 
 from pypto_build.chip_build.builtin_variants import rail_renders
-from pypto_build.chip_build.checks import render_worker
-from pypto_build.chip_build.checks.diffreport import Report, TreeDiff, compare_trees, write_report
-from pypto_build.chip_build.checks.environment import (
+from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.determinism import render_worker
+from pypto_build.chip_build.determinism.diffreport import (
+    Report,
+    TreeDiff,
+    compare_trees,
+    write_report,
+)
+from pypto_build.chip_build.determinism.environment import (
     current_umask,
     run_varied,
     unlike_this_process,
 )
-from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.subbuild import RUNTIME, SourceProgram, render_subbuilds
 from pypto_build.files import atomic_write_text
 

@@ -1,6 +1,6 @@
 """check-render's second render, in a process of its own.
 
-``python -m pypto_build.chip_build.checks.render_worker PATH --out DIR --source-root DIR
+``python -m pypto_build.chip_build.determinism.render_worker PATH --out DIR --source-root DIR
 --chip CHIP...`` renders the program file ``PATH`` with the engine's
 :func:`~pypto_build.chip_build.build.render`: lowering, then the renderer that check-render's
 first render runs in check-render's own process. A process of its own is what lets the render

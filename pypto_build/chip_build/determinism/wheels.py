@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto_build.chip_build.checks.environment import VARIANTS, Variant, run_varied
-from pypto_build.chip_build.checks.wheel_diff import WheelCheck, check_wheels, clear_report
+from pypto_build.chip_build.determinism.environment import VARIANTS, Variant, run_varied
+from pypto_build.chip_build.determinism.wheel_diff import WheelCheck, check_wheels, clear_report
 from pypto_build.errors import PyptoError, PyptoUsageError
 from pypto_build.files import atomic_write_text, read_regular
 

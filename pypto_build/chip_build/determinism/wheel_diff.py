@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pypto_build.chip_build.checks.diffreport import (
+from pypto_build.chip_build.determinism.diffreport import (
     Report,
     TreeDiff,
     builtin_report,
     diffoscope_report,
 )
-from pypto_build.chip_build.checks.environment import VARIANTS
+from pypto_build.chip_build.determinism.environment import VARIANTS
 from pypto_build.files import atomic_write_text, read_regular, sha256_regular
 
 REPORT_NAME = "check-reproducible"
