@@ -2,8 +2,8 @@
 
 A thin adapter over :mod:`pypto_build.chip_build.determinism.wheels`: it checks the project
 folder, runs the check and prints the verdict, every difference and the report's files (or, with
-``--json``, one document). Exit 0 when the wheels are identical; 1 when they differ or a build fails; 2
-when the check cannot run (no project there, build tools missing from the environment).
+``--json``, one document). Exit 0 when the wheels are identical; 1 when they differ or a build
+fails; 2 when the check cannot run (no project there, build tools missing from the environment).
 """
 
 from __future__ import annotations
