@@ -59,6 +59,9 @@ class Chip:
     soc: str
     #: The simpler/PyPTO runtime platform arch; ``<platform>sim`` is its host simulation.
     platform: Literal["a2a3", "a5"]
+    #: PyPTO's ``BackendType`` member for the platform (``distributed_meta.json``'s
+    #: ``backend_type``).
+    backend_type: str
     #: ``--cce-aicore-arch`` value for vector (AIV) kernels.
     aiv_arch: str
     #: ``--cce-aicore-arch`` value for cube (AIC) kernels.
@@ -103,6 +106,8 @@ def _a2a3_chip(name: str, soc: str) -> Chip:
         name=name,
         soc=soc,
         platform="a2a3",
+        # [pypto backends]: the a2a3 platform's backend.
+        backend_type="Ascend910B",
         aiv_arch="dav-c220-vec",
         aic_arch="dav-c220-cube",
         ccec_extra_flags=(),
@@ -128,6 +133,8 @@ CHIPS: tuple[Chip, ...] = (
         soc="Ascend950",
         # [simpler platforms], [simpler hardware]: A5 (= Ascend 950) is the a5 platform.
         platform="a5",
+        # [pypto backends]: the a5 platform's backend.
+        backend_type="Ascend950",
         # [chip architecture], [simpler hardware]: AIC-C-310 -> dav-c310-vec / dav-c310-cube.
         aiv_arch="dav-c310-vec",
         aic_arch="dav-c310-cube",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from pypto_build.chip_build.chips import Chip
+from pypto_build.chip_build.chips import CHIPS, Chip
 from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.errors import PyptoUsageError
 from pypto_build.files import atomic_write_text, read_text
@@ -51,8 +51,8 @@ DTYPE_NAMES: dict[DataType, str] = {
 }
 _DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
 
-#: PyPTO's ``BackendType`` member for each platform.
-BACKEND_TYPES = {"a2a3": "Ascend910B", "a5": "Ascend950"}
+#: Every backend a ``distributed_meta.json`` may name: the chip catalog's.
+BACKEND_TYPES = frozenset(chip.backend_type for chip in CHIPS)
 
 
 def dtype_of_name(name: object) -> DataType:
@@ -131,7 +131,7 @@ def meta_for(
     chip: Chip, parameters: Sequence[Parameter], returns: int, world_size: int
 ) -> DistributedMeta:
     """The metadata of a HOST orchestrator of ``chip``'s tree (sources only: no platform)."""
-    return DistributedMeta(tuple(parameters), returns, BACKEND_TYPES[chip.platform], world_size)
+    return DistributedMeta(tuple(parameters), returns, chip.backend_type, world_size)
 
 
 def with_platform(path: Path, platform: str) -> None:
@@ -181,8 +181,8 @@ def read_meta_text(text: str, where: str) -> DistributedMeta:
         raise MetaError(f"{where}: distributed_config.device_ids must be a non-empty int list")
     if type(returns) is not int or returns < 0:
         raise MetaError(f"{where}: num_return_types must be a count")
-    if not isinstance(backend, str) or backend not in BACKEND_TYPES.values():
-        raise MetaError(f"{where}: backend_type must be one of {sorted(BACKEND_TYPES.values())}")
+    if not isinstance(backend, str) or backend not in BACKEND_TYPES:
+        raise MetaError(f"{where}: backend_type must be one of {sorted(BACKEND_TYPES)}")
     if platform is not None and not isinstance(platform, str):
         raise MetaError(f"{where}: platform must be a string")
     parameters = tuple(_parameter(where, index, entry) for index, entry in enumerate(params))
