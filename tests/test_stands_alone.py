@@ -40,37 +40,11 @@ FORBIDDEN = re.compile(
 #: (path, text of the line) -> why the citation is still there. An entry whose line no longer
 #: cites anything fails the test too, so the list only shrinks.
 PENDING: dict[tuple[str, str], str] = {
-    **{
-        (path, line): "its text is part of every rendered tree, whose bytes are pinned"
-        for path, line in (
-            (
-                "pypto_build/builtins/collectives/all_to_all_v/templates/entry.cpp.in",
-                "//   scalar  2     core_num L, the requested launch width (seed 000); optional, 1 "
-                "when absent",
-            ),
-            (
-                "pypto_build/builtins/collectives/all_to_all_v/templates/entry.cpp.in",
-                "// multiple of P not above L (RFC #2521; the CHIP rail folds the same formula at "
-                "compile time).",
-            ),
-            (
-                "pypto_build/builtins/include/pypto_build/kernel_abi.h",
-                "// and external kernels (DESIGN 8.1).",
-            ),
-            (
-                "pypto_build/builtins/mc2/batch_matmul_reduce_scatter_all_to_all/templates/"
-                "kernel.cpp.in",
-                "// CANN path: the seed's two-phase pipeline. Phase 1 handles the rows bound for "
-                "the other ep-1 EP",
-            ),
-            (
-                # Its hash is one of the inputs every tree built from it records.
-                "tests/programs/chip_pipeline.py",
-                '"""CHIP-rail all_to_all_v pipeline (seed 000): one chip orchestration per '
-                "rank runs",
-            ),
-        )
-    },
+    (
+        "pypto_build/builtins/mc2/batch_matmul_reduce_scatter_all_to_all/templates/kernel.cpp.in",
+        "// CANN path: the seed's two-phase pipeline. Phase 1 handles the rows bound for "
+        "the other ep-1 EP",
+    ): "its text is part of every rendered tree, whose bytes are pinned",
 }
 
 

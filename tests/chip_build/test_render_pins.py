@@ -23,64 +23,64 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "f334030f83d7f0d01cb99aaa54a37d38e5b7c505d256ca12530aa764b7fc7519",
-        "a3": "702d6f1b95208d4e8a6b717a682aa4a5b8c8e3553f47f13d38cc3ec3a6f7df45",
-        "a5": "f3dccdd696a183f652a106efedc708280bf6f0db694622a6a83b1e2303e73ac3",
+        "a2": "ce016c971a8ff74c92bafb40daa9e4b4e26663e97551f777aea1619808a15a7f",
+        "a3": "69ad40da377b6c753a8ad26dd07803ee89f5d394eaadb593e3a9df1bd806f10d",
+        "a5": "468e2edfe6fd32812fc89e63b48a9e3a57b7c372f9e3112b46aedcf4be454e89",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "83be68bf590f722c968858af31e0a6fc7d6d60303e3cdab457c06284705b2004",
-        "a3": "82d60561ca9a2f3b34d17d5a4308e966f551e6fd144ec8f1937aeadaec1a226d",
-        "a5": "00298bc73e45328b166e3b3db2ac6c2656e8522a02e136cad34f6a12ea31303d",
+        "a2": "249afa9e6662aec196c188f554978b5cb2a162999507558e9257bb560fd99ffd",
+        "a3": "a6d2942df38bce732ce0fecafb67ed58c19a99110b01ee69de101412209970b2",
+        "a5": "e42402b11a0320ca991afea9b9030bd4f36bdbb6ea74523fde900e30d5c43158",
     },
     # The fused MC2 operator runs on a3 only.
     (
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "b9ff394304697779c90bf5df08c961da24035886d02907d86ea9132fdbc4426e",
+        "a3": "ed6a19763b03e4cb295854dd1a9255513d3b8effb4c9c9b19fde2eee106d0082",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "6ef5d0c978be0637a98087c62c2551c046ed4c0a111569b29b0dc4b69aef7c43",
-        "a3": "c4351832328a3b59fb49bdcaac8da97b46b6bfe71883a479c04b2fd9853e9c4c",
-        "a5": "1205edbf38184f173054bfe06110d3810a0617cd1d781db4c221064cff59872b",
+        "a2": "120bd64c9b959ba8d984d7ebeba4c011a4687fbf52823c162d9722891785af32",
+        "a3": "0e97cf4f305fbcb578aff4ee7fc5e0c60234de4e4ef5b1c80e841e2d7b5a23d5",
+        "a5": "bbc0ba8cb73ce65c1f595d36af27f67b317851766d5798ae4502491a99de714c",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "cfe9a332ce9c639751356009aee00e27a7949c72cfa642e5127e6fd7b34dd8a7",
-        "a3": "3352a36d497c3d22270564946831bc532254a1fad63ca36cc79d4677a5e76e3a",
-        "a5": "fd47002edaf28598ea586d5650d5d0a98e1136435762654d999a9242e3cd2310",
+        "a2": "77da890365ea04f434055b33f3722286ae77c326d98b22a5d4019ce160ce1a8b",
+        "a3": "9146990a6dbbb7529f23e5b06ec3a4f326d37fd743376ebb3593e82f8161fc64",
+        "a5": "1ca939fe1161087ccc4d5e8e0e5bcac90c25edde99afdf5c402ad44518600f12",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "53f81795985bb66162ca67ac6460a67ec4be10775414ed4ac5b82d388e511974",
-        "a3": "372a8a25bfdd290668a12bf80fcb3d19479c864377d05ec85d56a9e660291a6b",
-        "a5": "6a709d66843dd44307ef0d74e579a5e1e46bd035e04d9d11db3a2760d25df11e",
+        "a2": "33b8f9f2e34163c62e572089539d5884892ee0252f91d522460b7e17ee68f741",
+        "a3": "91bea8f0dbca6ef479b6457d526491715fe75eaadad8f566580da292ce366f3b",
+        "a5": "770b30fcdfc87d7c4a9da0167f8cc05b108b1fcb46d1481d38b7c2dc726deb2e",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "934f792575b745c4740030738c3f051e7057fb9a758f655c2855d0c9bd7c6bf1",
-        "a3": "4022c45528839d06507f87cf712185545309f48b0347ca6aa3b23f533504d0eb",
-        "a5": "783c9e32218f7ca618eb295889c246beb51af8094bbbeb0b1c6ffa1f2e2fbf96",
+        "a2": "56ca2237b2ac67bee0f1bb1c74500c4a16e694f3001d2e7e668f30afbd58f182",
+        "a3": "6efa82c46efc95c075b1a06deecfc87a715f5a1b21ef5b56fa9494a0588e095b",
+        "a5": "3eede7a8f61c0b505b8b6937fc8e6160ed9f8ad30eda996e303c7d920622a75f",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "ce77fedba016d3f33f9ea707e823ee1e95fe5eb226580e45fa9c4dcde47ba479",
-        "a3": "a81a663f3e62a88cc3e0402047cc189e0e6d8e8657acc64d3fa0f01ed8a19e4d",
-        "a5": "c737986d2ccd044263eeeb77d400d6dd0b6bf79e63c348c27614005c3e747fb8",
+        "a2": "f756d529523362928ef0ca34e467383304271421c4a0580c638a3504efc8f16c",
+        "a3": "c3ca97df7dc55362e8084aa7afa6c9030669da4a79af99df736f1354fb3a04ee",
+        "a5": "5c3a4f54a14e37995bef0d3d22b62537e97101b247eeaf9ae56bf6e6955eec6f",
     },
     (
         "tests/programs/orchestration_features.py",

@@ -1,4 +1,4 @@
-"""CHIP-rail all_to_all_v pipeline (seed 000): one chip orchestration per rank runs
+"""CHIP-rail all_to_all_v pipeline: one chip orchestration per rank runs
 stage -> collective -> consume as three AIV tasks of its own pipeline.
 
 The HOST orchestrator only allocates the windows, views them and dispatches ``chip_pipeline``

@@ -1,5 +1,5 @@
 // pypto_build/kernel_abi.h -- the kernel argument ABI, one contract for CANN, the host simulator
-// and external kernels (DESIGN 8.1).
+// and external kernels (the argument layout of simpler 6ebaf77's kernels).
 //
 // It keeps the upstream runtime's layout and field names, so a kernel written for PyPTO's runtime
 // builds here unchanged and ours run there:
