@@ -9,13 +9,28 @@ workspace the op and the host API require.
 Keys in brackets name upstream's files of the operator, listed with their repository and
 revision in ``docs/mc2.md`` (Upstream sources).
 
-**Tiles are uncut.** Upstream cuts the local and non-local E and C axes into tiles sized by
-performance models of the matmul and of HCCL, which are not public ([formulaic tiling]): tile shapes
-are implementation-defined, and the result does not depend on them (a cut only partitions the same
-sums). So every tile here is the one ``InitTileInfo`` starts from ([tiling]): the whole E/ep experts
-and the whole C (y_shard_type 0) or C/tp (1) rows, one tile, no tail. The workspace formula only
-grows with the tile lengths, so the workspace of uncut tiles also bounds the workspace of any cut;
-the worked sizes in ``tests/lowering/test_mc2_tiling.py`` assume uncut tiles too.
+**Tiles are cut.** Upstream cuts the local and non-local E and C axes into tiles
+([formulaic tiling]) and the kernel runs one matmul, one ReduceScatter and (non-local) one
+AlltoAllV per tile, so the communication of a tile overlaps the matmul of the next. Upstream sizes
+the cuts with performance models of the matmul and of HCCL, which are not public; the result does
+not depend on the tile shapes (a cut only partitions the same sums). :func:`cut_tiles` keeps the
+formulas' structure and replaces the models by a fixed rule (docs/mc2.md, The tiles):
+
+* at most ``MAX_TILE_CNT`` (5) tile rounds over both branches: with ep > 2 the local branch is not
+  cut and the non-local one gets 4 rounds, with ep = 2 the local one gets 2 and the non-local 3;
+* E (the E/ep experts): y_shard_type 1 cuts it into the most tiles that divide it evenly within
+  the branch's rounds (no tail, ``EAxisCut``), y_shard_type 0 into that many rounds, the longer
+  tiles first and a shorter tail (``CutAxisE``);
+* non-local C (C/tp rows for y_shard_type 1, C for 0): cut in two, the longer tile first, only
+  where the non-local E tile is a single expert (``CutAxisC``), so a tile's rows of one
+  destination are contiguous in the AlltoAllV's buffers; local C is never cut.
+
+**The workspace is the uncut tiling's.** The workspace formula only grows with the tile lengths,
+so the workspace of uncut tiles (each tile the one ``InitTileInfo`` starts from: the whole E/ep
+experts and the whole C or C/tp rows) bounds the workspace of every cut; :attr:`Mc2Tiling.user_bytes`
+is that bound, the number a caller can work out by hand from the shapes alone, whatever cut the
+kernel runs (the worked sizes in ``tests/lowering/test_mc2_tiling.py``). The kernel lays its
+buffers out in it and keeps what the cut leaves unused at the end.
 
 **Local and non-local** ([formulaic tiling]): a rank's rows bound for its own EP position
 (``local``) need no AllToAll and go straight into ``out``; the rows for the other ep-1 positions
@@ -267,12 +282,69 @@ class Mc2Tiling:
         return dict(_flatten(self.as_json(), ""))
 
 
+#: ``MAX_TILE_CNT_TWO_COMM``: tile rounds over the local and the non-local branch
+#: ([formulaic tiling]).
+MAX_TILE_CNT = 5
+
+
+def branch_rounds(ep: int) -> tuple[int, int]:
+    """The rounds of the local and of the non-local branch ([formulaic tiling]'s
+    ``AsignMaxCutNumForBranches``: with ep > 2 the local branch is not cut and the non-local one
+    gets 4; with ep = 2, where both branches are one EP position, 2 and 3)."""
+    return (1, MAX_TILE_CNT - 1) if ep > 2 else (2, MAX_TILE_CNT - 2)
+
+
+def cut_even(length: int, rounds: int) -> TileInfo:
+    """``length`` in the most tiles that divide it evenly, at most ``rounds`` (``EAxisCut``
+    decrements the count until it divides)."""
+    count = min(length, rounds)
+    while length % count:
+        count -= 1
+    return TileInfo(length // count, count, 0, 0)
+
+
+def cut_with_tail(length: int, rounds: int) -> TileInfo:
+    """``length`` in ``min(length, rounds)`` tiles as equal as they can be: the longer ones
+    first, then a shorter tail (``CutAxisE`` / ``CutAxisC``)."""
+    count = min(length, rounds)
+    long_len = -(-length // count)
+    long_cnt = count if length % count == 0 else (length - count * (long_len - 1))
+    tail_cnt = count - long_cnt
+    return TileInfo(long_len, long_cnt, long_len - 1 if tail_cnt else 0, tail_cnt)
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """The four cuts of one configuration."""
+
+    local_e: TileInfo
+    nonlocal_e: TileInfo
+    local_c: TileInfo
+    nonlocal_c: TileInfo
+
+
+def cut_tiles(config: Mc2Config) -> Tiles:
+    """The cut of ``config``'s E and C axes (module docstring)."""
+    rows = config.C_over_tp if config.y_shard_type == 1 else config.C
+    local_rounds, nonlocal_rounds = branch_rounds(config.ep)
+    cut_e = cut_even if config.y_shard_type == 1 else cut_with_tail
+    nonlocal_e = cut_e(config.E_over_ep, nonlocal_rounds)
+    single_expert = nonlocal_e.tile_len == 1 and nonlocal_e.tail_cnt == 0
+    return Tiles(
+        local_e=cut_e(config.E_over_ep, local_rounds),
+        nonlocal_e=nonlocal_e,
+        local_c=TileInfo.uncut(rows),
+        nonlocal_c=cut_with_tail(rows, 2) if single_expert else TileInfo.uncut(rows),
+    )
+
+
 def tile(config: Mc2Config, *, ub_bytes: int = A3_UB_BYTES) -> Mc2Tiling:
-    """The tiling of ``config`` with uncut tiles (module docstring), for a vector core with
-    ``ub_bytes`` of UB (a3's by default)."""
+    """The tiling of ``config`` with :func:`cut_tiles`' tiles and the uncut tiles' workspace
+    (module docstring), for a vector core with ``ub_bytes`` of UB (a3's by default)."""
     lite = is_lite(config)
     rows = config.C_over_tp if config.y_shard_type == 1 else config.C
-    tile_e, tile_c = TileInfo.uncut(config.E_over_ep), TileInfo.uncut(rows)
+    uncut_e, uncut_c = TileInfo.uncut(config.E_over_ep), TileInfo.uncut(rows)
+    tiles = cut_tiles(config)
     bias_dtype = _tiling_bias_dtype(config)
     input_datasize = datasize(config.dtype)
     return Mc2Tiling(
@@ -283,15 +355,15 @@ def tile(config: Mc2Config, *, ub_bytes: int = A3_UB_BYTES) -> Mc2Tiling:
             config.dtype, bias_dtype, config.has_bias, ub_bytes
         ),
         total_ub_size=ub_bytes,
-        local_tile_e=tile_e,
-        nonlocal_tile_e=tile_e,
-        local_tile_c=tile_c,
-        nonlocal_tile_c=tile_c,
-        local_matmul=_matmul(config, tile_e, tile_c, 1, lite),
-        nonlocal_matmul=_matmul(config, tile_e, tile_c, config.ep - 1, lite),
+        local_tile_e=tiles.local_e,
+        nonlocal_tile_e=tiles.nonlocal_e,
+        local_tile_c=tiles.local_c,
+        nonlocal_tile_c=tiles.nonlocal_c,
+        local_matmul=_matmul(config, tiles.local_e, tiles.local_c, 1, lite),
+        nonlocal_matmul=_matmul(config, tiles.nonlocal_e, tiles.nonlocal_c, config.ep - 1, lite),
         is_lite=lite,
         tiling_key=tiling_key(config.y_shard_type, config.transpose_weight, config.has_bias, lite),
-        user_bytes=_workspace_elements(config, tile_e, tile_c, tile_e, tile_c, lite)
+        user_bytes=_workspace_elements(config, uncut_e, uncut_c, uncut_e, uncut_c, lite)
         * input_datasize,
         hccl_data_type=HCCL_DATA_TYPES[config.dtype],
     )

@@ -11,19 +11,23 @@
 //
 // Synchronisation. On the device a MIX kernel synchronises through the hardware: cross-core
 // flags and SyncAll inside a cluster, and HCCL's Commit/Wait between ranks (every rank's
-// collective completes only once every member has taken part). A kernel that exchanges data
-// through its windows itself (the MC2 kernel's simulation path) meets its peers at a
-// CommBarrier, built from portability.h's signal primitives alone, like all_to_all_v's credit
-// barrier (all_to_all_v_protocol.h), so it runs the same on any runtime that maps the windows:
+// collective completes only once every member has taken part). Code that exchanges data through
+// the windows itself (host_mix.h's HCCL client, which the MC2 kernel's simulation runs) meets its
+// peers at a CommBarrier, built from portability.h's signal primitives alone, like all_to_all_v's
+// credit barrier (all_to_all_v_protocol.h), so it runs the same on any runtime that maps the
+// windows:
 //
-//   Parties   `parties` cores on each of the domain's ranks (the MC2 kernel: its cluster's AIC
-//             and two AIV cores), each with a party index in [0, parties); N = parties * ranks.
+//   Members   `nranks` ranks of the domain: first, first + stride, ... (every rank by default;
+//             host_mix.h: one HCCL group, e.g. a TP group of contiguous ranks or an EP group of
+//             ranks tp apart).
+//   Parties   `parties` cores on each member rank (host_mix.h: the one core that drives HCCL),
+//             each with a party index in [0, parties); N = parties * nranks.
 //   Slots     one int32 counter per party, rank r's `parties` counters in its window at the
 //             same offset on every rank (the caller picks it, e.g. comm_barrier_slots_at_end),
 //             zero before the first call: comm_barrier_bytes(parties) bytes, whatever the rank
 //             count, so the barrier takes as little room as it can beside a kernel's data.
 //   Round k   (k = 1, 2, ... within one call) publish_fence, +1 on the counter of every other
-//             party (the rank's own other cores and every core of every peer rank), then wait
+//             party (the rank's own other cores and every core of every member rank), then wait
 //             until this party's counter holds >= (N - 1) * k. No party passes round k before
 //             every party has entered it: until the first one passes, nobody has sent a credit
 //             of round k + 1, so (N - 1) * k credits are k from each of the N - 1 others. The
@@ -112,9 +116,11 @@ PYPTO_DEVICE __gm__ uint8_t* tensor_bytes_data(__gm__ ChipTensor* tensor) {
 struct CommBarrier {
   __gm__ CommContext* ctx;
   __gm__ int32_t* slots;  // this rank's counters, at the same window offset on every rank
-  int64_t nranks;
-  int32_t parties;  // per rank
-  int32_t party;    // this core's index among its rank's parties
+  int64_t nranks;         // members
+  int32_t parties;        // per rank
+  int32_t party;          // this core's index among its rank's parties
+  int64_t first = 0;      // the members: first + i * stride, i in [0, nranks)
+  int64_t stride = 1;
 
   // The credits a party receives in one round: one from every other party.
   PYPTO_DEVICE int32_t credits_per_round() const {
@@ -150,7 +156,8 @@ PYPTO_DEVICE __gm__ int32_t* comm_barrier_slots_at_end(__gm__ ChipTensor* window
 PYPTO_DEVICE bool comm_barrier_round(const CommBarrier& barrier, int32_t round) {
   const int64_t my_rank = barrier.ctx->rankId;
   publish_fence();
-  for (int64_t rank = 0; rank < barrier.nranks; ++rank) {
+  for (int64_t member = 0; member < barrier.nranks; ++member) {
+    const int64_t rank = barrier.first + member * barrier.stride;
     for (int32_t receiver = 0; receiver < barrier.parties; ++receiver) {
       if (rank != my_rank || receiver != barrier.party) {
         signal_add(remote_ptr(barrier.ctx, barrier.slots + receiver, rank), 1);
