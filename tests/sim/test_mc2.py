@@ -320,12 +320,13 @@ def test_bf16_bias_add_rounds_ties_away_from_zero_where_the_golden_rounds_to_eve
     assert np.all(out == 129.0) and np.all(expected == 128.0)
 
 
-def test_a_workspace_without_room_for_the_barrier_is_a_clear_error(
+def test_a_workspace_without_room_for_the_simulated_hccl_is_a_clear_error(
     build_program: BuildProgram,
 ) -> None:
-    """The smallest configuration the rules accept leaves 8 bytes of the tiling's user part
-    beside the simulation's data, fewer than the barrier's 12 (mix_kernel.h): every core of
-    every rank refuses, before any exchange, and says how many bytes it needs."""
+    """The smallest configuration the rules accept (ep 2, tp 2, E/ep 1, C 1, H/tp 1): its
+    buffers take 12 of the tiling's 20 user bytes, fewer than the simulated HCCL's state after
+    them (host_mix.h: 40 bytes of flag counters, 8 of group counters, a mailbox of 16 + 2 * 2 * 4):
+    every core of every rank refuses, before any exchange, and says how many bytes it needs."""
     sizes, variant = Sizes(ep=2, tp=2, E=2, C=1, H=2, M=2), Variant("fp16", 0, 0, False)
     assert variant.workspace_bytes(sizes) == 20
     tree = build_program(Mc2Programs(sizes, (variant,)))
@@ -337,7 +338,7 @@ def test_a_workspace_without_room_for_the_barrier_is_a_clear_error(
     assert sorted(error.rank for error in errors) == list(range(sizes.ranks))
     assert {error.code for error in errors} == {sim.SIMPLER_ERROR_INVALID_ARGS}
     assert all(
-        "the workspace holds 20 bytes; the simulation needs 12 for its data and 12 for the "
-        "barrier's counters after them (4-byte aligned)" in error.message
+        "the workspace holds 20 bytes; the simulation keeps 80 bytes of HCCL and cross-core "
+        "state after the kernel's 12 bytes of buffers (8-byte aligned)" in error.message
         for error in errors
     )

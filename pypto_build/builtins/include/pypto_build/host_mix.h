@@ -84,16 +84,17 @@ constexpr int32_t kMaxTasks = 64;
 constexpr int64_t align8(int64_t bytes) { return (bytes + 7) / 8 * 8; }
 
 // The mailbox a member publishes its arguments in: the send buffer's window offset, the count and
-// stride (ReduceScatter), and the counts and displacements for each group position (AlltoAllV).
+// stride (ReduceScatter), and the counts and displacements for each group position (AlltoAllV),
+// 32 bits each (the area is as small as it can be; a larger value fails the call).
 struct MailboxHeader {
   uint64_t send_offset;
-  uint64_t count;
-  uint64_t stride;
+  uint32_t count;
+  uint32_t stride;
 };
 
 constexpr int64_t mailbox_bytes(int64_t max_group) {
   return static_cast<int64_t>(sizeof(MailboxHeader)) +
-         2 * max_group * static_cast<int64_t>(sizeof(uint64_t));
+         2 * max_group * static_cast<int64_t>(sizeof(uint32_t));
 }
 
 // The area: `flags` flag ids' counters for each core, one CommBarrier counter per HCCL group, and
@@ -442,17 +443,25 @@ class Hccl {
                   "the simulated HCCL reads send buffers from the window: this one is outside it");
       return false;
     }
+    bool fits = task.count <= UINT32_MAX && task.stride <= UINT32_MAX;
     MailboxHeader* header = reinterpret_cast<MailboxHeader*>(core_->mailbox());
     header->send_offset = send - base;
-    header->count = task.count;
-    header->stride = task.stride;
+    header->count = static_cast<uint32_t>(task.count);
+    header->stride = static_cast<uint32_t>(task.stride);
     if (task.kind == TaskKind::kAlltoAllV) {
-      uint64_t* arrays = reinterpret_cast<uint64_t*>(header + 1);
-      std::memcpy(arrays, task.send_counts, static_cast<size_t>(group_.size) * sizeof(uint64_t));
-      std::memcpy(arrays + group_.size, task.sdispls,
-                  static_cast<size_t>(group_.size) * sizeof(uint64_t));
+      uint32_t* arrays = reinterpret_cast<uint32_t*>(header + 1);
+      for (int64_t position = 0; position < group_.size; ++position) {
+        fits = fits && task.send_counts[position] <= UINT32_MAX &&
+               task.sdispls[position] <= UINT32_MAX;
+        arrays[position] = static_cast<uint32_t>(task.send_counts[position]);
+        arrays[group_.size + position] = static_cast<uint32_t>(task.sdispls[position]);
+      }
     }
-    return true;
+    if (!fits) {
+      core_->fail(SIMPLER_ERROR_INVALID_ARGS,
+                  "the simulated HCCL takes counts and displacements below 2^32 elements");
+    }
+    return fits;
   }
 
   bool Run(const Task& task) {
@@ -480,8 +489,8 @@ class Hccl {
         core_->fail(SIMPLER_ERROR_INVALID_ARGS, message);
         return false;
       }
-      const uint64_t chunk = peer->send_offset +
-                             static_cast<uint64_t>(position_) * peer->stride * elem;
+      const uint64_t chunk =
+          peer->send_offset + static_cast<uint64_t>(position_) * peer->stride * elem;
       const uint8_t* source = PeerBytes(position, chunk, bytes, "the ReduceScatter send buffer");
       if (source == nullptr) {
         return false;
@@ -498,7 +507,7 @@ class Hccl {
   bool AlltoAllVInto(const Task& task) {
     const int64_t elem = dtype_bytes(task.dtype);
     for (int64_t source = 0; source < group_.size; ++source) {
-      const uint64_t* arrays = reinterpret_cast<const uint64_t*>(PeerMailbox(source) + 1);
+      const uint32_t* arrays = reinterpret_cast<const uint32_t*>(PeerMailbox(source) + 1);
       const uint64_t count = arrays[position_];
       const uint64_t displ = arrays[group_.size + position_];
       if (count != task.recv_counts[source]) {
