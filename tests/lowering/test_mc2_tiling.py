@@ -2,7 +2,8 @@
 out by hand from upstream's tiling (``[tiling]`` of ``docs/mc2.md``, Upstream sources).
 
 Every expected number below is written as the formula's arithmetic on literal sizes, never with
-the module's helpers; tiles are uncut (E tiles E/ep, C tiles C or C/tp, one tile, no tail).
+the module's helpers; the workspace is the uncut tiles' (E tiles E/ep, C tiles C or C/tp, one
+tile, no tail), whatever the cut.
 
 Workspace (``MC2SetWorkspace`` / ``MC2SetWorkspaceShard``), in 2-byte elements, plus 16 MiB =
 16777216 bytes:
@@ -239,12 +240,48 @@ def test_the_tiling_makes_only_dispatched_keys(
 
 
 @pytest.mark.parametrize(("shard", "c_rows"), [(0, 12), (1, 6)])
-def test_tiles_are_uncut(shard: int, c_rows: int) -> None:
-    """``InitTileInfo``: E tiles of E/ep = 4, C tiles of C = 12 (shard 0) or
-    C/tp = 6 (shard 1), one tile each and no tail, local and non-local alike."""
+def test_the_sample_cuts_the_non_local_branch_only(shard: int, c_rows: int) -> None:
+    """ep 4 > 2: the local branch has one round, so its E/ep = 4 experts and C = 12 (shard 0) or
+    C/tp = 6 (shard 1) rows are one tile; the non-local branch has 4 rounds: 4 tiles of one
+    expert, and then its rows in two halves."""
     tiling = tile(check(mc2_request(4, 2, shard)))
-    assert tiling.local_tile_e == tiling.nonlocal_tile_e == TileInfo(4, 1, 0, 0)
-    assert tiling.local_tile_c == tiling.nonlocal_tile_c == TileInfo(c_rows, 1, 0, 0)
+    assert tiling.local_tile_e == TileInfo(4, 1, 0, 0)
+    assert tiling.local_tile_c == TileInfo(c_rows, 1, 0, 0)
+    assert tiling.nonlocal_tile_e == TileInfo(1, 4, 0, 0)
+    assert tiling.nonlocal_tile_c == TileInfo(c_rows // 2, 2, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("shard", "e_over_ep", "local_e", "nonlocal_e", "nonlocal_c"),
+    [
+        # ep 2: 2 local rounds, 3 non-local. Shard 1 cuts E evenly (no tail): 6 = 2 x 3 locally
+        # (3, 2) and 3 x 2 non-locally (2, 3); 5 has no divisor <= 3 but 1: uncut.
+        (1, 6, TileInfo(3, 2, 0, 0), TileInfo(2, 3, 0, 0), TileInfo(3, 1, 0, 0)),
+        (1, 5, TileInfo(5, 1, 0, 0), TileInfo(5, 1, 0, 0), TileInfo(3, 1, 0, 0)),
+        # Shard 1 with E/ep 2: one expert per non-local tile, so C/tp = 3 rows cut in 2 + 1.
+        (1, 2, TileInfo(1, 2, 0, 0), TileInfo(1, 2, 0, 0), TileInfo(2, 1, 1, 1)),
+        # Shard 0 cuts E with a tail: 5 = 3 + 2 locally, 2 + 2 + 1 non-locally; C = 3 uncut.
+        (0, 5, TileInfo(3, 1, 2, 1), TileInfo(2, 2, 1, 1), TileInfo(3, 1, 0, 0)),
+        # Shard 0 with E/ep 3: 3 non-local tiles of one expert, C = 3 rows cut in 2 + 1.
+        (0, 3, TileInfo(2, 1, 1, 1), TileInfo(1, 3, 0, 0), TileInfo(2, 1, 1, 1)),
+    ],
+)
+def test_cuts_at_ep_2(
+    shard: int, e_over_ep: int, local_e: TileInfo, nonlocal_e: TileInfo, nonlocal_c: TileInfo
+) -> None:
+    request = mc2_request(2, 2, shard, E=2 * e_over_ep, C=6 if shard == 1 else 3, H=4, M=4)
+    tiling = tile(check(request))
+    assert (tiling.local_tile_e, tiling.nonlocal_tile_e) == (local_e, nonlocal_e)
+    assert tiling.local_tile_c == TileInfo(3, 1, 0, 0)  # local C is never cut
+    assert tiling.nonlocal_tile_c == nonlocal_c
+
+
+def test_the_workspace_does_not_depend_on_the_cut() -> None:
+    """The user part is upstream's formula for uncut tiles (the bound of every cut), so the
+    sample's stays 2976 elements although its non-local branch is cut into 8 tiles."""
+    tiling = tile(check(mc2_request(4, 2, 1)))
+    assert tiling.nonlocal_tile_e.tile_cnt * tiling.nonlocal_tile_c.tile_cnt == 8
+    assert tiling.user_bytes == 2976 * 2
 
 
 def test_matmul_shapes() -> None:
@@ -252,9 +289,10 @@ def test_matmul_shapes() -> None:
     ..., E tile) locally and (C tile * tp * (ep-1), ..., E tile) for the other ep-1 positions."""
     lite = tile(check(mc2_request(4, 2, 1)))
     assert lite.local_matmul == MatmulShape(6 * 2, 4, 6, 4)
-    assert lite.nonlocal_matmul == MatmulShape(6 * 2 * 3, 4, 6, 4)
+    assert lite.nonlocal_matmul == MatmulShape(3 * 2 * 3, 4, 6, 1)
     plain = tile(check(mc2_request(4, 2, 0)))
-    assert plain.local_matmul == plain.nonlocal_matmul == MatmulShape(12, 4, 6, 1)
+    assert plain.local_matmul == MatmulShape(12, 4, 6, 1)
+    assert plain.nonlocal_matmul == MatmulShape(6, 4, 6, 1)
 
 
 def test_hccl_configuration() -> None:
@@ -364,8 +402,8 @@ def test_template_vars_are_strings_in_a_fixed_order() -> None:
     assert variables["workspace_user_bytes"] == "5952"
     assert variables["workspace_total_bytes"] == "16783168"
     assert variables["hcomm_cfg_rs_alg_config"] == "ReduceScatter=level0:doublering"
-    assert variables["common_tiling_domestic_tile_c_tile_len"] == "6"
-    assert variables["domestic_matmul_m"] == "36"
+    assert variables["common_tiling_domestic_tile_c_tile_len"] == "3"
+    assert variables["domestic_matmul_m"] == "18"
 
 
 def test_as_json_is_upstreams_tiling_data() -> None:
