@@ -38,9 +38,11 @@ from _support.mc2_golden import BIAS_DTYPES, from_storage, golden, storage, tole
 from _support.sim_programs import BuildProgram, ProgramSpec
 
 from pypto_build import sim
+from pypto_build.builtins import resolve
+from pypto_build.builtins.manifest import BuiltinPackage
 from pypto_build.lowering.ir.types import DataType
 from pypto_build.lowering.mc2.rules import check
-from pypto_build.lowering.mc2.tiling import tile
+from pypto_build.lowering.mc2.tiling import TileInfo, tile
 from pypto_build.plugin.cli_run import register
 
 pytestmark = pytest.mark.slow
@@ -121,9 +123,25 @@ EIGHT = [
 ]
 FOUR_RANKS = Sizes(ep=2, tp=2, E=4, C=4, H=6, M=8)
 EIGHT_RANKS = Sizes(ep=4, tp=2, E=16, C=12, H=4, M=12)
-CASES = [(FOUR_RANKS, variant) for variant in ALL_FOUR] + [
-    (EIGHT_RANKS, variant) for variant in EIGHT
+# Cuts with tails (tests/lowering/test_mc2_tiling.py has the rule): not Lite (C/tp = 641 > 640),
+# non-local C/tp cut 321 + 320; y_shard_type 0 with E/ep 3, local E 2 + 1, non-local E 1 x 3
+# and C 2 + 1; Lite at ep 4, non-local E 1 x 2 and C/tp 2 + 1.
+NOT_LITE = Sizes(ep=2, tp=2, E=4, C=1282, H=4, M=4)
+SHARD0_TAILS = Sizes(ep=2, tp=2, E=6, C=3, H=4, M=4)
+LITE_TAILS = Sizes(ep=4, tp=2, E=8, C=6, H=4, M=4)
+TILED = [
+    (NOT_LITE, Variant("fp16", 1, 2, False)),
+    (NOT_LITE, Variant("bf16", 1, 0, True)),
+    (SHARD0_TAILS, Variant("fp16", 0, 3, False)),
+    (SHARD0_TAILS, Variant("bf16", 0, 2, True)),
+    (LITE_TAILS, Variant("bf16", 1, 3, False)),
+    (LITE_TAILS, Variant("fp16", 0, 0, True)),
 ]
+CASES = (
+    [(FOUR_RANKS, variant) for variant in ALL_FOUR]
+    + [(EIGHT_RANKS, variant) for variant in EIGHT]
+    + TILED
+)
 
 
 @dataclass(frozen=True)
@@ -267,7 +285,45 @@ def run_case(
 
 def case_id(case: tuple[Sizes, Variant]) -> str:
     sizes, variant = case
-    return f"p{sizes.ranks}-{variant.name}"
+    return f"p{sizes.ranks}-E{sizes.E}-C{sizes.C}-{variant.name}"
+
+
+def tile_counts(s: Sizes, variant: Variant) -> tuple[int, int]:
+    """The tiles of the local and of the non-local phase the kernel's loop runs."""
+    request = mc2_request(
+        s.ep,
+        s.tp,
+        variant.shard,
+        E=s.E,
+        C=s.C,
+        H=s.H,
+        M=s.M,
+        dtype=DataType(variant.dtype),
+        bias_rank=variant.bias or None,
+        transpose_weight=variant.transposed,
+    )
+    tiling = tile(check(request))
+
+    def count(e: TileInfo, c: TileInfo) -> int:
+        return (e.tile_cnt + e.tail_cnt) * (c.tile_cnt + c.tail_cnt)
+
+    return (
+        count(tiling.local_tile_e, tiling.local_tile_c),
+        count(tiling.nonlocal_tile_e, tiling.nonlocal_tile_c),
+    )
+
+
+def test_the_cases_run_more_than_one_tile_per_phase_lite_and_not() -> None:
+    """Every case at ep 2 cuts both phases (ep > 2 leaves the local phase one tile); the tiled
+    cases have tails, and both Lite and non-Lite y_shard_type 1 are there."""
+    for sizes, variant in CASES:
+        local, nonlocal_ = tile_counts(sizes, variant)
+        assert nonlocal_ > 1, (sizes, variant)
+        assert local > 1 or sizes.ep > 2, (sizes, variant)
+    assert {sizes.C // sizes.tp > 640 for sizes, variant in TILED if variant.shard == 1} == {
+        True,
+        False,
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -342,3 +398,95 @@ def test_a_workspace_without_room_for_the_simulated_hccl_is_a_clear_error(
         "state after the kernel's 12 bytes of buffers (8-byte aligned)" in error.message
         for error in errors
     )
+
+
+# ---- the mutation check: a slip in the device path's counts or displacements fails the suite ----
+
+MC2_HANDLE = ":pypto.runtime.builtins.mc2.batch_matmul_reduce_scatter_all_to_all"
+KERNEL_TEMPLATE = "kernel.cpp.in"
+#: Where a package keeps its renders (pypto_build/builtins/render.py).
+RENDERS_KEY = "_renders"
+#: One-tile slips in the algorithm both targets run (the template's own lines, and the line with
+#: the slip): the AlltoAllV's send displacement, and the ReduceScatter's recvCount.
+MUTATIONS = {
+    "all-to-all-v-displacement": (
+        "static_cast<uint64_t>(send_displacement(tile, position, ops_.my_ep));",
+        "static_cast<uint64_t>(send_displacement(tile, position, ops_.my_ep) + tile_elems(tile));",
+    ),
+    "reduce-scatter-count": (
+        "const uint64_t count = static_cast<uint64_t>(reduce_scatter_count(phase, tile));",
+        "const uint64_t count = static_cast<uint64_t>(reduce_scatter_count(phase, tile) + "
+        "tile_elems(tile));",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class MutantPrograms(Mc2Programs):
+    """The same programs, built apart from the unmutated ones (their own slug)."""
+
+    mutation: str = ""
+
+    @property
+    def slug(self) -> str:
+        return f"mc2-mutant-{self.mutation}"
+
+
+def golden_holds(tree: Path, s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path) -> bool:
+    """Whether a run of ``tree`` succeeds and gives the golden bit for bit."""
+    shape = (s.ranks, *variant.shapes(s)["out"])
+    unwritten = storage(np.full(shape, np.nan), variant.dtype)
+    np.savez(tmp_path / "inputs.npz", out=unwritten, **inputs.arrays)
+    status = run_cli(tree, s.ranks, variant.name, tmp_path / "inputs.npz", tmp_path / "out.npz")
+    if status != 0:
+        return False
+    with np.load(tmp_path / "out.npz") as outputs:
+        out = from_storage(outputs["out"], variant.dtype)
+    expected = golden(
+        inputs.x,
+        inputs.w,
+        inputs.bias,
+        ep=s.ep,
+        tp=s.tp,
+        y_shard_type=variant.shard,
+        dtype=variant.dtype,
+    )
+    return bool(np.array_equal(out, expected))
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+@pytest.mark.parametrize("variant", [Variant("fp16", 1, 2, False), Variant("bf16", 0, 3, True)])
+def test_a_one_tile_slip_in_a_copy_of_the_template_fails_the_golden(
+    build_program: BuildProgram,
+    monkeypatch: pytest.MonkeyPatch,
+    mutation: str,
+    variant: Variant,
+    tmp_path: Path,
+) -> None:
+    """The kernel template with the AlltoAllV's send displacement or the ReduceScatter's count
+    moved by one tile (the tile's elements of one destination), rendered, compiled and run on
+    exact inputs at FOUR_RANKS (more than one tile per phase): the run fails or its output is not
+    the golden's, so the bit-exact test above fails on such a slip. The unmutated kernel holds
+    the golden for the same inputs (the control)."""
+    original, slipped = MUTATIONS[mutation]
+    package = resolve(MC2_HANDLE)
+    real = BuiltinPackage.template
+
+    def mutated(self: BuiltinPackage, name: str) -> bytes:
+        text = real(self, name)
+        if self.handle != MC2_HANDLE or name != KERNEL_TEMPLATE:
+            return text
+        source = text.decode("utf-8")
+        assert source.count(original) == 1
+        return source.replace(original, slipped).encode("utf-8")
+
+    inputs = make_inputs(FOUR_RANKS, variant, exact=True, seed=FOUR_RANKS.ranks)
+    control = build_program(Mc2Programs(FOUR_RANKS, (variant,)))
+    assert golden_holds(control, FOUR_RANKS, variant, inputs, tmp_path)
+    # Render afresh (the package keeps its renders) from the mutated template.
+    monkeypatch.delitem(package.__dict__, RENDERS_KEY, raising=False)
+    monkeypatch.setattr(BuiltinPackage, "template", mutated)
+    tree = build_program(MutantPrograms(FOUR_RANKS, (variant,), mutation=mutation))
+    sources = "".join(path.read_text() for path in tree.rglob("__builtin_bmm_rs_a2a__*.cpp"))
+    assert slipped in sources
+    assert not golden_holds(tree, FOUR_RANKS, variant, inputs, tmp_path)
