@@ -25,12 +25,13 @@ formulas' structure and replaces the models by a fixed rule (docs/mc2.md, The ti
   where the non-local E tile is a single expert (``CutAxisC``), so a tile's rows of one
   destination are contiguous in the AlltoAllV's buffers; local C is never cut.
 
-**The workspace is the uncut tiling's.** The workspace formula only grows with the tile lengths,
-so the workspace of uncut tiles (each tile the one ``InitTileInfo`` starts from: the whole E/ep
-experts and the whole C or C/tp rows) bounds the workspace of every cut; :attr:`Mc2Tiling.user_bytes`
-is that bound, the number a caller can work out by hand from the shapes alone, whatever cut the
-kernel runs (the worked sizes in ``tests/lowering/test_mc2_tiling.py``). The kernel lays its
-buffers out in it and keeps what the cut leaves unused at the end.
+**The workspace is the uncut tiling's.** The workspace formula only grows with the tile
+lengths, so the workspace of uncut tiles (each tile the one ``InitTileInfo`` starts from: the
+whole E/ep experts and the whole C or C/tp rows) bounds the workspace of every cut;
+:attr:`Mc2Tiling.user_bytes` is that bound, the number a caller can work out by hand from the
+shapes alone, whatever cut the kernel runs (the worked sizes in
+``tests/lowering/test_mc2_tiling.py``). The kernel lays its buffers out in it and leaves what it
+does not use at the end.
 
 **Local and non-local** ([formulaic tiling]): a rank's rows bound for its own EP position
 (``local``) need no AllToAll and go straight into ``out``; the rows for the other ep-1 positions
