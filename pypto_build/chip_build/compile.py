@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
-from pypto_build.chip_build.chips import get_chip
+from pypto_build.chip_build.chips import CoreType, get_chip
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.compile_cache.dependencies import FileDigests
 from pypto_build.chip_build.compile_cache.depfile_parser import read_depfile
@@ -173,6 +173,9 @@ def _jobs_of(
         if config.orchestration is not None:
             source = root / config.orchestration.source
             jobs.append(CompileJob(tree, source, UnitKind.ORCHESTRATION, catalog_chip))
+        core_types: dict[str, set[CoreType]] = {}
+        for kernel in config.kernels:
+            core_types.setdefault(kernel.name, set()).add(kernel.core_type)
         jobs += [
             CompileJob(
                 tree,
@@ -181,6 +184,7 @@ def _jobs_of(
                 catalog_chip,
                 kernel.core_type,
                 tuple(root / directory for directory in kernel.include_dirs),
+                mix=len(core_types[kernel.name]) > 1,
             )
             for kernel in config.kernels
         ]

@@ -4,6 +4,7 @@ the missing-toolkit and missing-runtime errors, exact command lines per chip and
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import platform
 from pathlib import Path, PurePosixPath
@@ -15,9 +16,11 @@ from _support.fakes.fake_simpler import make_fake_runtime
 from _support.trees import kernel_source, make_tree, write_subbuild
 
 from pypto_build.chip_build.chips import CoreType, get_chip
-from pypto_build.chip_build.compile import BuildFailed, compile_tree
+from pypto_build.chip_build.compile import BuildFailed, compile_tree, find_jobs
 from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.kernel_config import KernelEntry
 from pypto_build.chip_build.kernel_config_reader import read_kernel_config
+from pypto_build.chip_build.kernel_config_writer import render_kernel_config
 from pypto_build.chip_build.toolchains import (
     CannToolchain,
     CompileJob,
@@ -423,6 +426,55 @@ def test_kernel_command_lines_are_upstreams(
         STAGE / f"{name}.d",
         (),
     )
+
+
+#: The defines of a MIX kernel's sides (CANN's AscendC op compiler: ``-D__MIX_CORE_MACRO__=1``
+#: on both compiles of a ``KERNEL_TYPE_MIX_AIC_1_2`` kernel; the cube side's matmul pure-cube,
+#: ``ASCENDC_CUBE_ONLY``), right after the chip's own flags, before the include directories.
+MIX_DEFINES = {
+    CoreType.AIC: ["-D__MIX_CORE_MACRO__=1", "-DASCENDC_CUBE_ONLY"],
+    CoreType.AIV: ["-D__MIX_CORE_MACRO__=1"],
+}
+
+
+@pytest.mark.parametrize("core_type", [CoreType.AIV, CoreType.AIC])
+def test_a_mix_kernels_sides_compile_for_their_core_type(
+    core_type: CoreType, toolchain: CannToolchain, runtime: Path, tmp_path: Path
+) -> None:
+    """a3's MIX kernel (the MC2 op's): the AIC side with the cube arch, the MIX define and the
+    pure-cube matmul define; the AIV side with the vector arch and the MIX define alone."""
+    tree = tmp_path / "out" / "a3"
+    job = dataclasses.replace(_kernel_job(tree, "a3", core_type), mix=True)
+    compile_argv = toolchain.plan(job, STAGE).key_argv()[0]
+    upstream = _upstream(UPSTREAM_KERNEL["a2a3", core_type], runtime)
+    first_include = upstream.index(f"-I{runtime}/build/pto-isa/include")
+    arch = "dav-c220-cube" if core_type is CoreType.AIC else "dav-c220-vec"
+    assert f"--cce-aicore-arch={arch}" in upstream
+    assert list(compile_argv[1 : 1 + first_include + len(MIX_DEFINES[core_type])]) == [
+        *upstream[:first_include],
+        *MIX_DEFINES[core_type],
+    ]
+    plain = toolchain.plan(_kernel_job(tree, "a3", core_type), STAGE).key_argv()[0]
+    assert [arg for arg in compile_argv if arg not in plain] == MIX_DEFINES[core_type]
+
+
+def test_a_kernel_is_a_mix_side_when_its_sub_build_has_both_core_types(tmp_path: Path) -> None:
+    """find_jobs: the MC2 sub-build lists one kernel name for the AIC and the AIV, so both of its
+    jobs are MIX sides; an AIV-only kernel is not."""
+    tree = tmp_path / "a3"
+    root = tree / "next_levels" / "mc2"
+    kernels = [("fused", CoreType.AIC), ("fused", CoreType.AIV), ("copy", CoreType.AIV)]
+    entries = [KernelEntry(func_id, *kernel) for func_id, kernel in enumerate(kernels)]
+    for entry in entries:
+        (root / entry.source).parent.mkdir(parents=True, exist_ok=True)
+        (root / entry.source).write_text(kernel_source(entry.func_id), encoding="utf-8")
+    (root / "kernel_config.py").write_text(render_kernel_config(None, entries), encoding="utf-8")
+    jobs = {(job.source.stem, job.core_type): job.mix for job in find_jobs(tree, "a3")}
+    assert jobs == {
+        ("fused", CoreType.AIC): True,
+        ("fused", CoreType.AIV): True,
+        ("copy", CoreType.AIV): False,
+    }
 
 
 @pytest.mark.parametrize("chip", ["a2", "a3", "a5"])

@@ -65,6 +65,9 @@ class CompileJob:
     #: Include directories the sub-build's ``kernel_config.py`` gives the source
     #: (``extra_include_dirs``), relative to the tree: the headers that travel with the tree.
     include_dirs: tuple[PurePosixPath, ...] = ()
+    #: Whether the kernel is one side of a MIX kernel: its sub-build lists a kernel of the same
+    #: name for the other core type (a cluster runs the AIC side and the AIV side together).
+    mix: bool = False
 
     def __post_init__(self) -> None:
         if (self.kind is UnitKind.KERNEL) != (self.core_type is not None):

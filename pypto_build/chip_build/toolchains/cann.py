@@ -37,7 +37,7 @@ import functools
 from collections.abc import Mapping
 from pathlib import Path
 
-from pypto_build.chip_build.chips import Chip
+from pypto_build.chip_build.chips import Chip, CoreType
 from pypto_build.chip_build.toolchains.base import (
     CompileJob,
     CompilePlan,
@@ -71,6 +71,18 @@ _CCEC_TRAILING = (
     "-cce-aicore-dcci-insert-for-scalar=false",
     "-DMEMORY_BASE",
 )
+#: The defines of each side of a MIX kernel (cube:vector 1:2, ``KERNEL_TYPE_MIX_AIC_1_2``):
+#: ``__MIX_CORE_MACRO__=1`` on both, as CANN's AscendC op compiler gives the two compiles of a
+#: MIX kernel (asc-devkit ``tools/build/asc_op_compile_base/asc_op_compiler``, ``MIX_CORE_MACRO``
+#: in ``ascendc_constants.py``, at https://gitcode.com/cann/asc-devkit); and on the cube side
+#: alone ``ASCENDC_CUBE_ONLY``, AscendC's pure-cube matmul (the matmul runs on the AIC without
+#: the AIV-driven message framework: the sides of a MIX kernel here meet through cross-core
+#: flags, ``pypto_build/mix_kernel.h``). The arch already names the side (``dav-*-cube`` /
+#: ``dav-*-vec``).
+_MIX_DEFINES = {
+    CoreType.AIC: ("-D__MIX_CORE_MACRO__=1", "-DASCENDC_CUBE_ONLY"),
+    CoreType.AIV: ("-D__MIX_CORE_MACRO__=1",),
+}
 #: simpler's ``Aarch64GxxToolchain.get_compile_flags`` (``-fno-gnu-unique`` follows for GCC).
 _ORCHESTRATION_FLAGS = ("-shared", "-fPIC", "-O3", "-g", "-std=c++17")
 _GCC_ONLY_FLAGS = ("-fno-gnu-unique",)
@@ -194,6 +206,7 @@ class CannToolchain:
             f"--cce-aicore-arch={job.chip.cce_arch(job.core_type)}",
             *_CCEC_TRAILING,
             *job.chip.ccec_extra_flags,
+            *(_MIX_DEFINES[job.core_type] if job.mix else ()),
             *_include_flags(self.kernel_include_dirs(job.chip)),
             *job.include_flags(),
             *ours,
