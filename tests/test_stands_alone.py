@@ -39,13 +39,7 @@ FORBIDDEN = re.compile(
 
 #: (path, text of the line) -> why the citation is still there. An entry whose line no longer
 #: cites anything fails the test too, so the list only shrinks.
-PENDING: dict[tuple[str, str], str] = {
-    (
-        "pypto_build/builtins/mc2/batch_matmul_reduce_scatter_all_to_all/templates/kernel.cpp.in",
-        "// CANN path: the seed's two-phase pipeline. Phase 1 handles the rows bound for "
-        "the other ep-1 EP",
-    ): "its text is part of every rendered tree, whose bytes are pinned",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def _files() -> list[str]:
