@@ -42,7 +42,7 @@ from pypto_build.builtins import resolve
 from pypto_build.builtins.manifest import BuiltinPackage
 from pypto_build.lowering.ir.types import DataType
 from pypto_build.lowering.mc2.rules import check
-from pypto_build.lowering.mc2.tiling import TileInfo, tile
+from pypto_build.lowering.mc2.tiling import Mc2Tiling, TileInfo, tile
 from pypto_build.plugin.cli_run import register
 
 pytestmark = pytest.mark.slow
@@ -92,8 +92,8 @@ class Variant:
             shapes["bias"] = (e, out[2]) if self.bias == 2 else (e, 1, out[2])
         return shapes
 
-    def workspace_bytes(self, s: Sizes) -> int:
-        """The user part of the workspace the build-time tiling computes for this call."""
+    def tiling(self, s: Sizes) -> Mc2Tiling:
+        """The build-time tiling of this call."""
         request = mc2_request(
             s.ep,
             s.tp,
@@ -106,7 +106,11 @@ class Variant:
             bias_rank=self.bias or None,
             transpose_weight=self.transposed,
         )
-        return tile(check(request)).user_bytes
+        return tile(check(request))
+
+    def workspace_bytes(self, s: Sizes) -> int:
+        """The user part of the workspace the build-time tiling computes for this call."""
+        return self.tiling(s).user_bytes
 
 
 ALL_FOUR = [
@@ -255,23 +259,24 @@ def built(build_program: BuildProgram) -> Callable[[Sizes], Path]:
     return build
 
 
-def run_case(
-    built: Callable[[Sizes], Path], s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path
-) -> tuple[F64, F64]:
-    """Every rank's out from a run of the variant's orchestration, and the golden's."""
+def run_tree(tree: Path, s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path) -> F64 | None:
+    """Every rank's out from a run of the variant's orchestration in ``tree``; None when the run
+    failed."""
     # out starts as NaN on every rank: an element the kernel never writes fails the comparison.
     shape = (s.ranks, *variant.shapes(s)["out"])
     unwritten = storage(np.full(shape, np.nan), variant.dtype)
     np.savez(tmp_path / "inputs.npz", out=unwritten, **inputs.arrays)
-    status = run_cli(
-        built(s), s.ranks, variant.name, tmp_path / "inputs.npz", tmp_path / "outputs.npz"
-    )
-    assert status == 0
+    status = run_cli(tree, s.ranks, variant.name, tmp_path / "inputs.npz", tmp_path / "outputs.npz")
+    if status != 0:
+        return None
     with np.load(tmp_path / "outputs.npz") as outputs:
-        out = from_storage(outputs["out"], variant.dtype)
         # The window held exactly the workspace's user part (the runtime pads to cache lines).
         assert outputs["ws"].shape == (s.ranks, variant.workspace_bytes(s))
-    expected = golden(
+        return from_storage(outputs["out"], variant.dtype)
+
+
+def expected_out(s: Sizes, variant: Variant, inputs: Inputs) -> F64:
+    return golden(
         inputs.x,
         inputs.w,
         inputs.bias,
@@ -280,7 +285,15 @@ def run_case(
         y_shard_type=variant.shard,
         dtype=variant.dtype,
     )
-    return out, expected
+
+
+def run_case(
+    built: Callable[[Sizes], Path], s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path
+) -> tuple[F64, F64]:
+    """Every rank's out from a run of the variant's orchestration, and the golden's."""
+    out = run_tree(built(s), s, variant, inputs, tmp_path)
+    assert out is not None
+    return out, expected_out(s, variant, inputs)
 
 
 def case_id(case: tuple[Sizes, Variant]) -> str:
@@ -290,19 +303,7 @@ def case_id(case: tuple[Sizes, Variant]) -> str:
 
 def tile_counts(s: Sizes, variant: Variant) -> tuple[int, int]:
     """The tiles of the local and of the non-local phase the kernel's loop runs."""
-    request = mc2_request(
-        s.ep,
-        s.tp,
-        variant.shard,
-        E=s.E,
-        C=s.C,
-        H=s.H,
-        M=s.M,
-        dtype=DataType(variant.dtype),
-        bias_rank=variant.bias or None,
-        transpose_weight=variant.transposed,
-    )
-    tiling = tile(check(request))
+    tiling = variant.tiling(s)
 
     def count(e: TileInfo, c: TileInfo) -> int:
         return (e.tile_cnt + e.tail_cnt) * (c.tile_cnt + c.tail_cnt)
@@ -434,24 +435,8 @@ class MutantPrograms(Mc2Programs):
 
 def golden_holds(tree: Path, s: Sizes, variant: Variant, inputs: Inputs, tmp_path: Path) -> bool:
     """Whether a run of ``tree`` succeeds and gives the golden bit for bit."""
-    shape = (s.ranks, *variant.shapes(s)["out"])
-    unwritten = storage(np.full(shape, np.nan), variant.dtype)
-    np.savez(tmp_path / "inputs.npz", out=unwritten, **inputs.arrays)
-    status = run_cli(tree, s.ranks, variant.name, tmp_path / "inputs.npz", tmp_path / "out.npz")
-    if status != 0:
-        return False
-    with np.load(tmp_path / "out.npz") as outputs:
-        out = from_storage(outputs["out"], variant.dtype)
-    expected = golden(
-        inputs.x,
-        inputs.w,
-        inputs.bias,
-        ep=s.ep,
-        tp=s.tp,
-        y_shard_type=variant.shard,
-        dtype=variant.dtype,
-    )
-    return bool(np.array_equal(out, expected))
+    out = run_tree(tree, s, variant, inputs, tmp_path)
+    return out is not None and bool(np.array_equal(out, expected_out(s, variant, inputs)))
 
 
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
