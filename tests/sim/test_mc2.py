@@ -414,9 +414,11 @@ MUTATIONS = {
         "static_cast<uint64_t>(send_displacement(tile, position, ops_.my_ep));",
         "static_cast<uint64_t>(send_displacement(tile, position, ops_.my_ep) + tile_elems(tile));",
     ),
+    # One tile short: one tile more would write past the end of out (the local phase's
+    # ReduceScatter writes out directly), corrupting the process rather than failing cleanly.
     "reduce-scatter-count": (
         "const uint64_t count = static_cast<uint64_t>(reduce_scatter_count(phase, tile));",
-        "const uint64_t count = static_cast<uint64_t>(reduce_scatter_count(phase, tile) + "
+        "const uint64_t count = static_cast<uint64_t>(reduce_scatter_count(phase, tile) - "
         "tile_elems(tile));",
     ),
 }
@@ -449,7 +451,7 @@ def test_a_one_tile_slip_in_a_copy_of_the_template_fails_the_golden(
     tmp_path: Path,
 ) -> None:
     """The kernel template with the AlltoAllV's send displacement or the ReduceScatter's count
-    moved by one tile (the tile's elements of one destination), rendered, compiled and run on
+    off by one tile (the tile's elements of one destination), rendered, compiled and run on
     exact inputs at FOUR_RANKS (more than one tile per phase): the run fails or its output is not
     the golden's, so the bit-exact test above fails on such a slip. The unmutated kernel holds
     the golden for the same inputs (the control)."""
