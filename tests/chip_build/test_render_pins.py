@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "ed6a19763b03e4cb295854dd1a9255513d3b8effb4c9c9b19fde2eee106d0082",
+        "a3": "4a3b50fb4cd77a3430d393fc49cdab9bdb1aa3f5d43115383ef97dc602004fc3",
     },
     (
         "tests/programs/chip_pipeline.py",
