@@ -60,7 +60,7 @@ LOWERING_LAYERS: tuple[frozenset[str], ...] = tuple(
         "fast_init",
         "diagnostics",
         "ir",
-        "runtime_facts limits launch_width pass_names mc2",
+        "runtime_facts limits launch_width pass_names aclnn",
         "ops",
         "builtin_ops",
         "contracts",

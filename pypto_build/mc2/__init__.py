@@ -44,8 +44,8 @@ C++ compiler; compiles go through the user's compile cache (``$PYPTO_CACHE_DIR``
 
 from __future__ import annotations
 
-from pypto_build.lowering.mc2.rules import AclnnStatus, Mc2Error, Rule
-from pypto_build.lowering.mc2.tiling import SYSTEM_BYTES
+from pypto_build.lowering.aclnn.rules import AclnnStatus, Mc2Error, Rule
+from pypto_build.lowering.aclnn.tiling import SYSTEM_BYTES
 from pypto_build.mc2.arguments import ArgumentError
 from pypto_build.mc2.executor import Executor, get_workspace_size
 from pypto_build.mc2.operands import Tensor, bf16, is_transposed_view

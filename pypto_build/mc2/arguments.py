@@ -4,14 +4,14 @@ aclnn's functions take an ``aclTensor*``, ``int64_t`` or ``uint64_t`` where this
 Python object, so a value of another type (a list for a tensor, ``"16"`` for a size) never
 reaches aclnn on hardware; here it is an :class:`ArgumentError` naming the argument, raised
 before any check of the op. The op's own group names and attributes are not checked here: their
-types are the op's rules' to refuse (:mod:`pypto_build.lowering.mc2.rules`), so a program and an
+types are the op's rules' to refuse (:mod:`pypto_build.lowering.aclnn.rules`), so a program and an
 API call given the same value get the same message and aclnn status.
 """
 
 from __future__ import annotations
 
 from pypto_build.errors import PyptoUsageError
-from pypto_build.lowering.mc2.rules import described, integer_value
+from pypto_build.lowering.aclnn.rules import described, integer_value
 
 
 class ArgumentError(PyptoUsageError, TypeError):

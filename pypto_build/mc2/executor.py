@@ -3,10 +3,10 @@
 aclnn's first stage checks every parameter, sizes the workspace and returns an executor holding
 the tensors and the computation; it reads no tensor data, so a caller may fill the inputs
 between the two stages. :func:`get_workspace_size` does the same for one rank: the checks are
-the op's own (:func:`pypto_build.lowering.mc2.rules.check`, the function the DSL op's type
+the op's own (:func:`pypto_build.lowering.aclnn.rules.check`, the function the DSL op's type
 deduction calls, with the group names required as aclnn requires them), so a call and a program
 are refused by the same rule with the same status and message, and the size is the build-time
-tiling's total (:mod:`pypto_build.lowering.mc2.tiling`): the kernel's user part plus the 16 MiB
+tiling's total (:mod:`pypto_build.lowering.aclnn.tiling`): the kernel's user part plus the 16 MiB
 system part, as aclnn returns it.
 """
 
@@ -19,14 +19,14 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from pypto_build.lowering.mc2.rules import (
+from pypto_build.lowering.aclnn.rules import (
     Mc2Config,
     Mc2Error,
     Mc2Request,
     Rule,
     check,
 )
-from pypto_build.lowering.mc2.tiling import Mc2Tiling, tile
+from pypto_build.lowering.aclnn.tiling import Mc2Tiling, tile
 from pypto_build.mc2.kernels import BuiltProgram, built_program
 from pypto_build.mc2.operands import (
     UNNAMED,
@@ -135,7 +135,7 @@ def get_workspace_size(
     out: TensorLike | None,
 ) -> tuple[int, Executor]:
     """``aclnnBatchMatMulReduceScatterAlltoAllGetWorkspaceSize`` for one rank: the workspace
-    size in bytes and the executor to run; :class:`~pypto_build.lowering.mc2.rules.Mc2Error`
+    size in bytes and the executor to run; :class:`~pypto_build.lowering.aclnn.rules.Mc2Error`
     (its ``status`` 161001 or 161002) when a check fails, a group name or an attribute of the
     wrong type included. A tensor that is no array is an
     :class:`~pypto_build.mc2.arguments.ArgumentError`, a read-only ``out`` a :class:`RunError`.

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from pypto_build.lowering.aclnn.rules import TensorSpec, described
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import TensorSpec, described
 from pypto_build.mc2.arguments import ArgumentError
 
 #: NumPy's element types by the program model's: the ones an operand of the op can hold

@@ -19,9 +19,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from pypto_build.lowering.aclnn.rules import Mc2Config, TensorSpec
+from pypto_build.lowering.aclnn.tiling import tile
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import Mc2Config, TensorSpec
-from pypto_build.lowering.mc2.tiling import tile
 
 #: The chip the op runs on (the operator supports Atlas A3 only).
 CHIP = "a3"

@@ -1,6 +1,6 @@
 """The host API's own error: a misuse that no check of the op covers.
 
-A violated rule of the op is :class:`~pypto_build.lowering.mc2.rules.Mc2Error`, carrying the
+A violated rule of the op is :class:`~pypto_build.lowering.aclnn.rules.Mc2Error`, carrying the
 aclnn status (161001 or 161002) its check returns, and an argument of a type the API cannot take
 an :class:`~pypto_build.mc2.arguments.ArgumentError`. The API refuses other things aclnn leaves
 to the caller -- a read-only ``out``, a workspace smaller than the first stage said, a stream of

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pypto_build.chip_build.sim.world import Timeouts
-from pypto_build.lowering.mc2.rules import described
+from pypto_build.lowering.aclnn.rules import described
 from pypto_build.mc2.arguments import ArgumentError, integer
 from pypto_build.mc2.executor import Executor
 from pypto_build.mc2.program import OUT, WORKSPACE

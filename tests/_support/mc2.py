@@ -1,7 +1,7 @@
 """Requests of the MC2 op built from its logical sizes, for the rules and tiling tests.
 
 Shapes are the operator's documented contract (``[aclnn doc]`` of ``docs/mc2.md``), written out
-here independently of ``pypto_build.lowering.mc2`` so a test of the rules does not borrow the
+here independently of ``pypto_build.lowering.aclnn`` so a test of the rules does not borrow the
 module's own arithmetic. The defaults are the aclnn sample's sizes ([sample]: E = 4*ep, C = 6*tp,
 H = 2*tp, M = 6*tp).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from pypto_build.lowering.aclnn.rules import Mc2Request, TensorSpec
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import Mc2Request, TensorSpec
 
 #: The bias dtype each x dtype takes.
 BIAS_DTYPE = {DataType.FP16: DataType.FP16, DataType.BF16: DataType.FP32}

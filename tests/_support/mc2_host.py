@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from pypto_build import mc2
+from pypto_build.lowering.aclnn.rules import Mc2Request, TensorSpec
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import Mc2Request, TensorSpec
 
 #: NumPy's type of each dtype's elements (BF16 as its bit patterns).
 NUMPY = {DataType.FP16: np.float16, DataType.BF16: np.uint16, DataType.FP32: np.float32}

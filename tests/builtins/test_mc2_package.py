@@ -16,9 +16,9 @@ import pytest
 from _support.mc2 import mc2_request
 
 from pypto_build.builtins import include_dir, render, resolve
+from pypto_build.lowering.aclnn.rules import check
+from pypto_build.lowering.aclnn.tiling import tile
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import check
-from pypto_build.lowering.mc2.tiling import tile
 
 CompileCxx = Callable[[list[str]], None]
 

@@ -16,9 +16,9 @@ from pypto_build.chip_build.chips import CoreType
 from pypto_build.chip_build.determinism.render import check_render
 from pypto_build.chip_build.kernel_config_reader import read_kernel_config
 from pypto_build.chip_build.subbuild import default_chips, lower_file, render_subbuilds
+from pypto_build.lowering.aclnn.rules import check
+from pypto_build.lowering.aclnn.tiling import tile
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import check
-from pypto_build.lowering.mc2.tiling import tile
 from pypto_build.tree_layout import RELATIVE, SubBuildLayout
 
 PROGRAM = PROGRAMS_DIR / "mc2_layer.py"

@@ -1,4 +1,4 @@
-"""The MC2 op's rules (``pypto_build.lowering.mc2.rules``): one test per rule, each with the
+"""The MC2 op's rules (``pypto_build.lowering.aclnn.rules``): one test per rule, each with the
 accepted edge values and the rejected neighbours, the aclnn status and the exact message.
 
 The limits come from upstream's aclnn source and the operator's documentation (``[aclnn]`` and
@@ -17,8 +17,8 @@ from collections.abc import Callable
 import pytest
 from _support.mc2 import mc2_request, with_dim, with_dtype, with_shape
 
+from pypto_build.lowering.aclnn.rules import Mc2Config, Mc2Error, Mc2Request, check
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import Mc2Config, Mc2Error, Mc2Request, check
 
 FP16, BF16, FP32 = DataType.FP16, DataType.BF16, DataType.FP32
 

@@ -1,4 +1,4 @@
-"""The MC2 op's build-time tiling (``pypto_build.lowering.mc2.tiling``) against values worked
+"""The MC2 op's build-time tiling (``pypto_build.lowering.aclnn.tiling``) against values worked
 out by hand from upstream's tiling (``[tiling]`` of ``docs/mc2.md``, Upstream sources).
 
 Every expected number below is written as the formula's arithmetic on literal sizes, never with
@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import pytest
 from _support.mc2 import mc2_request
 
-from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import Mc2Request, check
-from pypto_build.lowering.mc2.tiling import (
+from pypto_build.lowering.aclnn.rules import Mc2Request, check
+from pypto_build.lowering.aclnn.tiling import (
     DISPATCHED_TILING_KEYS,
     SYSTEM_BYTES,
     MatmulShape,
@@ -34,6 +33,7 @@ from pypto_build.lowering.mc2.tiling import (
     tiling_key,
     ub_capacity_for_add,
 )
+from pypto_build.lowering.ir.types import DataType
 
 FP16, BF16, FP32 = DataType.FP16, DataType.BF16, DataType.FP32
 MIB16 = 16 * 1024 * 1024

@@ -19,10 +19,10 @@ from _support.mc2_host import arrays_of, call
 
 from pypto_build import mc2
 from pypto_build.chip_build.subbuild import lower_file
+from pypto_build.lowering.aclnn.rules import Mc2Request, check
+from pypto_build.lowering.aclnn.tiling import tile
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import Mc2Request, check
-from pypto_build.lowering.mc2.tiling import tile
 
 FP16, BF16, FP32 = DataType.FP16, DataType.BF16, DataType.FP32
 NULLPTR, INVALID = 161001, 161002

@@ -40,9 +40,9 @@ from _support.sim_programs import BuildProgram, ProgramSpec
 from pypto_build import sim
 from pypto_build.builtins import resolve
 from pypto_build.builtins.manifest import BuiltinPackage
+from pypto_build.lowering.aclnn.rules import check
+from pypto_build.lowering.aclnn.tiling import Mc2Tiling, TileInfo, tile
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import check
-from pypto_build.lowering.mc2.tiling import Mc2Tiling, TileInfo, tile
 from pypto_build.plugin.cli_run import register
 
 pytestmark = pytest.mark.slow

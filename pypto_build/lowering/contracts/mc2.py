@@ -7,7 +7,7 @@ A program writes, in a CHIP orchestration::
         ep_world_size=4, tp_world_size=2, y_shard_type=1, transpose_weight=False)
 
 ``bias`` may be None; ``group_ep=`` and ``group_tp=`` (strings) may name the groups, and are then
-checked as aclnn checks them. The op's rules are aclnn's (:mod:`pypto_build.lowering.mc2.rules`,
+checked as aclnn checks them. The op's rules are aclnn's (:mod:`pypto_build.lowering.aclnn.rules`,
 in aclnn's order, each diagnostic naming the rule and the aclnn status); the operand types give
 the shapes and dtypes, the keywords the static configuration, which must be compile-time
 constants. The rules see what the program wrote: a ``None`` for x, weight or out is aclnn's
@@ -16,7 +16,7 @@ refused by the rule that checks it, as the host API refuses the same values.
 
 ``workspace`` is a window (the kernel exchanges partial products through it), of any
 element type, holding at least the user part of the workspace the build-time tiling computes
-(:mod:`pypto_build.lowering.mc2.tiling`). The op returns ``out``, which it writes whole.
+(:mod:`pypto_build.lowering.aclnn.tiling`). The op returns ``out``, which it writes whole.
 
 On the CHIP rail the kernel variant is the payload dtype and the tiling's template variables
 (every call with the same configuration shares one kernel); the kernel is a MIX kernel of one
@@ -26,6 +26,8 @@ cluster, whose blocks loop over the tiles themselves.
 from __future__ import annotations
 
 from pypto_build.builtins.manifest import BuiltinPackage
+from pypto_build.lowering.aclnn.rules import Mc2Config, Mc2Error, Mc2Request, TensorSpec, check
+from pypto_build.lowering.aclnn.tiling import Mc2Tiling, tile
 from pypto_build.lowering.builtin_ops import (
     RESULT,
     BuiltinOp,
@@ -46,8 +48,6 @@ from pypto_build.lowering.ir import (
     Type,
 )
 from pypto_build.lowering.ir.names import template_vars
-from pypto_build.lowering.mc2.rules import Mc2Config, Mc2Error, Mc2Request, TensorSpec, check
-from pypto_build.lowering.mc2.tiling import Mc2Tiling, tile
 from pypto_build.lowering.ops.signature import (
     Effects,
     Kind,

@@ -1,6 +1,6 @@
 """The build-time tiling of ``batch_matmul_reduce_scatter_all_to_all`` from a checked config.
 
-Every kernel variant is built for one static :class:`~pypto_build.lowering.mc2.rules.Mc2Config`,
+Every kernel variant is built for one static :class:`~pypto_build.lowering.aclnn.rules.Mc2Config`,
 so its whole tiling is known at build time: :func:`tile` computes it exactly as upstream's host
 tiling does ([tiling]), for the kernel template (:meth:`Mc2Tiling.template_vars`), the
 variant's ``kernel_config.py`` entry (:meth:`Mc2Tiling.as_json`), ``pypto-build lower`` and the
@@ -52,8 +52,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from pypto_build.lowering.aclnn.rules import Mc2Config
 from pypto_build.lowering.ir.types import DataType
-from pypto_build.lowering.mc2.rules import Mc2Config
 
 #: The workspace's system part: 16 MiB on top of the kernel's own buffers [tiling].
 SYSTEM_BYTES = 16 * 1024 * 1024
