@@ -5,7 +5,7 @@ The fused MC2 operator (BatchMatMul -> ReduceScatter over TP -> bias -> AllToAll
 called from a program as ``pld.tensor.batch_matmul_reduce_scatter_all_to_all`` (docs/dsl.md),
 and from host code as CANN's aclnn calls it: a first stage that checks everything and sizes the
 workspace, a second that runs on a stream. Each rank calls both with its own tensors, as in
-aclnn's sample (one thread per rank, or one thread for all; see :mod:`.world`)::
+aclnn's sample (one thread per rank, or one thread for all; see :mod:`.second_stage`)::
 
     import numpy as np
     from pypto_build import mc2
@@ -50,7 +50,7 @@ from pypto_build.mc2.arguments import ArgumentError
 from pypto_build.mc2.executor import Executor, get_workspace_size
 from pypto_build.mc2.operands import Tensor, bf16, is_transposed_view
 from pypto_build.mc2.run_error import NoSuchRank, RunError
-from pypto_build.mc2.world import SimStream, SimWorld, run
+from pypto_build.mc2.second_stage import SimStream, SimWorld, run
 
 __all__ = [
     "SYSTEM_BYTES",
