@@ -40,7 +40,7 @@ ALLOWED = {
     ("store/disk.py", "os.open"): "its staging folders, O_DIRECTORY|O_NOFOLLOW, to lock",
     ("store/disk.py", "os.replace"): "a staged value, or a verified hard link, renamed into place",
     (
-        "chip_build/compile_cache/publish.py",
+        "chip_build/compile_cache/entry_publisher.py",
         "write_bytes",
     ): "an entry's files in its private staging folder",
     (

@@ -39,8 +39,8 @@ from pypto_build.chip_build.chips import CoreType, get_chip
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.compile_cache.dependencies import FileDigests
 from pypto_build.chip_build.compile_cache.depfile_parser import read_depfile
+from pypto_build.chip_build.compile_cache.entry_publisher import Built
 from pypto_build.chip_build.compile_cache.keys import compile_key
-from pypto_build.chip_build.compile_cache.publish import Built
 from pypto_build.chip_build.distributed_meta import with_platform
 from pypto_build.chip_build.kernel_config import KernelConfig
 from pypto_build.chip_build.kernel_config_reader import read_kernel_config

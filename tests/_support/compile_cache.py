@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.entry_publisher import Built
 from pypto_build.chip_build.compile_cache.keys import compile_key
 from pypto_build.chip_build.compile_cache.layout import LAYOUT
-from pypto_build.chip_build.compile_cache.publish import Built
 
 KEY = compile_key(source=b"int x;", commands=[["g++", "-c"]], identity="g++ 12", version="12")
 

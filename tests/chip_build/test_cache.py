@@ -18,7 +18,7 @@ import filelock
 import pytest
 from _support.compile_cache import KEY, Builder, deps, entries, make_tree
 
-from pypto_build.chip_build.compile_cache import dependencies, layout, publish
+from pypto_build.chip_build.compile_cache import dependencies, entry_publisher, layout
 from pypto_build.chip_build.compile_cache import keys as cache_keys
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.compile_cache.dependencies import FileDigests
@@ -264,7 +264,7 @@ def test_keys_and_entries_do_not_name_where_pypto_build_is_installed(
 
     keys = []
     for index, root in enumerate(installs):
-        for module in (cache_keys, dependencies, publish):
+        for module in (cache_keys, dependencies, entry_publisher):
             monkeypatch.setattr(module, "PACKAGE", PackageFolder(root))
         keys.append(key(root))
         header = [*deps(tree), root / "include" / "api.h"]

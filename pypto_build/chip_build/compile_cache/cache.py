@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pypto_build.chip_build.compile_cache.dependencies import FileDigests, FileHashes
+from pypto_build.chip_build.compile_cache.entry_publisher import Built, EntryPublisher
 from pypto_build.chip_build.compile_cache.layout import LAYOUT, parse_manifest
 from pypto_build.chip_build.compile_cache.lookup import EntryReader
-from pypto_build.chip_build.compile_cache.publish import Built, EntryPublisher
 from pypto_build.chip_build.compile_cache.stats import (
     BuildCounts,
     CacheStats,

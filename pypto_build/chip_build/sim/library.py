@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pypto_build.builtins import include_dir
 from pypto_build.chip_build.compile_cache.cache import CompileCache
+from pypto_build.chip_build.compile_cache.entry_publisher import Built
 from pypto_build.chip_build.compile_cache.keys import compile_key
-from pypto_build.chip_build.compile_cache.publish import Built
 from pypto_build.chip_build.toolchains import SimToolchain
 from pypto_build.chip_build.toolchains.base import STAGE_PLACEHOLDER, run_tool
 from pypto_build.chip_build.toolchains.sim import SIM_API_INCLUDE_DIR
