@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "4a3b50fb4cd77a3430d393fc49cdab9bdb1aa3f5d43115383ef97dc602004fc3",
+        "a3": "62c27b08bf304608324c62f59479c9e0c40cd62da5264b797db874ab8cc03245",
     },
     (
         "tests/programs/chip_pipeline.py",
