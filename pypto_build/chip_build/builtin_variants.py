@@ -27,7 +27,7 @@ from pypto_build.builtins import BuiltinPackage, TemplateRenderError, render, re
 from pypto_build.builtins.manifest import CONFIG_TEMPLATE, ENTRY_TEMPLATE, KERNEL_TEMPLATE
 from pypto_build.chip_build.chips import Chip, CoreType
 from pypto_build.chip_build.render_errors import RenderError
-from pypto_build.lowering.builtin_ops import HOST_RAIL, SIGNAL, parse_template_vars
+from pypto_build.lowering.builtin_ops import HOST_RAIL, SIGNAL, BuiltinOp, parse_template_vars
 from pypto_build.lowering.builtin_registry import builtin_op
 from pypto_build.lowering.diagnostics import InternalError, Span
 from pypto_build.lowering.ir import Call, DataType, Function, Program, TensorType
@@ -213,16 +213,28 @@ def _signal_rows(package: BuiltinPackage, types: Sequence[object]) -> list[int]:
     ]
 
 
+def _chip_builtin_op(func: Function) -> BuiltinOp | None:
+    """The builtin op whose CHIP-rail kernel ``func`` is, or None for any other function."""
+    builtin = chip_builtin_kernel(func)
+    return None if builtin is None else builtin_op(builtin.package.public_op)
+
+
 def kernel_ranks(func: Function) -> tuple[int, ...]:
     """The rank count CHIP-rail builtin kernel ``func`` is sized for, as its package's op
     contract reads it (a collective's signal rows, the MC2 operator's ep * tp); none for any
     other function."""
-    builtin = chip_builtin_kernel(func)
-    found = None if builtin is None else builtin_op(builtin.package.public_op)
+    found = _chip_builtin_op(func)
     if found is None:
         return ()
     ranks = found.ranks(func)
     return () if ranks is None else (ranks,)
+
+
+def window_tail(program: Program) -> int:
+    """The bytes every comm window of ``program`` holds beyond its buffers: the largest
+    ``window_tail`` of the contracts of its CHIP-rail builtin kernels (0 without any)."""
+    tails = (_chip_builtin_op(func) for func in program.functions)
+    return max((found.contract.window_tail for found in tails if found is not None), default=0)
 
 
 def collective_ranks(program: Program) -> tuple[int, ...]:

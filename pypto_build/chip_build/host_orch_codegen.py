@@ -50,7 +50,7 @@ from math import prod
 from typing import TypeGuard
 
 from pypto_build.chip_build import runtime_types
-from pypto_build.chip_build.builtin_variants import host_variant, is_builtin_dispatch
+from pypto_build.chip_build.builtin_variants import host_variant, is_builtin_dispatch, window_tail
 from pypto_build.chip_build.codegen_base import RUNTIME_DTYPES, StmtCodegen, call_directions
 from pypto_build.chip_build.distributed_meta import Parameter
 from pypto_build.lowering.analysis.dataflow import Value
@@ -188,6 +188,8 @@ class _HostCodegen(StmtCodegen):
         self.program = program
         self.next_levels = next_levels
         self.windows = HostWindows(program, func)
+        #: What every comm domain's window holds beyond its buffers.
+        self.window_tail = window_tail(program)
         #: The name each window buffer is created under, by its variable.
         self.buffer_names = {
             stmt.targets[0].name: buffer_name(stmt)
@@ -288,7 +290,7 @@ class _HostCodegen(StmtCodegen):
         domain = _domain(stmt.name)
         sizes = _buffer_sizes(stmt)
         specs = []
-        window_size = 0
+        window_size = self.window_tail
         for buffer in stmt.buffers:
             if buffer not in sizes:
                 raise InternalError(f"{PHASE}: scope {stmt.name} does not allocate '{buffer}'")
@@ -550,12 +552,13 @@ def _buffer_sizes(scope: CommDomainScopeStmt) -> dict[str, int]:
 RUNS_MARKER = "_pypto_build_runs_on_every_rank"
 
 
-def generate_rank_adapter(orch: Function, ranks: int) -> HostOrchestrator | None:
+def generate_rank_adapter(orch: Function, ranks: int, tail: int) -> HostOrchestrator | None:
     """A HOST side for chip orchestration ``orch`` of a program that has none: what PyPTO's L3
     loader needs to run a chip pipeline whose windows need a comm domain (the fused MC2
     operator's workspace, a chip-rail collective's windows) on the ``ranks`` ranks they are
     sized for. Its entry allocates one world domain with a buffer per window parameter (zeroed,
-    named after the parameter) and dispatches ``orch`` once per rank, with rank ``r``'s part
+    named after the parameter) and ``tail`` bytes after them (the program's
+    :func:`~pypto_build.chip_build.builtin_variants.window_tail`), and dispatches ``orch`` once per rank, with rank ``r``'s part
     ``[r]`` of every other tensor: each of those parameters is the chip parameter with a leading
     axis of ``ranks``, as pypto-build's simulator takes a chip pipeline's inputs. None when
     ``orch`` takes a scalar (PyPTO's one-shot L3 path passes tensors only) or has no window."""
@@ -596,7 +599,7 @@ def generate_rank_adapter(orch: Function, ranks: int) -> HostOrchestrator | None
         "    with orch.allocate_domain(",
         '        name="d0",',
         "        workers=[*range(world_size)],",
-        f"        window_size={sum(padded)},",
+        f"        window_size={sum(padded) + tail},",
         "        buffers=[",
         *(
             f"            CommBufferSpec(name={_str(name)}, dtype={_str('opaque')}, "

@@ -86,6 +86,11 @@ class Contract(ABC):
 
     #: The name a manifest gives (``[op] contract``).
     name: str
+    #: Bytes the simulation of its CHIP-rail kernels keeps at the end of the comm window of
+    #: their window operand, beyond every declared buffer (0: none). pypto-build's simulator
+    #: gives every window the largest contract's; the HOST side generated for a program that
+    #: calls the op declares it in each comm domain, so PyPTO's simulators give it too.
+    window_tail: int = 0
 
     @abstractmethod
     def validate(self, package: BuiltinPackage) -> None:

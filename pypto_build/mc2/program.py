@@ -32,11 +32,6 @@ ORCHESTRATION = "batch_matmul_reduce_scatter_all_to_all"
 X, WEIGHT, BIAS, OUT, WORKSPACE = "x", "weight", "bias", "out", "workspace"
 #: The workspace window's element type: it is sized in bytes.
 WORKSPACE_DTYPE = DataType.UINT8
-#: The first bytes of the workspace's system part that the window holds too. On the device the
-#: system part is HCCL's; the simulated HCCL (``pypto_build/host_mix.h``) keeps its state in the
-#: window after the kernel's buffers, at most 320 bytes (groups of 32 ranks), which the user part
-#: of the smallest configurations does not leave room for.
-SIMULATED_HCCL_BYTES = 1024
 
 _TEMPLATE = '''\
 """batch_matmul_reduce_scatter_all_to_all on ep {ep} x tp {tp} ranks: the program
@@ -73,8 +68,8 @@ class Mc2Program:
 
     config: Mc2Config
     text: str
-    #: The window the orchestration takes, in bytes: the workspace's user part and the first
-    #: :data:`SIMULATED_HCCL_BYTES` of its system part.
+    #: The window the orchestration takes, in bytes: the workspace's user part, as aclnn's
+    #: kernel takes it (the simulated HCCL keeps its state beyond it, at its window's end).
     workspace_bytes: int
 
     @property
@@ -92,7 +87,7 @@ def mc2_program(
 ) -> Mc2Program:
     """The program of ``config`` for operands of these (checked) types; the weight as stored
     (transposed when ``config.transpose_weight``)."""
-    workspace_bytes = tile(config).user_bytes + SIMULATED_HCCL_BYTES
+    workspace_bytes = tile(config).user_bytes
     out_type = _tensor_type(out)
     params = [
         (X, _tensor_type(x)),

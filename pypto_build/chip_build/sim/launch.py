@@ -5,7 +5,7 @@ Both go through the same world (:mod:`.world`) and the same L3 objects (:mod:`.l
 orchestration run without a HOST orchestrator is driven as a generated HOST orchestrator would
 drive it, so its windows are a comm domain made by ``allocate_domain`` (one over all P ranks,
 one buffer per window parameter, shaped and typed as the parameter, padded as the HOST codegen
-pads buffers) and its dispatches are ``submit_next_level`` calls with ``TaskArgs``. Nothing of
+pads buffers, then the tail a builtin kernel's simulation keeps state in) and its dispatches are ``submit_next_level`` calls with ``TaskArgs``. Nothing of
 the domain, context or dispatch machinery exists twice.
 
 A run is prepared, then executed. :func:`prepare` checks everything that can be checked before
@@ -56,6 +56,7 @@ from pypto_build.chip_build.sim.shared import Segment, stack
 from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor, window_tensor
 from pypto_build.chip_build.sim.world import DispatchListener, Timeouts, World
 from pypto_build.errors import PyptoUsageError
+from pypto_build.lowering.builtin_registry import builtin_ops
 from pypto_build.lowering.ir import ParamDirection
 
 #: The comm domain of a chip orchestration's windows: the name a HOST orchestrator's single
@@ -240,17 +241,26 @@ def _chip_windows(sub_build: SubBuild) -> list[_Window]:
     return [_Window(param) for param in sub_build.params if param.kind == "window"]
 
 
-def _window_size(windows: Sequence[_Window]) -> int:
+def _buffers_size(windows: Sequence[_Window]) -> int:
     return sum(window.spec().nbytes for window in windows)
+
+
+def _window_size(windows: Sequence[_Window]) -> int:
+    """The window: the buffers, then the largest tail a builtin kernel's simulation keeps state
+    in (``Contract.window_tail``), whatever the program's kernels: the simulator gives every
+    window that tail."""
+    tail = max((found.contract.window_tail for found in builtin_ops()), default=0)
+    return _buffers_size(windows) + tail
 
 
 def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: int) -> Segment:
     """Every rank's windows, laid out as the run's comm domain lays them out, with the contents
     given for them (taken out of ``bound``) and zeros everywhere else: one pass over the
-    windows, in memory an earlier run may have used. Filled before any rank runs: a peer's first
+    windows and their tail, in memory an earlier run may have used. Filled before any rank runs: a peer's first
     remote write must land on the initial contents, never be overwritten by them."""
     window_size = _window_size(windows)
     layouts = layout_buffers([window.spec() for window in windows], window_size)
+    buffers = _buffers_size(windows)
     stride = window_stride(window_size)
     memory = Segment.allocate(ranks * stride, zeroed=False)
     for rank, arguments in enumerate(bound):
@@ -263,7 +273,7 @@ def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: in
                 window_tensor(slot, window.param.shape, window.dtype).view[...] = given
                 filled = window.nbytes
             memory.zero(start + filled, layout.nbytes - filled)
-        memory.zero(rank * stride + window_size, stride - window_size)
+        memory.zero(rank * stride + buffers, stride - buffers)
     return memory
 
 

@@ -83,6 +83,10 @@ TP_GROUP_SIZE = "common_tiling_tp_group_size"
 
 class Mc2Contract(Contract):
     name: str = "mc2"
+    #: The simulated HCCL's state (``pypto_build/host_mix.h``: flag counters, a counter per
+    #: group, a mailbox; ``64 + 8 * max(ep, tp)`` bytes, 576 for groups of COMM_MAX_RANK_NUM),
+    #: which lives outside the workspace so that the workspace is the user part, as on the device.
+    window_tail: int = 1024
 
     def validate(self, package: BuiltinPackage) -> None:
         """The manifest lists exactly the operands the op's rules read, in the kernel's
