@@ -558,10 +558,11 @@ def generate_rank_adapter(orch: Function, ranks: int, tail: int) -> HostOrchestr
     operator's workspace, a chip-rail collective's windows) on the ``ranks`` ranks they are
     sized for. Its entry allocates one world domain with a buffer per window parameter (zeroed,
     named after the parameter) and ``tail`` bytes after them (the program's
-    :func:`~pypto_build.chip_build.builtin_variants.window_tail`), and dispatches ``orch`` once per rank, with rank ``r``'s part
-    ``[r]`` of every other tensor: each of those parameters is the chip parameter with a leading
-    axis of ``ranks``, as pypto-build's simulator takes a chip pipeline's inputs. None when
-    ``orch`` takes a scalar (PyPTO's one-shot L3 path passes tensors only) or has no window."""
+    :func:`~pypto_build.chip_build.builtin_variants.window_tail`), and dispatches ``orch`` once
+    per rank, with rank ``r``'s part ``[r]`` of every other tensor: each of those parameters is
+    the chip parameter with a leading axis of ``ranks``, as pypto-build's simulator takes a chip
+    pipeline's inputs. None when ``orch`` takes a scalar (PyPTO's one-shot L3 path passes
+    tensors only) or has no window."""
     windows: list[tuple[str, DistributedTensorType]] = []
     parameters: list[Parameter] = []
     for param in orch.params:

@@ -351,7 +351,11 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
         _plan_host(plan, chip, generated, world)
     if not hosts and len(sub_builds) == 1:
         ranks = _sized_for(kernel_slots(program, sub_builds[0]))
-        adapter = None if ranks is None else generate_rank_adapter(sub_builds[0], ranks, window_tail(program))
+        adapter = (
+            None
+            if ranks is None
+            else generate_rank_adapter(sub_builds[0], ranks, window_tail(program))
+        )
         if adapter is not None:
             _plan_host(plan, chip, adapter, adapter.devices)
 

@@ -5,8 +5,9 @@ Both go through the same world (:mod:`.world`) and the same L3 objects (:mod:`.l
 orchestration run without a HOST orchestrator is driven as a generated HOST orchestrator would
 drive it, so its windows are a comm domain made by ``allocate_domain`` (one over all P ranks,
 one buffer per window parameter, shaped and typed as the parameter, padded as the HOST codegen
-pads buffers, then the tail a builtin kernel's simulation keeps state in) and its dispatches are ``submit_next_level`` calls with ``TaskArgs``. Nothing of
-the domain, context or dispatch machinery exists twice.
+pads buffers, then the tail a builtin kernel's simulation keeps state in) and its dispatches
+are ``submit_next_level`` calls with ``TaskArgs``. Nothing of the domain, context or dispatch
+machinery exists twice.
 
 A run is prepared, then executed. :func:`prepare` checks everything that can be checked before
 anything runs (the rank count against the one the program was sized for, the inputs against its
@@ -255,9 +256,10 @@ def _window_size(windows: Sequence[_Window]) -> int:
 
 def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: int) -> Segment:
     """Every rank's windows, laid out as the run's comm domain lays them out, with the contents
-    given for them (taken out of ``bound``) and zeros everywhere else: one pass over the
-    windows and their tail, in memory an earlier run may have used. Filled before any rank runs: a peer's first
-    remote write must land on the initial contents, never be overwritten by them."""
+    given for them (taken out of ``bound``) and zeros everywhere else (the tail too): one pass
+    over the windows, in memory an earlier run may have used. Filled before any rank runs: a
+    peer's first remote write must land on the initial contents, never be overwritten by
+    them."""
     window_size = _window_size(windows)
     layouts = layout_buffers([window.spec() for window in windows], window_size)
     buffers = _buffers_size(windows)
