@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "62c27b08bf304608324c62f59479c9e0c40cd62da5264b797db874ab8cc03245",
+        "a3": "152f9aeb09b63055fe2018954abf488274c25d2847c0ea541fc633c892961a53",
     },
     (
         "tests/programs/chip_pipeline.py",

@@ -10,7 +10,9 @@
 // argv:   kernel.so nranks rank block_num sub_block tensor...
 //         tensor = <w|h>:<DataType code>:<elements>, a 1-D operand in this rank's window (w:
 //         every rank gets a zeroed window with the same layout) or in host memory (h, zeroed);
-//         args[i] is tensor i, args[#tensors] the rank's CommContext.
+//         args[i] is tensor i, args[#tensors] the rank's CommContext. Every window has
+//         kWindowTail zeroed bytes after its operands, as the HOST side of a program calling the
+//         MC2 op declares them (its simulated HCCL keeps its state there).
 // stdout: "returned" (and, with the hooks, "error <first latched code>") if kernel_entry returns.
 // A kernel that fails without the hooks never returns: it traps and the process dies by signal.
 
@@ -46,6 +48,8 @@ extern "C" uint64_t pypto_sim_wait_timeout_ns(void) {
 namespace {
 
 constexpr size_t kAlign = 64;
+// The MC2 contract's window_tail (pypto_build/lowering/contracts/mc2.py).
+constexpr size_t kWindowTail = 1024;
 
 struct Operand {
   bool in_window;
@@ -104,6 +108,7 @@ int main(int argc, char** argv) {
     used += bytes;
     operands.push_back(operand);
   }
+  window_bytes += kWindowTail;
   std::vector<unsigned char*> windows(static_cast<size_t>(nranks));
   for (unsigned char*& window : windows) {
     window = static_cast<unsigned char*>(std::aligned_alloc(kAlign, round_up(window_bytes + 1)));
