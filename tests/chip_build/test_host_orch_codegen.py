@@ -340,6 +340,9 @@ def test_explicit_domain_slices_scalars_and_branches(tmp_path: Path) -> None:
     orch = FakeOrchestrator()
     _run(generated, orch, 4, x=FakeTensor("x"), rounds=2)
     assert [(name, members) for name, members, _, _ in orch.domains] == [("d0", [3, 1])]
+    # No builtin kernel of the program keeps state beyond the buffers: the window is theirs.
+    ((_, _, window_size, specs),) = orch.domains
+    assert window_size == sum(nbytes for _, _, nbytes in specs)
     assert [(name, worker) for name, worker, _, _ in orch.submits] == [
         ("fill", 3),
         ("builtin.tensor.all_to_all_v__fp32", 3),

@@ -33,6 +33,7 @@ from pypto_build.lowering.aclnn.tiling import (
     tiling_key,
     ub_capacity_for_add,
 )
+from pypto_build.lowering.contracts.mc2 import Mc2Contract
 from pypto_build.lowering.ir.types import DataType
 
 FP16, BF16, FP32 = DataType.FP16, DataType.BF16, DataType.FP32
@@ -444,3 +445,11 @@ def test_as_json_is_upstreams_tiling_data() -> None:
     )
     assert data["workspace"] == {"userBytes": 5952, "systemBytes": MIB16, "totalBytes": 16783168}
     assert (data["version"], data["hcommCnt"]) == (2, 2)
+
+
+def test_the_window_tail_holds_the_simulated_hccl_state_of_the_largest_groups() -> None:
+    """The MC2 contract's window tail holds host_mix.h's state area for groups of up to
+    COMM_MAX_RANK_NUM (64) ranks: 40 bytes of flag counters (3 flags x 3 cores, 8-aligned), 8
+    of group counters, a mailbox of 16 + 2 * 4 bytes per group position (tests/sim/test_mc2.py
+    runs configurations whose workspace leaves no room for it)."""
+    assert Mc2Contract.window_tail >= 40 + 8 + 16 + 8 * 64

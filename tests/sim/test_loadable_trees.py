@@ -71,6 +71,9 @@ def test_a_chip_pipeline_with_windows_gets_a_host_side_for_pypto_s_loader(
     host = TreeLayout(tree).host_module.read_text(encoding="utf-8")
     assert "workers=[*range(world_size)]" in host
     assert 'host_orch._pypto_build_runs_on_every_rank = "expert_combine"' in host
+    # The workspace (the sample's 6400 bytes) and the MC2 contract's window tail after it, where
+    # the simulated HCCL keeps its state: PyPTO's simulators give the window what it declares.
+    assert "window_size=7424," in host
     assert _devices(tree) == list(range(8))  # ep 4 x tp 2
     sys.path.insert(0, str(project / "src"))
     try:
