@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 HOST = Path(__file__).resolve().parent / "bare_kernel_host.cpp"
 #: The hooks a kernel may refer to (weakly): portability.h's, and nothing else of the runtime's.
-HOOKS = {"pypto_sim_report_error", "pypto_sim_wait_timeout_ns"}
+HOOKS = {"pypto_sim_report_error", "pypto_sim_wait_timeout_ns", "pypto_sim_wait_turn"}
 #: __builtin_trap: SIGILL on x86-64, SIGTRAP on AArch64.
 TRAPPED = {-signal.SIGILL, -signal.SIGTRAP}
 FLOAT32, FLOAT16, INT32, UINT8 = 0, 1, 2, 5  # DataType values (kernel_abi.h)

@@ -44,6 +44,9 @@
 //       how long one signal wait may spin (the run's timeout). A wait that runs out reports
 //       SIMPLER_ERROR_SCHEDULER_TIMEOUT and returns false, so a protocol bug (a missing credit,
 //       a peer that returned early) becomes an error instead of a hang or silently wrong data.
+//   void     pypto_sim_wait_turn(void);
+//       one turn of a signal wait that is not satisfied yet: the simulator switches to another
+//       kernel block without a system call. Without it a turn yields the CPU to any thread.
 // Without the second hook a wait is bounded by wait_budget_ns(): the environment variable
 // PYPTO_BUILD_KERNEL_WAIT_TIMEOUT_MS if set, else half of SIMPLER_SCHEDULER_TIMEOUT_MS (the
 // no-progress timeout of simpler's scheduler) if positive, else 5 s, half of that scheduler's 10 s
@@ -75,6 +78,7 @@
 extern "C" {
 __attribute__((weak)) void pypto_sim_report_error(int32_t code, const char* message);
 __attribute__((weak)) uint64_t pypto_sim_wait_timeout_ns(void);
+__attribute__((weak)) void pypto_sim_wait_turn(void);
 }
 #endif
 
@@ -268,6 +272,15 @@ PYPTO_DEVICE uint64_t wait_budget_ns() {
   return (scheduler != 0 ? (scheduler + 1) / 2 : kDefaultWaitTimeoutMs) * kNsPerMs;
 }
 
+// One turn of an unsatisfied wait (the pypto_sim_wait_turn hook).
+PYPTO_DEVICE void wait_turn() {
+  if (pypto_sim_wait_turn != nullptr) {
+    pypto_sim_wait_turn();
+    return;
+  }
+  std::this_thread::yield();
+}
+
 PYPTO_DEVICE bool signal_wait_ge(__gm__ int32_t* slot, int32_t threshold) {
   if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) >= threshold) {
     return true;
@@ -275,7 +288,7 @@ PYPTO_DEVICE bool signal_wait_ge(__gm__ int32_t* slot, int32_t threshold) {
   const uint64_t budget_ns = wait_budget_ns();
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
-    std::this_thread::yield();
+    wait_turn();
     const int32_t value = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (value >= threshold) {
       return true;

@@ -3,8 +3,11 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <system_error>
 
 #include "sim_internal.h"
 #include "sim_runtime.h"
@@ -33,6 +36,63 @@ int32_t status_of(const RankRun& run) {
   const int32_t code = run.code();
   return code <= 0 ? code : -code;
 }
+
+// A rank's orchestration, run on a fiber of the block pool beside its tasks' blocks: waiting
+// for a task is then a fiber's turn, not a sleep and a wake-up of the rank's thread, which waits
+// for the whole orchestration instead.
+class OrchestrationJob : public pypto_sim::PoolJob {
+ public:
+  OrchestrationJob(RankRun& run, const pypto_sim::Callable& callable, const ChipTaskArgs& args)
+      : run_(run), callable_(callable), args_(args) {}
+
+  void run(int32_t) override {
+    pypto_sim::ThreadContext& context = pypto_sim::thread_context();
+    context = pypto_sim::ThreadContext{};
+    context.run = &run_;
+    pypto_sim::prepare_thread_for_crash_reports();
+    execute();
+    pypto_sim::thread_context() = pypto_sim::ThreadContext{};
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+    finished_.notify_all();
+  }
+
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [this] { return done_; });
+  }
+
+ private:
+  void execute() {
+    const int32_t given = args_.tensor_count() + args_.scalar_count();
+    if (callable_.config != nullptr) {
+      const int expected = callable_.config(args_).expected_arg_count;
+      if (given < expected) {
+        run_.refuse(pypto_sim::format(
+            "the orchestration expects %d arguments (aicpu_orchestration_config), got %d "
+            "(%d tensors, %d scalars)",
+            expected, given, args_.tensor_count(), args_.scalar_count()));
+        return;
+      }
+    }
+    try {
+      callable_.entry(args_);
+    } catch (const abi::__forced_unwind&) {
+      throw;
+    } catch (...) {
+      // Escaping into the caller (ctypes) would terminate the process.
+      run_.report(PYPTO_SIM_KERNEL_CRASHED,
+                  "the orchestration threw " + pypto_sim::current_exception_text());
+    }
+  }
+
+  RankRun& run_;
+  const pypto_sim::Callable& callable_;
+  const ChipTaskArgs args_;
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  bool done_ = false;
+};
 
 }  // namespace
 
@@ -241,33 +301,14 @@ int32_t pypto_sim_run_execute(void* run_handle, const void* callable_handle,
   }
   args.tensor_count_ = tensor_count;
   args.scalar_count_ = scalar_count;
-
-  pypto_sim::ThreadContext& context = pypto_sim::thread_context();
-  context = pypto_sim::ThreadContext{};
-  context.run = &run;
   run.callable = &callable;
-  pypto_sim::prepare_thread_for_crash_reports();
-  if (callable.config != nullptr) {
-    const int expected = callable.config(args).expected_arg_count;
-    if (tensor_count + scalar_count < expected) {
-      run.refuse(pypto_sim::format(
-          "the orchestration expects %d arguments (aicpu_orchestration_config), got %d "
-          "(%d tensors, %d scalars)",
-          expected, tensor_count + scalar_count, tensor_count, scalar_count));
-      context = pypto_sim::ThreadContext{};
-      return status_of(run);
-    }
-  }
+  auto job = std::make_shared<OrchestrationJob>(run, callable, args);
   try {
-    callable.entry(args);
-  } catch (const abi::__forced_unwind&) {
-    throw;
-  } catch (...) {
-    // Escaping into the caller (ctypes) would terminate the process.
-    run.report(PYPTO_SIM_KERNEL_CRASHED,
-               "the orchestration threw " + pypto_sim::current_exception_text());
+    pypto_sim::start_pooled(job, 0);
+  } catch (const std::system_error&) {
+    job->run(0);  // no fiber to be had: on this thread, as a thread of its own would
   }
-  context = pypto_sim::ThreadContext{};
+  job->wait();
   return status_of(run);
 }
 

@@ -1,122 +1,420 @@
-// block_pool.cpp -- the threads kernel blocks run on, kept for the life of the process.
+// block_pool.cpp -- where kernel blocks and orchestrations run: fibers on one carrier thread per
+// CPU, kept for the life of the process.
 //
-// Starting a thread costs tens of microseconds and every task of every rank starts one per block
-// (per core of a MIX cluster): for a collective that moves little, that is most of its time. So
-// blocks run on pool threads instead: a thread that has run a block goes back to the idle list
-// and waits for the next one, of any task, rank or run. The pool grows to the widest set of
-// blocks ever running at once and never shrinks. An idle thread yields for a moment (the next
-// task of a run is usually that close: kSpinBudget), then sleeps on its own condition variable,
-// so an idle pool costs no CPU.
+// A collective's blocks spend most of their time waiting for their peers' blocks, and on a
+// machine with far fewer CPUs than blocks (every rank's blocks of a run are resident at once) a
+// wait that yields an OS thread costs a system call and a context switch per turn: hundreds of
+// switches per exchange at 32 ranks, each about a microsecond and a half in a virtual machine.
+// So a block runs as a fiber (its own stack, switched in user space: fiber_context.h) on a
+// carrier, one thread per CPU the process may use, all taking fibers from one ready queue. A
+// block's signal wait hands its turn back to its carrier (pypto_sim_wait_turn, the portability
+// header's hook), which runs the next ready fiber; once every queued fiber has had a turn, and at
+// most every kYieldEvery, a carrier yields its CPU once, so the ranks' own threads and other
+// processes still run. A rank's orchestration runs on a fiber too (api.cpp), so waiting for a
+// task is a turn as well, not a sleep and a wake-up of the rank's thread. An idle carrier yields
+// for a moment (the next task is usually that close: kSpinBudget), then sleeps, so an idle pool
+// costs no CPU. One queue rather than one per carrier: a carrier the machine preempts holds up
+// none of the fibers, which resume on whichever carrier takes them next.
 //
-// A task the submitter gave up on (tasks.cpp: a block that did not return in time) keeps its
-// threads until its kernels return, if ever; they rejoin the idle list then, and until then the
-// pool starts other threads for later tasks. Pool threads are detached and never joined: at
-// process exit they are blocked on their condition variable (or running an abandoned kernel) and
-// end with the process. The pool itself is never destroyed, so no static destructor can find a
-// joinable thread or a waiter on a destroyed condition variable.
+// A fiber only switches inside a hooked wait: a block that computes, or waits any other way
+// (its own loop, a kernel built without the hook, a system call), keeps its carrier. So a
+// monitor thread gives a fiber that has held its carrier for kReleaseAfterCpu of CPU time (or
+// kReleaseAfter in all) the carrier's thread for good -- it goes on as an ordinary thread, its
+// waits yield the CPU -- and starts a new carrier in its place; the old thread ends when its
+// fiber returns. Computing blocks thus run in parallel as they did on threads of their own, and
+// no block can starve another. A task the submitter gave up on (tasks.cpp) keeps its fibers
+// until its kernels return, if ever.
+//
+// A fiber's identity for error messages and crash reports (its ThreadContext) moves with it: a
+// carrier sets it before switching to a fiber, a fiber saves it before switching away. Since a
+// fiber may resume on another thread, the runtime holds no reference to a thread-local across a
+// switch (and a kernel must not either: a device kernel has no thread-local storage). Fiber
+// stacks are as large as a thread's, with a guard page, so a kernel that overflows its stack
+// faults as on a thread of its own (crash.cpp). Carrier and monitor threads are detached and
+// never joined; the pool is never destroyed, so no static destructor can find a joinable thread
+// or a waiter on a destroyed condition variable.
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#include "fiber_context.h"
 #include "sim_internal.h"
 
 namespace pypto_sim {
 
 namespace {
 
-// One pool thread and the block it is handed.
-struct PoolThread {
-  std::mutex mutex;
-  std::condition_variable handed;
-  std::shared_ptr<PoolJob> job;  // set by the submitter, cleared by the thread
+// How much CPU time a fiber may take on its carrier without switching before it is given the
+// carrier's thread for good: far longer than a wait's turn, short against a block that
+// computes. CPU time, so that a carrier the machine preempted keeps its fibers.
+constexpr std::chrono::milliseconds kReleaseAfterCpu{2};
+// How long a fiber may hold its carrier at all (one blocked in a system call takes no CPU).
+constexpr std::chrono::milliseconds kReleaseAfter{50};
+// How long a carrier with fibers waiting keeps its CPU at most before it yields it once, so the
+// ranks' own threads and other processes run (the kernel's scheduler preempts it too, later).
+constexpr std::chrono::nanoseconds kYieldEvery{20'000};
+// How often the monitor looks at the carriers while blocks run.
+constexpr std::chrono::milliseconds kMonitorPeriod{1};
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+struct Fiber {
+  char* memory = nullptr;  // the guard page, then the stack
+  size_t bytes = 0;
+  FiberContext context;
+  std::shared_ptr<PoolJob> job;  // set when started, cleared when its run returns
   int32_t index = 0;
-  std::atomic<bool> handed_over{false};  // job is set (read while spinning, without the mutex)
-  bool sleeping = false;                 // waiting on `handed`: a hand-over must notify
+  ThreadContext saved;  // the block's identity while it is switched out
+  uint64_t round = 0;   // the queue's round in which it was last queued (0: never)
+  bool finished = false;
 };
 
-class BlockPool {
+// What a carrier is doing, as the monitor sees it.
+enum class CarrierState : int32_t {
+  kIdle,      // in its loop, not inside a fiber
+  kRunning,   // inside a fiber since entered_ns
+  kReleased,  // its thread belongs to the fiber it runs; another carrier took its place
+};
+
+struct Carrier {
+  FiberContext home;  // its loop, where a fiber switches back to
+  Fiber* running = nullptr;
+  uint64_t yielded_ns = 0;  // when it last let go of its CPU
+  std::atomic<CarrierState> state{CarrierState::kIdle};
+  std::atomic<uint64_t> entered_ns{0};   // when it last switched to a fiber
+  std::atomic<uint64_t> entries{0};      // switches to a fiber so far
+  std::atomic<clockid_t> cpu_clock{-1};  // its thread's CPU-time clock, once it runs
+};
+
+// What the monitor saw of a carrier when it last switched to a fiber.
+struct Sighting {
+  const Carrier* carrier = nullptr;
+  uint64_t entries = 0;
+  uint64_t cpu_ns = 0;
+};
+
+uint64_t cpu_ns(clockid_t clock) {
+  timespec now{};
+  if (clock == clockid_t{-1} || clock_gettime(clock, &now) != 0) {
+    return 0;
+  }
+  return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
+}
+
+// The fibers ready to run, taken by every carrier in turn.
+class ReadyQueue {
  public:
-  PoolCounts counts() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return PoolCounts{started_, static_cast<uint32_t>(idle_.size())};
+  void push(Fiber* fiber) {
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ready_.push_back(fiber);
+      size_.store(ready_.size(), std::memory_order_release);
+      wake = sleeping_ > 0;
+    }
+    if (wake) {
+      filled_.notify_one();
+    }
   }
 
-  void start(const std::shared_ptr<PoolJob>& job, int32_t index) {
-    PoolThread* thread = take_idle();
-    const bool fresh = thread == nullptr;
-    if (fresh) {
-      thread = new PoolThread();  // lives as long as the pool: forever
-    }
-    bool sleeping = false;
-    {
-      std::lock_guard<std::mutex> lock(thread->mutex);
-      thread->job = job;
-      thread->index = index;
-      thread->handed_over.store(true, std::memory_order_release);
-      sleeping = thread->sleeping;
-    }
-    if (sleeping) {
-      thread->handed.notify_one();
-    }
-    if (fresh) {
-      try {
-        std::thread([this, thread] { serve(thread); }).detach();
-      } catch (...) {
-        delete thread;
-        throw;
+  // A fiber that handed back its turn, at the end of the queue.
+  void requeue(Fiber* fiber) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fiber->round = round_;
+    ready_.push_back(fiber);
+    size_.store(ready_.size(), std::memory_order_release);
+  }
+
+  // The next fiber for `carrier` to run; blocks while there is none.
+  Fiber* take(Carrier* carrier) {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!ready_.empty()) {
+        Fiber* fiber = ready_.front();
+        if (fiber->round != round_) {
+          ready_.pop_front();
+          size_.store(ready_.size(), std::memory_order_release);
+          return fiber;
+        }
+        // Every fiber queued has had a turn since the round began: the next round begins, and
+        // the carrier lets go of its CPU once if it has not for a while.
+        ++round_;
+        lock.unlock();
+        const uint64_t now = now_ns();
+        if (now - carrier->yielded_ns >= static_cast<uint64_t>(kYieldEvery.count())) {
+          sched_yield();
+          carrier->yielded_ns = now_ns();
+        }
+        continue;
       }
-      std::lock_guard<std::mutex> lock(mutex_);
-      ++started_;
+      lock.unlock();
+      const auto filled_up = [this] { return size_.load(std::memory_order_acquire) != 0; };
+      if (spin_until(filled_up, kSpinBudget)) {
+        continue;
+      }
+      lock.lock();
+      ++sleeping_;
+      filled_.wait(lock, [this] { return !ready_.empty(); });
+      --sleeping_;
     }
   }
 
  private:
-  PoolThread* take_idle() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (idle_.empty()) {
-      return nullptr;
-    }
-    PoolThread* thread = idle_.back();
-    idle_.pop_back();
-    return thread;
-  }
-
-  [[noreturn]] void serve(PoolThread* thread) {
-    for (;;) {
-      std::shared_ptr<PoolJob> job;
-      int32_t index = 0;
-      const auto handed_over = [thread] {
-        return thread->handed_over.load(std::memory_order_acquire);
-      };
-      spin_until(handed_over, kSpinBudget);
-      {
-        std::unique_lock<std::mutex> lock(thread->mutex);
-        thread->sleeping = true;
-        thread->handed.wait(lock, handed_over);
-        thread->sleeping = false;
-        thread->handed_over.store(false, std::memory_order_relaxed);
-        job = std::move(thread->job);
-        thread->job = nullptr;
-        index = thread->index;
-      }
-      job->run(index);
-      job.reset();  // before going idle: the task's memory is not the pool's to keep
-      std::lock_guard<std::mutex> lock(mutex_);
-      idle_.push_back(thread);
-    }
-  }
-
   std::mutex mutex_;
-  std::vector<PoolThread*> idle_;
+  std::condition_variable filled_;
+  std::deque<Fiber*> ready_;
+  std::atomic<size_t> size_{0};  // ready_.size(), read while spinning, without the mutex
+  int32_t sleeping_ = 0;         // carriers waiting on `filled_`: a push must notify one
+  uint64_t round_ = 1;           // advanced each time every queued fiber has had a turn
+};
+
+thread_local Carrier* t_carrier = nullptr;
+
+// The carrier of the calling thread. Not inlined: a fiber resumes on whichever carrier takes it
+// from the queue, and a thread-local address must be computed after the switch.
+__attribute__((noinline)) Carrier* current_carrier() { return t_carrier; }
+
+__attribute__((noinline)) void set_thread_context(const ThreadContext& context) {
+  thread_context() = context;
+}
+
+__attribute__((noinline)) ThreadContext get_thread_context() { return thread_context(); }
+
+size_t default_stack_bytes() {
+  pthread_attr_t attributes;
+  size_t bytes = 0;
+  if (pthread_getattr_default_np(&attributes) == 0) {
+    pthread_attr_getstacksize(&attributes, &bytes);
+    pthread_attr_destroy(&attributes);
+  }
+  return bytes >= (size_t{1} << 16) ? bytes : size_t{8} << 20;
+}
+
+size_t usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+    return static_cast<size_t>(CPU_COUNT(&set));
+  }
+  const unsigned count = std::thread::hardware_concurrency();
+  return count > 0 ? count : 1;
+}
+
+void fiber_main(void* fiber);
+
+class BlockPool {
+ public:
+  BlockPool()
+      : stack_bytes_(default_stack_bytes()),
+        page_(static_cast<size_t>(getpagesize())),
+        carriers_(usable_cpus()) {}
+
+  PoolCounts counts() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return PoolCounts{started_, static_cast<uint32_t>(free_.size())};
+  }
+
+  void start(const std::shared_ptr<PoolJob>& job, int32_t index) {
+    start_threads();
+    Fiber* fiber = take_free();
+    fiber->job = job;
+    fiber->index = index;
+    fiber->saved = ThreadContext{};
+    fiber->round = 0;
+    fiber->finished = false;
+    context_init(&fiber->context, fiber->memory + page_, fiber->bytes - page_, fiber_main, fiber);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (live_++ == 0) {
+        active_.notify_one();
+      }
+    }
+    ready_.push(fiber);
+  }
+
+  // A fiber whose run returned, on its carrier's loop.
+  void finished(Fiber* fiber) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --live_;
+    free_.push_back(fiber);
+  }
+
+ private:
+  // The carriers and the monitor, on the first block; throws std::system_error when a thread
+  // cannot be started (the next block tries again).
+  void start_threads() {
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    for (size_t slot = 0; slot < carriers_.size(); ++slot) {
+      if (carriers_[slot].load(std::memory_order_acquire) == nullptr) {
+        start_carrier(slot);
+      }
+    }
+    if (!monitoring_) {
+      std::thread([this] { monitor(); }).detach();
+      monitoring_ = true;
+    }
+  }
+
+  void start_carrier(size_t slot) {
+    auto* carrier = new Carrier();  // lives while its thread does (see serve)
+    try {
+      std::thread([this, carrier] { serve(carrier); }).detach();
+    } catch (...) {
+      delete carrier;
+      throw;
+    }
+    carriers_[slot].store(carrier, std::memory_order_release);
+  }
+
+  Fiber* take_free() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        Fiber* fiber = free_.back();
+        free_.pop_back();
+        return fiber;
+      }
+    }
+    void* memory = mmap(nullptr, stack_bytes_ + page_, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (memory == MAP_FAILED) {
+      throw std::system_error(errno, std::generic_category(), "cannot map a block's stack");
+    }
+    if (mprotect(memory, page_, PROT_NONE) != 0) {
+      const int error = errno;
+      munmap(memory, stack_bytes_ + page_);
+      throw std::system_error(error, std::generic_category(), "cannot guard a block's stack");
+    }
+    auto* fiber = new Fiber();  // lives as long as the pool: forever
+    fiber->memory = static_cast<char*>(memory);
+    fiber->bytes = stack_bytes_ + page_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++started_;
+    return fiber;
+  }
+
+  void serve(Carrier* self) {
+    t_carrier = self;
+    clockid_t clock{};
+    if (pthread_getcpuclockid(pthread_self(), &clock) == 0) {
+      self->cpu_clock.store(clock, std::memory_order_release);
+    }
+    for (;;) {
+      Fiber* fiber = ready_.take(self);
+      // Any fiber may run here, so this thread reports crashes as every block's thread must.
+      prepare_thread_for_crash_reports();
+      self->running = fiber;
+      set_thread_context(fiber->saved);
+      self->entered_ns.store(now_ns(), std::memory_order_relaxed);
+      self->entries.fetch_add(1, std::memory_order_relaxed);
+      self->state.store(CarrierState::kRunning, std::memory_order_release);
+      context_switch(&self->home, &fiber->context);
+      // Back: the fiber yielded its turn or returned (a released one only returns).
+      const bool released =
+          self->state.load(std::memory_order_acquire) == CarrierState::kReleased;
+      self->running = nullptr;
+      set_thread_context(ThreadContext{});
+      if (fiber->finished) {
+        finished(fiber);
+      } else {
+        ready_.requeue(fiber);
+      }
+      if (released) {
+        delete self;
+        return;  // another carrier took its place; this thread ends
+      }
+    }
+  }
+
+  // Gives a fiber that has held its carrier too long the carrier's thread (see the file).
+  [[noreturn]] void monitor() {
+    std::vector<Sighting> seen(carriers_.size());
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        active_.wait(lock, [this] { return live_ > 0; });
+      }
+      std::this_thread::sleep_for(kMonitorPeriod);
+      for (size_t slot = 0; slot < carriers_.size(); ++slot) {
+        Carrier* carrier = carriers_[slot].load(std::memory_order_acquire);
+        if (carrier != nullptr && holds_too_long(*carrier, &seen[slot])) {
+          release(slot, carrier);
+        }
+      }
+    }
+  }
+
+  // Whether `carrier` is inside a fiber that has taken too much CPU, or too long, since it was
+  // switched to; `seen` is what the monitor saw of it last time.
+  static bool holds_too_long(const Carrier& carrier, Sighting* seen) {
+    const uint64_t entries = carrier.entries.load(std::memory_order_relaxed);
+    const uint64_t cpu = cpu_ns(carrier.cpu_clock.load(std::memory_order_acquire));
+    if (carrier.state.load(std::memory_order_acquire) != CarrierState::kRunning ||
+        seen->carrier != &carrier || seen->entries != entries) {
+      *seen = Sighting{&carrier, entries, cpu};
+      return false;
+    }
+    const uint64_t held = now_ns() - carrier.entered_ns.load(std::memory_order_relaxed);
+    return cpu - seen->cpu_ns >= uint64_t(std::chrono::nanoseconds(kReleaseAfterCpu).count()) ||
+           held >= uint64_t(std::chrono::nanoseconds(kReleaseAfter).count());
+  }
+
+  // Give `carrier`'s thread to the fiber it runs and start another carrier in its place.
+  void release(size_t slot, Carrier* carrier) {
+    CarrierState running = CarrierState::kRunning;
+    if (!carrier->state.compare_exchange_strong(running, CarrierState::kReleased,
+                                                std::memory_order_acq_rel)) {
+      return;  // it switched meanwhile
+    }
+    std::lock_guard<std::mutex> lock(threads_mutex_);
+    carriers_[slot].store(nullptr, std::memory_order_release);
+    try {
+      start_carrier(slot);
+    } catch (const std::system_error&) {
+      // No thread to spare: the next block to start tries again.
+    }
+  }
+
+  const size_t stack_bytes_;
+  const size_t page_;
+  ReadyQueue ready_;
+  std::vector<std::atomic<Carrier*>> carriers_;  // one slot per usable CPU
+  std::mutex threads_mutex_;
+  bool monitoring_ = false;
+  std::mutex mutex_;
+  std::condition_variable active_;
+  std::vector<Fiber*> free_;
   uint32_t started_ = 0;
+  uint32_t live_ = 0;
 };
 
 BlockPool& pool() {
   static BlockPool* const instance = new BlockPool();  // never destroyed (see the file)
   return *instance;
+}
+
+void fiber_main(void* argument) {
+  Fiber* fiber = static_cast<Fiber*>(argument);
+  fiber->job->run(fiber->index);
+  fiber->job.reset();  // before going idle: the task's memory is not the pool's to keep
+  fiber->finished = true;
+  Carrier* carrier = current_carrier();
+  CarrierState running = CarrierState::kRunning;
+  carrier->state.compare_exchange_strong(running, CarrierState::kIdle, std::memory_order_acq_rel);
+  context_switch(&fiber->context, &carrier->home);  // never switched back to
 }
 
 }  // namespace
@@ -127,4 +425,26 @@ void start_pooled(const std::shared_ptr<PoolJob>& job, int32_t index) {
 
 PoolCounts pool_counts() { return pool().counts(); }
 
+bool switch_turn() {
+  Carrier* carrier = current_carrier();
+  CarrierState running = CarrierState::kRunning;
+  if (carrier == nullptr ||
+      !carrier->state.compare_exchange_strong(running, CarrierState::kIdle,
+                                              std::memory_order_acq_rel)) {
+    return false;  // not a fiber, or one that has a thread of its own
+  }
+  Fiber* fiber = carrier->running;
+  fiber->saved = get_thread_context();
+  context_switch(&fiber->context, &carrier->home);
+  return true;
+}
+
+void wait_turn() {
+  if (!switch_turn()) {
+    std::this_thread::yield();
+  }
+}
+
 }  // namespace pypto_sim
+
+extern "C" void pypto_sim_wait_turn(void) { pypto_sim::wait_turn(); }

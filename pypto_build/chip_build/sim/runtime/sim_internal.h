@@ -231,16 +231,23 @@ bool spin_until(Ready ready, std::chrono::nanoseconds budget) {
   return false;
 }
 
-// Run job->run(index) on an idle pool thread, or on a new one when none is idle; throws
-// std::system_error when a needed thread cannot be started. The pool keeps `job` alive until
-// that call returns.
+// Run job->run(index) on a fiber of the pool (block_pool.cpp); throws std::system_error when a
+// needed stack or carrier thread cannot be had. The pool keeps `job` alive until that call
+// returns.
 void start_pooled(const std::shared_ptr<PoolJob>& job, int32_t index);
 
 struct PoolCounts {
-  uint32_t threads;  // started so far (none ever ends)
+  uint32_t threads;  // blocks' execution contexts (fibers) made so far (none is ever freed)
   uint32_t idle;     // waiting for a block
 };
 PoolCounts pool_counts();
+
+// On a fiber that shares its carrier (block_pool.cpp): hand the turn to the carrier's next fiber
+// and return true when it is this fiber's turn again. Elsewhere false at once.
+bool switch_turn();
+// One turn of a kernel's unsatisfied signal wait (pypto_sim_wait_turn): switch_turn, or where
+// that does not switch, yield the CPU.
+void wait_turn();
 
 // Run one submitted task to completion on the current rank; its runtime-allocated outputs are
 // appended to `outputs` (tasks.cpp).
@@ -255,6 +262,7 @@ void alloc_tensors(const CoreTaskArgs& args, TaskOutputTensors* outputs);
 // the runtime also calls itself.
 extern "C" {
 void pypto_sim_report_error(int32_t code, const char* message);
+void pypto_sim_wait_turn(void);
 }
 
 #endif  // PYPTO_BUILD_SIM_INTERNAL_H_

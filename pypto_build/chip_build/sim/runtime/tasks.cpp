@@ -7,10 +7,10 @@
 // rank's TaskOrder (order.cpp) checks that the runtime's own dependencies order it after every
 // earlier task it conflicts with, and fails the run where they do not. Running in submission
 // order is what makes a collective's blocks meet their peers' blocks: every rank runs its own
-// orchestration on its own thread. A task of launch width B runs as B blocks of threads started together (one
-// thread per block, or three for a MIX cluster; threads of the process's pool, block_pool.cpp),
-// each calling its kernel_entry with its own
-// 50-slot argument array: the tensor descriptors, the scalars, &LocalContext{block_idx, B} at
+// orchestration, concurrently with the others. A task of launch width B runs as B blocks started
+// together (one fiber per block, or three for a MIX cluster: fibers of the process's pool,
+// block_pool.cpp, which a block that computes turns into a thread of its own), each calling its
+// kernel_entry with its own 50-slot argument array: the tensor descriptors, the scalars, &LocalContext{block_idx, B} at
 // SPMD_LOCAL_CONTEXT_INDEX and the core's GlobalContext (its sub-block id) at
 // SPMD_GLOBAL_CONTEXT_INDEX.
 
@@ -115,7 +115,8 @@ class TaskLaunch : public PoolJob {
                    format("kernel '%s' (func_id %d) block %d/%d threw %s", kernel.name.c_str(),
                           kernel.func_id, block, block_num_, current_exception_text().c_str()));
     }
-    context = ThreadContext{};
+    // Looked up again: a block's fiber may have resumed on another thread (block_pool.cpp).
+    thread_context() = ThreadContext{};
     g_progress.fetch_add(1, std::memory_order_relaxed);
     finish_thread();
   }
@@ -128,9 +129,20 @@ class TaskLaunch : public PoolJob {
     }
   }
 
-  // How many threads are still running after waiting at most `timeout`.
+  // How many threads are still running after waiting at most `timeout`. An orchestration on a
+  // fiber waits turn by turn with its blocks' fibers; one on a thread of its own yields, then
+  // sleeps.
   int32_t wait(std::chrono::nanoseconds timeout) {
     const auto returned = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!returned() && switch_turn()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return remaining_.load(std::memory_order_acquire);
+      }
+    }
+    timeout = std::max(std::chrono::nanoseconds(0),
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           deadline - std::chrono::steady_clock::now()));
     if (!spin_until(returned, std::min(timeout, kSpinBudget))) {
       std::unique_lock<std::mutex> lock(mutex_);
       done_.wait_for(lock, timeout, returned);
