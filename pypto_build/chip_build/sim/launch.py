@@ -54,7 +54,7 @@ from pypto_build.chip_build.sim.result import SimResult
 from pypto_build.chip_build.sim.run_failure import SimulationError
 from pypto_build.chip_build.sim.runtime import load_runtime, window_stride
 from pypto_build.chip_build.sim.shared import Segment, stack
-from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor, window_tensor
+from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES, SimTensor
 from pypto_build.chip_build.sim.world import DispatchListener, Timeouts, World
 from pypto_build.errors import PyptoUsageError
 from pypto_build.lowering.builtin_registry import builtin_ops
@@ -258,25 +258,62 @@ def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: in
     """Every rank's windows, laid out as the run's comm domain lays them out, with the contents
     given for them (taken out of ``bound``) and zeros everywhere else (the tail too): one pass
     over the windows, in memory an earlier run may have used. Filled before any rank runs: a
-    peer's first remote write must land on the initial contents, never be overwritten by
-    them."""
+    peer's first remote write must land on the initial contents, never be overwritten by them.
+    The work per window is one view over every rank's copy of it and an assignment per rank
+    given; the zeros are each rank's gaps between given contents, merged (:func:`_zero_gaps`)."""
     window_size = _window_size(windows)
     layouts = layout_buffers([window.spec() for window in windows], window_size)
     buffers = _buffers_size(windows)
     stride = window_stride(window_size)
     memory = Segment.allocate(ranks * stride, zeroed=False)
-    for rank, arguments in enumerate(bound):
-        for window, layout in zip(windows, layouts, strict=True):
-            start = rank * stride + layout.offset
+    gaps: list[list[tuple[int, int]]] = [[] for _ in range(ranks)]
+    for window, layout in zip(windows, layouts, strict=True):
+        rows = memory.array((ranks, window.nbytes), np.uint8, layout.offset, (stride, 1))
+        views = rows.view(NUMPY_DTYPES[window.dtype]).reshape((ranks, *window.param.shape))
+        for rank, arguments in enumerate(bound):
             given = arguments.tensors.pop(window.param.name, None)
             filled = 0
             if given is not None:
-                slot = memory.array((window.nbytes,), np.uint8, start)
-                window_tensor(slot, window.param.shape, window.dtype).view[...] = given
+                views[rank] = given
                 filled = window.nbytes
-            memory.zero(start + filled, layout.nbytes - filled)
-        memory.zero(rank * stride + buffers, stride - buffers)
+            _add_gap(gaps[rank], layout.offset + filled, layout.offset + layout.nbytes)
+    for rank_gaps in gaps:
+        _add_gap(rank_gaps, buffers, stride)
+    _zero_gaps(memory, stride, gaps)
     return memory
+
+
+#: A gap at most this long is zeroed in every rank at once by one strided NumPy assignment; a
+#: longer one by a ``memset`` per rank, which writes at the memory's speed.
+_SMALL_GAP = 1 << 16
+
+
+def _add_gap(gaps: list[tuple[int, int]], begin: int, end: int) -> None:
+    """Append bytes ``[begin, end)`` of a window to ``gaps``, merged with the last one when they
+    touch."""
+    if begin >= end:
+        return
+    if gaps and gaps[-1][1] == begin:
+        gaps[-1] = (gaps[-1][0], end)
+    else:
+        gaps.append((begin, end))
+
+
+def _zero_gaps(memory: Segment, stride: int, gaps: Sequence[Sequence[tuple[int, int]]]) -> None:
+    """Zero each rank's ``gaps`` (byte ranges of its window, ``stride`` bytes apart)."""
+    ranks = len(gaps)
+    if all(rank_gaps == gaps[0] for rank_gaps in gaps):
+        rows = memory.array((ranks, stride), np.uint8)
+        for begin, end in gaps[0]:
+            if end - begin <= _SMALL_GAP:
+                rows[:, begin:end] = 0
+            else:
+                for rank in range(ranks):
+                    memory.zero(rank * stride + begin, end - begin)
+        return
+    for rank, rank_gaps in enumerate(gaps):
+        for begin, end in rank_gaps:
+            memory.zero(rank * stride + begin, end - begin)
 
 
 def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | None) -> SimResult:

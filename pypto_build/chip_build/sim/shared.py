@@ -39,7 +39,8 @@ _MAX_FDS = 250
 #: A message's header: the pickle's length and the number of descriptors sent with it.
 _HEADER = struct.Struct("<QI")
 
-#: Bytes, and number, of idle mappings a process keeps for reuse (each holds a descriptor).
+#: Bytes, and number, of idle mappings a process keeps for reuse (each holds a descriptor): at
+#: least IDLE_BYTES, and up to the most its segments held at once (see :class:`_Idle`).
 IDLE_BYTES = 256 << 20
 IDLE_COUNT = 64
 
@@ -67,21 +68,38 @@ class _Idle:
     """Mappings no segment holds, kept to be held again: a fresh page costs a fault (and on a
     virtual machine often the host's as well), many times a pass over a warm one. A mapping this
     process created and never gave away may hold new contents; one received from another process
-    is only mapped again when it comes back (its pages stay mapped)."""
+    is only mapped again when it comes back (its pages stay mapped).
+
+    The idle bytes kept are bounded by :data:`IDLE_BYTES` or by the most that segments held at
+    once in this process, whichever is larger: a run whose windows alone are larger than the
+    fixed bound (32 ranks at a MiB per peer: 2 GiB) would otherwise fault in all of them on
+    every run, about ten times a pass over warm memory. Keeping what a process once held at once
+    raises no peak of its memory; it only does not hand it back."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()  # a segment may die, and come back here, anywhere
         self._mappings: dict[int, _Mapping] = {}  # by inode, oldest first
         self._bytes = 0
+        self._held = 0  # bytes of the mappings segments hold now
+        self._most_held = 0
+
+    def hold(self, mapping: _Mapping) -> None:
+        """A segment holds ``mapping`` now."""
+        with self._lock:
+            self._held += mapping.size
+            self._most_held = max(self._most_held, self._held)
 
     def put(self, mapping: _Mapping) -> None:
+        with self._lock:
+            self._held -= mapping.size
         if mapping.given:
             mapping.close()
             return
         with self._lock:
             self._mappings[mapping.inode] = mapping
             self._bytes += mapping.size
-            while self._bytes > IDLE_BYTES or len(self._mappings) > IDLE_COUNT:
+            limit = max(IDLE_BYTES, self._most_held)
+            while self._bytes > limit or len(self._mappings) > IDLE_COUNT:
                 self._remove(next(iter(self._mappings))).close()
 
     def take(self, inode: int) -> _Mapping | None:
@@ -112,6 +130,7 @@ class Segment:
     alive; when the last goes, its mapping waits in this process's idle mappings for reuse."""
 
     def __init__(self, mapping: _Mapping) -> None:
+        _IDLE.hold(mapping)
         self._mapping = mapping
         self.fd = mapping.fd
         self.inode = mapping.inode
