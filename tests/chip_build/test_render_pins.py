@@ -23,64 +23,64 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_a2a/src/moe_a2a/pipelines.py",
         "samples/moe_a2a",
     ): {
-        "a2": "ce016c971a8ff74c92bafb40daa9e4b4e26663e97551f777aea1619808a15a7f",
-        "a3": "69ad40da377b6c753a8ad26dd07803ee89f5d394eaadb593e3a9df1bd806f10d",
-        "a5": "468e2edfe6fd32812fc89e63b48a9e3a57b7c372f9e3112b46aedcf4be454e89",
+        "a2": "63ba64df9a182987c5740d7290befb135e23aeab89566aa76a80c77e53f9c6c3",
+        "a3": "4e4daa318cbc9ae3acc8c9665b48ce91ddf5cb266973de5f25db8d23d2265ce8",
+        "a5": "71f10962c59c005cf3cb815490c176ff1a0ca1fb8b0e549062a777f18a1ec154",
     },
     (
         "samples/moe_a2a_skbuild/src/moe_a2a_skbuild/dispatch.py",
         "samples/moe_a2a_skbuild",
     ): {
-        "a2": "249afa9e6662aec196c188f554978b5cb2a162999507558e9257bb560fd99ffd",
-        "a3": "a6d2942df38bce732ce0fecafb67ed58c19a99110b01ee69de101412209970b2",
-        "a5": "e42402b11a0320ca991afea9b9030bd4f36bdbb6ea74523fde900e30d5c43158",
+        "a2": "215adfe127b391bcc3cc97509c4e39cc217c9bea384ad67bbeb9ed4f5bd0426c",
+        "a3": "949231bf66f511a8c634a01176f457b000756cb9bed40dde9f39c734ca372563",
+        "a5": "2c7824a5e04e60b6e872664de8ca063c59654ecaebcc92cba2f72b96c837a176",
     },
     # The fused MC2 operator runs on a3 only.
     (
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "152f9aeb09b63055fe2018954abf488274c25d2847c0ea541fc633c892961a53",
+        "a3": "30ee7924e27f08a296c33a4c13c7a641825e377ecc01998a3f8e649178922ff7",
     },
     (
         "tests/programs/chip_pipeline.py",
         "tests/programs",
     ): {
-        "a2": "120bd64c9b959ba8d984d7ebeba4c011a4687fbf52823c162d9722891785af32",
-        "a3": "0e97cf4f305fbcb578aff4ee7fc5e0c60234de4e4ef5b1c80e841e2d7b5a23d5",
-        "a5": "bbc0ba8cb73ce65c1f595d36af27f67b317851766d5798ae4502491a99de714c",
+        "a2": "1d00b843ecf7639482afb187d02a7bd3129262457d57c676f09364d5b01cfe08",
+        "a3": "1b856070bd30ffb3ff9f59b80db221a00f7af0f11d5274e479ff8eac67788970",
+        "a5": "f1574b0f7a886481c8e70b3957665912f321128b7cd5e04f8a93e28f0521f20f",
     },
     (
         "tests/programs/chip_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "77da890365ea04f434055b33f3722286ae77c326d98b22a5d4019ce160ce1a8b",
-        "a3": "9146990a6dbbb7529f23e5b06ec3a4f326d37fd743376ebb3593e82f8161fc64",
-        "a5": "1ca939fe1161087ccc4d5e8e0e5bcac90c25edde99afdf5c402ad44518600f12",
+        "a2": "c9d6fcd1cc40656f2d7cbceb4aaa20bba492ae9448981b923c6a179643f5f3cd",
+        "a3": "0b0a2ffdd31da4f9231723670b827fc56315d9e5a1de9f675e6fd75ee660bb68",
+        "a5": "17bda388f2835daf7f5ad8db451d1bd1385d0651d962c21d56125e889bb6e48d",
     },
     (
         "tests/programs/host_rail_fp32.py",
         "tests/programs",
     ): {
-        "a2": "33b8f9f2e34163c62e572089539d5884892ee0252f91d522460b7e17ee68f741",
-        "a3": "91bea8f0dbca6ef479b6457d526491715fe75eaadad8f566580da292ce366f3b",
-        "a5": "770b30fcdfc87d7c4a9da0167f8cc05b108b1fcb46d1481d38b7c2dc726deb2e",
+        "a2": "fca7239e088e39dc082f1dd2421ac7d9818520996097b90c2fb57558862f7488",
+        "a3": "d1515a8522819849c74f30158729ea40d9d0da94603e94e96f8b7a70d87c28f9",
+        "a5": "850eba0682155ed4a7e4e219e565fe9e2ba1f0050638fe0a256e2d7408351b11",
     },
     (
         "tests/programs/host_rail_int8.py",
         "tests/programs",
     ): {
-        "a2": "56ca2237b2ac67bee0f1bb1c74500c4a16e694f3001d2e7e668f30afbd58f182",
-        "a3": "6efa82c46efc95c075b1a06deecfc87a715f5a1b21ef5b56fa9494a0588e095b",
-        "a5": "3eede7a8f61c0b505b8b6937fc8e6160ed9f8ad30eda996e303c7d920622a75f",
+        "a2": "eedc96036d549a9098e4f4e77cbc13f2929c2096543ee60221a13b6f18ce6f82",
+        "a3": "1fa82bceb66805a7a8ec9131d6160716fbae70cddf82edd75684177e43512fb6",
+        "a5": "f59a2360757f480428222101058ab8fb68881653efe89b0d38e2fc466871171e",
     },
     (
         "tests/programs/host_rail_ranked.py",
         "tests/programs",
     ): {
-        "a2": "f756d529523362928ef0ca34e467383304271421c4a0580c638a3504efc8f16c",
-        "a3": "c3ca97df7dc55362e8084aa7afa6c9030669da4a79af99df736f1354fb3a04ee",
-        "a5": "5c3a4f54a14e37995bef0d3d22b62537e97101b247eeaf9ae56bf6e6955eec6f",
+        "a2": "3500896cfb481f340c7e9498b9e95d99f1493d76228c5211751b73824890a703",
+        "a3": "6c4bc825e00912adc364fc2d526971044638c4af452667a3b3c4565946c788ee",
+        "a5": "7cce4bfd410d9767d30f48658e3975edee054e7b8c4fad0f714b22bf18c21c72",
     },
     (
         "tests/programs/orchestration_features.py",
