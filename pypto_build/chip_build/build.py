@@ -25,6 +25,7 @@ from pypto_build.chip_build.launch_capacity import BuildWarning
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.render_errors import NoPrograms
 from pypto_build.chip_build.subbuild import (
+    ChipTree,
     RenderResult,
     SourceProgram,
     check_output_folder,
@@ -37,6 +38,7 @@ from pypto_build.chip_build.subbuild import (
 )
 from pypto_build.chip_build.toolchains.base import Toolchain
 from pypto_build.chip_build.toolchains.launcher import Launcher
+from pypto_build.gc_pause import pauses_collector
 from pypto_build.tree_layout import LOG_DIR
 
 
@@ -62,12 +64,17 @@ class BuildResult:
         return sum(report.remote_hits for report in self.reports)
 
 
+@pauses_collector
 def render(
     program_files: Sequence[Path], *, chips: Sequence[str], out_dir: Path, source_root: Path
 ) -> RenderResult:
     """Lower ``program_files`` for ``chips`` and render a source tree per chip into
     ``out_dir/<chip>`` (replacing ``out_dir``); ``source_root`` is the folder inputs are
-    recorded relative to (the project)."""
+    recorded relative to (the project).
+
+    The collector is paused for the whole of it, not only for each phase: the first collection
+    after a pause walks every object made during it that is still alive, which between the
+    phases is the whole program's IR, and at the end is only the result."""
     return render_subbuilds(_lower(program_files, chips), chips, out_dir, source_root=source_root)
 
 
@@ -107,7 +114,7 @@ def build(
     have landed (or been given up) when this returns.
     """
     chips = list(dict.fromkeys(chips))
-    trees = plan_trees(_lower(program_files, chips), chips, source_root)
+    trees = _plan(program_files, chips, source_root)
     out_dir = Path(out_dir)
     try:
         with replacing(out_dir, check=check_output_folder) as staging:
@@ -137,6 +144,15 @@ def build(
     if cache is not None:
         cache.record_build(BuildCounts(result.cache_hits, result.compiled, result.remote_hits))
     return result
+
+
+@pauses_collector
+def _plan(
+    program_files: Sequence[Path], chips: Sequence[str], source_root: Path
+) -> tuple[ChipTree, ...]:
+    """The trees of a build, lowered and planned with the collector paused throughout (as for
+    :func:`render`)."""
+    return plan_trees(_lower(program_files, chips), chips, source_root)
 
 
 def _compile(

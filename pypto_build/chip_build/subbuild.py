@@ -135,9 +135,20 @@ def used_packages(program: Program) -> tuple[BuiltinPackage, ...]:
 def default_chips(path: Path) -> tuple[str, ...]:
     """Every catalog chip that all builtin packages used by the programs of ``path`` support
     (the chips a render targets when none is named)."""
-    packages = [
-        package for source in lower_file(path, ()) for package in used_packages(source.program)
-    ]
+    return lower_for_default_chips(path)[0]
+
+
+def lower_for_default_chips(path: Path) -> tuple[tuple[str, ...], tuple[SourceProgram, ...]]:
+    """:func:`default_chips` of ``path`` and its programs lowered for them, from one lowering.
+
+    The chips a pass is given only refuse (an op or a kernel whose package does not support
+    one of them); what it makes does not depend on them. The default chips are those every
+    package the programs use supports, so a lowering for them refuses nothing that a lowering
+    for no chip in particular does not, and gives the same programs: that lowering, which
+    finds the packages, is the result (a large program's lowering costs as much as its render).
+    """
+    programs = lower_file(path, ())
+    packages = [package for source in programs for package in used_packages(source.program)]
     chips = tuple(
         chip.name for chip in CHIPS if all(chip.name in package.chips for package in packages)
     )
@@ -146,7 +157,7 @@ def default_chips(path: Path) -> tuple[str, ...]:
             f"no chip supports every builtin {path} uses "
             f"({', '.join(sorted({package.handle for package in packages}))})"
         )
-    return chips
+    return chips, programs
 
 
 def programs_default_chips(paths: Sequence[Path]) -> tuple[str, ...]:

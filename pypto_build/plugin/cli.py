@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pypto_build import __version__
 from pypto_build.errors import ExitCode, PyptoError, describe_os_error
+from pypto_build.gc_pause import pauses_collector
 from pypto_build.plugin import cli_build, cli_cache, cli_doctor, cli_reproducible, cli_run
 from pypto_build.plugin.cli_common import (
     PROG,
@@ -27,6 +29,7 @@ from pypto_build.plugin.cli_common import (
     print_error,
     print_json,
     print_warnings,
+    say_timed,
     timed,
     verbose_stream,
 )
@@ -288,7 +291,7 @@ def _program_inputs(
 ) -> tuple[Path, Path, tuple[str, ...], tuple[SourceProgram, ...]]:
     """The program file, source root, chips and lowered programs a render command names."""
     from pypto_build.chip_build.render_errors import NoPrograms
-    from pypto_build.chip_build.subbuild import default_chips, lower_file
+    from pypto_build.chip_build.subbuild import lower_file, lower_for_default_chips
     from pypto_build.files import file_problem
 
     path = Path(args.path)
@@ -298,14 +301,19 @@ def _program_inputs(
     source_root = path.parent if args.source_root is None else Path(args.source_root)
     if not source_root.is_dir():
         raise UsageError(f"--source-root: {args.source_root}: no such directory")
-    chips = tuple(dict.fromkeys(args.chips)) or default_chips(path)
-    with timed(verbose_stream(args), f"lowered {path} for {', '.join(chips)}"):
+    chips = tuple(dict.fromkeys(args.chips))
+    started = time.perf_counter()
+    if chips:
         programs = lower_file(path, chips)
+    else:
+        chips, programs = lower_for_default_chips(path)
+    say_timed(verbose_stream(args), f"lowered {path} for {', '.join(chips)}", started)
     if not programs:
         raise NoPrograms(path)
     return path, source_root, chips, programs
 
 
+@pauses_collector  # for the whole command, as for chip_build.build.render
 def _render(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.subbuild import render_subbuilds
 
@@ -323,6 +331,7 @@ def _render(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+@pauses_collector
 def _check_render(args: argparse.Namespace) -> int:
     from pypto_build.chip_build.determinism.diffreport import find_diffoscope
     from pypto_build.chip_build.determinism.render import check_render

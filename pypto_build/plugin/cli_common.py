@@ -73,6 +73,12 @@ def timed(stream: TextIO | None, what: str) -> Iterator[None]:
     (nothing without a stream, or when the block fails: its error says enough)."""
     started = time.perf_counter()
     yield
+    say_timed(stream, what, started)
+
+
+def say_timed(stream: TextIO | None, what: str, started: float) -> None:
+    """Print ``pypto-build: <what> (<seconds since started> s)`` on ``stream``, if any: what
+    :func:`timed` prints, for a step that knows what it did only once it has run."""
     if stream is not None:
         print(f"{PROG}: {what} ({time.perf_counter() - started:.2f} s)", file=stream, flush=True)
 

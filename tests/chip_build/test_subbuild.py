@@ -22,6 +22,7 @@ from pypto_build.chip_build.subbuild import (
     RenderError,
     default_chips,
     lower_file,
+    lower_for_default_chips,
     plan_chip,
     render_subbuilds,
     write_trees,
@@ -362,6 +363,17 @@ def test_indexed_program_defaults_to_a5_and_renders_its_kernel(tmp_path: Path) -
 
 def test_chip_pipeline_defaults_to_every_chip() -> None:
     assert default_chips(PROGRAMS_DIR / "chip_pipeline.py") == ALL_CHIPS
+
+
+@pytest.mark.parametrize("stem", [*RENDERED_STEMS, "indexed"])
+def test_one_lowering_serves_the_default_chips(stem: str, tmp_path: Path) -> None:
+    # The lowering that finds the default chips is the lowering for them: chips only refuse.
+    path = PROGRAMS_DIR / f"{stem}.py"
+    if stem == "indexed":
+        path = _program(tmp_path, INDEXED_PROGRAM)
+    chips, programs = lower_for_default_chips(path)
+    assert chips == default_chips(path)
+    assert programs == lower_file(path, chips)
 
 
 @pytest.mark.parametrize(
