@@ -30,10 +30,19 @@ a minute) have no timing worker: their times are the memory workers' runs, one p
 render each in its own fresh process, and their phases are not split. That keeps the script,
 and ``bench/run_all``, to a few minutes.
 
+Row 1c is what a user waits for: the whole ``pypto-build render PROGRAM --out DIR`` process
+(no ``--chip``: every chip the program supports), interpreter start-up and imports included,
+against a whole process that only reads the file and ``ast.parse``s it, alternating, on a
+program of another shape (``--process-sites`` call sites, ``--process-per-pipeline`` in each
+CHIP pipeline: 2,000 and 4 by default, so that per-pipeline costs weigh more than in row 1).
+Both run with bytecode caching allowed (``PYTHONDONTWRITEBYTECODE`` removed), after one untimed
+render that writes it, as an installed pypto-build runs.
+
 Targets: the render at most 5x the parser at every size, the ratio at 50,000 no worse than at
 5,000 (the cost per statement must not grow with the program), the peak resident set at most
-1.2x the parser's, and nothing retained. Writes ``bench/results/frontend.json``; exits 1 when a
-target is missed. Run: ``python bench/bench_frontend.py [--sizes 500 5000 50000]``.
+1.2x the parser's, nothing retained, and the whole render process at most 5x the parsing one.
+Writes ``bench/results/frontend.json``; exits 1 when a target is missed. Run: ``python
+bench/bench_frontend.py [--sizes 500 5000 50000]``.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ import gc
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -216,6 +227,42 @@ _WORKERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
 
 # --- parent side ---------------------------------------------------------------------------
 
+#: The anchor process of row 1c: read a file and parse it, nothing else.
+_PARSE_ONLY = "import ast, sys; ast.parse(open(sys.argv[1], encoding='utf-8').read())"
+
+
+def _measure_process(args: argparse.Namespace) -> dict[str, JsonValue]:
+    """Row 1c: whole ``pypto-build render`` processes against whole parsing processes."""
+    console = Path(sys.executable).parent / "pypto-build"
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory(prefix="pypto-bench-", dir=args.work_dir) as folder:
+        root = Path(folder)
+        project = write_pipelines(root / "project", args.process_sites, args.process_per_pipeline)
+        out = root / "out"
+        commands = {
+            "render": [str(console), "render", str(project.program), "--out", str(out)],
+            "parser": [sys.executable, "-c", _PARSE_ONLY, str(project.program)],
+        }
+
+        def wall(name: str) -> float:
+            start = time.perf_counter()
+            subprocess.run(commands[name], check=True, stdout=subprocess.DEVNULL, env=environ)
+            return time.perf_counter() - start
+
+        wall("render")  # untimed: writes the bytecode an installed pypto-build would have
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        for index in range(args.process_repeat):
+            for name in commands if index % 2 == 0 else reversed(commands):
+                walls[name].append(wall(name))
+    return {
+        "call_sites": args.process_sites,
+        "per_pipeline": args.process_per_pipeline,
+        "pipelines": -(-args.process_sites // args.process_per_pipeline),
+        "command": "pypto-build render PROGRAM --out DIR",
+        "wall_s": {name: summary(values) for name, values in walls.items()},
+        "ratio_of_medians": round(median(walls["render"]) / median(walls["parser"]), 3),
+    }
+
 
 def _measure(size: int, args: argparse.Namespace) -> dict[str, JsonValue]:
     script = Path(__file__).resolve()
@@ -256,7 +303,9 @@ def _measure(size: int, args: argparse.Namespace) -> dict[str, JsonValue]:
     return result
 
 
-def _targets(runs: Sequence[Mapping[str, Any]]) -> list[Target]:
+def _targets(
+    runs: Sequence[Mapping[str, Any]], process: Mapping[str, Any] | None = None
+) -> list[Target]:
     targets: list[Target] = []
     for run in runs:
         sites = f"{run['call_sites']:,} call sites"
@@ -305,6 +354,19 @@ def _targets(runs: Sequence[Mapping[str, Any]]) -> list[Target]:
                     "nothing (tracemalloc, result dropped)",
                 )
             )
+    if process is not None:
+        targets.append(
+            Target(
+                "1c",
+                f"whole render process, {process['call_sites']:,} call sites, "
+                f"{process['per_pipeline']} per CHIP pipeline",
+                process["ratio_of_medians"],
+                RATIO_LIMIT,
+                "x",
+                f"a process that only parses the file "
+                f"({process['wall_s']['parser']['median']:.2f} s)",
+            )
+        )
     return targets
 
 
@@ -380,6 +442,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=_default_work_dir(),
         help="where projects and trees are written (default: %(default)s)",
     )
+    parser.add_argument(
+        "--process-sites",
+        type=int,
+        default=2000,
+        help="call sites of the whole-process row, 0 for none (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--process-per-pipeline",
+        type=int,
+        default=4,
+        help="call sites per CHIP pipeline of the whole-process row (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--process-repeat",
+        type=int,
+        default=5,
+        help="timed runs of each process (default: %(default)s)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
@@ -388,8 +468,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     load_before = load_average()
     runs = [_measure(size, args) for size in sorted(set(args.sizes))]
+    process = _measure_process(args) if args.process_sites > 0 else None
     _print(runs)
-    targets = _targets(runs)
+    if process is not None:
+        walls = process["wall_s"]
+        print(
+            f"\nwhole processes, {process['call_sites']:,} call sites in "
+            f"{process['pipelines']} pipelines: render {walls['render']['median']:.2f} s, "
+            f"parse {walls['parser']['median']:.2f} s, ratio {process['ratio_of_medians']:.2f}"
+        )
+    targets = _targets(runs, process)
     document: dict[str, JsonValue] = {
         "benchmark": "frontend",
         "chips": list(CHIPS),
@@ -400,6 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "large": args.large,
         "work_dir": args.work_dir,
         "runs": list(runs),
+        "process": process,
         "targets": report_targets(targets),
     }
     path = write_results("frontend", document)

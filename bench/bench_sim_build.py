@@ -15,13 +15,15 @@ recording the binaries). The program is one CHIP pipeline of ``--kernels`` disti
 * the same with ``--jobs 2``.
 
 Both sides compile the same sources with the same commands, so the 1-job ratio is the tool's
-overhead. Targets: 1 job at most 1.03x the script; 2 jobs at least 1.9x faster than 1. That
-needs two idle cores: the load average is recorded, and so is what a second job buys the same
-commands run by hand (serial script over ``xargs -P 2``): what the machine gave two jobs in that
-run. The tool runs with bytecode caching allowed (``PYTHONDONTWRITEBYTECODE`` removed)
-after one untimed build that writes it, as an installed pypto-build runs. Writes
-``bench/results/sim_build.json``; exits 1 when a target is missed. Run:
-``python bench/bench_sim_build.py [--kernels N] [--repeat N]``.
+overhead. Targets: 1 job at most 1.03x the script; what a second job buys the tool (1 job over
+2) at least 0.97 of what it buys the same commands run by hand (the serial script over ``xargs
+-P 2``), in the same run. The anchor is relative because what a second job can buy is the
+machine's: it needs a second idle core, so no fixed speed-up is reachable on every machine (a
+quiet 2-core one gave the commands 1.85x, a loaded one 1.1x). The load average is recorded.
+The tool runs with bytecode caching allowed (``PYTHONDONTWRITEBYTECODE`` removed) after one
+untimed build that writes it, as an installed pypto-build runs. Writes
+``bench/results/sim_build.json``; exits 1 when a target is missed. Run: ``python
+bench/bench_sim_build.py [--kernels N] [--repeat N]``.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ from pypto_build.chip_build.toolchains import SimToolchain
 
 CHIP = "a3"
 OVERHEAD_LIMIT = 1.03
-SPEEDUP_LIMIT = 1.9
+#: What a second job buys the tool, at least this fraction of what it buys the commands by hand.
+SPEEDUP_SHARE_LIMIT = 0.97
 
 
 def _wall(argv: Sequence[str], env: Mapping[str, str] | None = None) -> float:
@@ -146,12 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         Target(
             "4",
-            "speed-up of 2 jobs over 1",
-            jobs1 / jobs2,
-            SPEEDUP_LIMIT,
+            f"speed-up of 2 jobs over 1: {jobs1 / jobs2:.2f}x",
+            (jobs1 / jobs2) / machine_speedup,
+            SPEEDUP_SHARE_LIMIT,
             "x",
-            f"the same build with 1 job ({jobs1:.2f} s); the same g++ commands by hand gained "
-            f"{machine_speedup:.2f}x from a second job in this run",
+            f"what a second job gave the same g++ commands by hand in this run "
+            f"({machine_speedup:.2f}x: {by_hand:.2f} s serial, {by_hand2:.2f} s by xargs -P 2)",
             at_most=False,
         ),
     ]
@@ -166,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "speedup_of_2_jobs": {
             "by_hand": round(machine_speedup, 4),
             "pypto_build": round(jobs1 / jobs2, 4),
+            "share_of_by_hand": round((jobs1 / jobs2) / machine_speedup, 4),
         },
         "targets": report_targets(targets),
         "toolchain": f"sim ({toolchain.version})",
