@@ -244,6 +244,25 @@ def _known(value: _Value) -> _Tensor | _Scalar | tuple[_Value, ...]:
     return value
 
 
+@dataclass(frozen=True)
+class _TaskTemplate:
+    """What a task of one kernel looks like, for one set of argument directions and one
+    indentation: every kernel call of a program emits a task, mostly of a few kernels, so each
+    is made once and only its name and operands are filled in."""
+
+    #: The positions of the tensor arguments, in the order they are added.
+    tensors: tuple[int, ...]
+    #: The positions of the scalar arguments, each with the type its bits are passed as.
+    scalars: tuple[tuple[int, str | None], ...]
+    #: The tensor arguments checked for contiguity first, with their parameter names.
+    contiguous: tuple[tuple[int, str], ...]
+    #: The task's declaration and arguments: ``str.format`` of the operands (tensors, then
+    #: scalars) and ``task``, the task's local.
+    arguments: str
+    #: The submit call up to its argument (:func:`_submit`).
+    submit: str
+
+
 # --- locals --------------------------------------------------------------------------------
 
 
@@ -294,6 +313,7 @@ class _Codegen(StmtCodegen):
                 for dep in task_deps(call, CallAttr.EXPLICIT_DEPS)
             }
         )
+        self._templates: dict[tuple[str, tuple[ArgDirection, ...], str], _TaskTemplate] = {}
         self.views = 0
         self.tasks = 0
         self.loops = 0
@@ -657,20 +677,21 @@ class _Codegen(StmtCodegen):
         self.emit("{")
         self.depth += 1
         inner = self.INDENT * self.depth
+        template = self._task_template(callee, directions, inner, call.span)
         lines = self.lines
         lines.append(f"{inner}// task {number}: {callee.name}{after}")
-        if requires_contiguous(callee):
-            for param, arg in zip(callee.params, args, strict=True):
-                if isinstance(arg, _Tensor):
-                    self._contiguity_check(callee.name, param.var.name, arg)
-        lines.append(f"{inner}CoreTaskArgs {task};")
-        for direction, arg in zip(directions, args, strict=True):
-            if direction is not None and isinstance(arg, _Tensor):
-                lines.append(f"{inner}{task}.{_ADD_TENSOR[direction]}({arg.ref});")
-        for param, arg in zip(callee.params, args, strict=True):
-            if isinstance(arg, _Scalar):
-                bits = self._scalar_bits(param.var.type, arg, call.span)
-                lines.append(f"{inner}{task}.add_scalar({bits});")
+        for position, role in template.contiguous:
+            self._contiguity_check(callee.name, role, args[position])
+        operands = [
+            arg.ref for arg in map(args.__getitem__, template.tensors) if type(arg) is _Tensor
+        ]
+        for position, c_type in template.scalars:
+            scalar = args[position]
+            assert isinstance(scalar, _Scalar)
+            text = scalar.text
+            operands.append(text if c_type is None else _bits(c_type, text))
+        # One string of several lines: the source is its lines joined by newlines.
+        lines.append(template.arguments.format(*operands, task=task))
         for line in self._launch_spec(call, call.span):
             lines.append(f"{inner}{task}.launch_spec.{line};")
         if explicit:
@@ -679,14 +700,45 @@ class _Codegen(StmtCodegen):
                 f"{inner}pypto_build::TaskDeps<{len(explicit)}> {task}deps_{{{candidates}}};"
             )
             lines.append(f"{inner}{task}.set_dependencies({task}deps_.ids, {task}deps_.count);")
-        submit = f"{_submit(self.func_ids[callee.name])}, {task})"
+        submit = f"{template.submit}, {task})"
         if number in self.followed:
             submit = f"{_last(number)} = {submit}.task_id()"
         lines.append(f"{inner}{submit};")
         self.depth -= 1
         self.emit("}")
 
-    def _contiguity_check(self, kernel: str, role: str, arg: _Tensor) -> None:
+    def _task_template(
+        self, callee: Function, directions: tuple[ArgDirection, ...], inner: str, span: Span
+    ) -> _TaskTemplate:
+        """The :class:`_TaskTemplate` of a task of ``callee`` at indentation ``inner``."""
+        key = (callee.name, directions, inner)
+        found = self._templates.get(key)
+        if found is None:
+            found = self._templates[key] = self._new_template(callee, directions, inner, span)
+        return found
+
+    def _new_template(
+        self, callee: Function, directions: tuple[ArgDirection, ...], inner: str, span: Span
+    ) -> _TaskTemplate:
+        # An argument is a tensor exactly when it has a direction (_kernel_call checks it).
+        added = [(index, d) for index, d in enumerate(directions) if d is not None]
+        tensors = tuple(index for index, _ in added)
+        scalars = tuple(
+            (index, self._bits_type(callee.params[index].var.type, span))
+            for index, direction in enumerate(directions)
+            if direction is None
+        )
+        contiguous: tuple[tuple[int, str], ...] = ()
+        if requires_contiguous(callee):
+            contiguous = tuple((index, callee.params[index].var.name) for index in tensors)
+        text = [f"{inner}CoreTaskArgs {{task}};"]
+        text += [f"{inner}{{task}}.{_ADD_TENSOR[direction]}({{}});" for _, direction in added]
+        text += [f"{inner}{{task}}.add_scalar({{}});"] * len(scalars)
+        submit = _submit(self.func_ids[callee.name])
+        return _TaskTemplate(tensors, scalars, contiguous, "\n".join(text), submit)
+
+    def _contiguity_check(self, kernel: str, role: str, arg: _Tensor | _Scalar) -> None:
+        assert isinstance(arg, _Tensor)
         self._fail_if(
             f"!pypto_build::is_contiguous({arg.ref})", f"{kernel}: operand {role} is not contiguous"
         )
@@ -702,10 +754,12 @@ class _Codegen(StmtCodegen):
             f"{indent}}}",
         )
 
-    def _scalar_bits(self, param_type: Type, arg: _Scalar, span: Span) -> str:
+    def _bits_type(self, param_type: Type, span: Span) -> str | None:
+        """The C++ type a scalar parameter's value is passed as the bits of; None for a
+        CommCtx, whose ``uint64_t`` address is passed as it is."""
         if isinstance(param_type, CommCtxType):
-            return arg.text
-        return f"pypto_build::scalar_bits<{self._c_type(param_type, span)}>({_unparen(arg.text)})"
+            return None
+        return self._c_type(param_type, span)
 
     def _launch_spec(self, call: Call, span: Span) -> Iterator[str]:
         core_num = get_attr(call.attrs, CallAttr.CORE_NUM)
@@ -724,6 +778,11 @@ class _Codegen(StmtCodegen):
         if isinstance(value, int):
             return str(value)
         return _unparen(self._scalar(value, span))
+
+
+def _bits(c_type: str, text: str) -> str:
+    """The ``uint64_t`` bits of the scalar ``text`` of type ``c_type``, as a task passes it."""
+    return f"pypto_build::scalar_bits<{c_type}>({_unparen(text)})"
 
 
 def _last(number: int) -> str:
