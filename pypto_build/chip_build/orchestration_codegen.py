@@ -188,7 +188,9 @@ def kernel_slots(program: Program, orch: Function) -> tuple[KernelSlot, ...]:
 
 def generate_orchestration(program: Program, orch: Function, chip: Chip) -> str:
     """The C++ source of CHIP orchestration ``orch`` of ``program`` for ``chip``."""
-    return _source_for_any_chip(program, orch).replace(_LAUNCH_METHOD, chip.launch_spec_method)
+    return orchestration_for_any_chip(program, orch).replace(
+        _LAUNCH_METHOD, chip.launch_spec_method
+    )
 
 
 #: Where the source names the chip's launch-spec method (``set_block_num``, ``set_core_num``):
@@ -198,9 +200,10 @@ _LAUNCH_METHOD = "\0launch_spec_method\0"
 
 
 @per_function
-def _source_for_any_chip(program: Program, orch: Function) -> str:
-    """The source of ``orch`` with :data:`_LAUNCH_METHOD` for the chip's launch-spec method:
-    generated once per orchestration, whatever the number of chips a render targets."""
+def orchestration_for_any_chip(program: Program, orch: Function) -> str:
+    """The source of ``orch`` with a placeholder for the chip's launch-spec method, the only
+    token that differs between chips (so it includes what every chip's includes): generated
+    once per orchestration, whatever the number of chips a render targets."""
     if not orch.is_chip_orchestration:
         raise InternalError(f"{PHASE}: '{orch.name}' is not a CHIP orchestration")
     return _Codegen(program, orch).source()

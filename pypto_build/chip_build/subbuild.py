@@ -71,6 +71,7 @@ from pypto_build.chip_build.orchestration_codegen import (
     KernelSlot,
     generate_orchestration,
     kernel_slots,
+    orchestration_for_any_chip,
 )
 from pypto_build.chip_build.publish import replacing, step
 from pypto_build.chip_build.render_errors import RenderError
@@ -274,7 +275,10 @@ class _Reads:
 
     Every sub-build copies the kernels it calls and the headers they include, and every chip
     has its own tree of the same sub-builds: a model of many pipelines names the same few files
-    thousands of times. They are inputs of this one render, read as it starts using them."""
+    thousands of times. They are inputs of this one render, read as it starts using them.
+
+    It also keeps what each sub-build is on every chip (:class:`_SubBuild`), made for the first
+    chip and reused for the others."""
 
     def __init__(self, source_root: Path) -> None:
         self.source_root = source_root
@@ -282,6 +286,8 @@ class _Reads:
         self._files: dict[Path, tuple[bytes, str, str]] = {}
         self._templates: dict[tuple[str, str], str] = {}
         self._root: Path | None = None
+        #: By the orchestration's identity (the function is kept, so the id is not reused).
+        self.sub_builds: dict[int, tuple[Function, _SubBuild]] = {}
 
     def file(self, path: Path) -> tuple[bytes, str, str]:
         """``path``'s bytes, its key in the manifest's inputs and its SHA-256."""
@@ -346,9 +352,11 @@ def _plan_program(plan: _Plan, source: SourceProgram, chip: Chip) -> None:
     program = source.program
     sub_builds = [f for f in program.functions if f.is_chip_orchestration]
     for orch in sub_builds:
-        prefix = RELATIVE.sub_build(orch.name).root
-        for path, data in _chip_sub_build(plan, source, orch, chip).items():
-            plan.add((prefix / path).as_posix(), data)
+        common = _sub_build(plan, source, orch)
+        plan.inputs.update(common.inputs)
+        orchestration = generate_orchestration(program, orch, chip).encode()
+        for path, data in common.files:
+            plan.add(path, orchestration if data is None else data)
     for variant in host_variants(program):
         _plan_variant(plan, variant, chip)
     _check_rail_identity(program, chip)
@@ -401,10 +409,42 @@ def _plan_variant(plan: _Plan, variant: HostVariant, chip: Chip) -> None:
         )
 
 
-def _chip_sub_build(
-    plan: _Plan, source: SourceProgram, orch: Function, chip: Chip
-) -> dict[str, bytes]:
-    """The files of ``orch``'s sub-build, by path relative to it."""
+@dataclass(frozen=True)
+class _SubBuild:
+    """A sub-build as every chip has it: only its orchestration's source depends on the chip
+    (:func:`generate_orchestration`), so its kernels, headers and ``kernel_config.py`` are made
+    once per render, not once per chip."""
+
+    #: Every file by its path in the tree, in order; None for the orchestration's source.
+    files: tuple[tuple[str, bytes | None], ...]
+    #: The inputs its files were made from (:attr:`_Plan.inputs`).
+    inputs: dict[str, str]
+
+
+def _sub_build(plan: _Plan, source: SourceProgram, orch: Function) -> _SubBuild:
+    """The :class:`_SubBuild` of ``orch``, made with the first chip's plan."""
+    known = plan.reads.sub_builds.get(id(orch))
+    if known is not None and known[0] is orch:
+        return known[1]
+    own = _Plan(plan.reads)
+    files = _chip_sub_build(own, source, orch)
+    prefix = RELATIVE.sub_build(orch.name).root
+    orchestration = RELATIVE_SUB_BUILD.orchestration(orch.name).as_posix()
+    made = _SubBuild(
+        tuple(
+            ((prefix / path).as_posix(), None if path == orchestration else data)
+            for path, data in files.items()
+        ),
+        own.inputs,
+    )
+    plan.reads.sub_builds[id(orch)] = (orch, made)
+    return made
+
+
+def _chip_sub_build(plan: _Plan, source: SourceProgram, orch: Function) -> dict[str, bytes]:
+    """The files of ``orch``'s sub-build, by path relative to it; its orchestration's source
+    is the one for any chip (:func:`orchestration_for_any_chip`), which includes the same
+    headers as each chip's."""
     program = source.program
     files: dict[str, bytes] = {}
     slots = kernel_slots(program, orch)
@@ -419,7 +459,7 @@ def _chip_sub_build(
         else:
             files[path] = _external_kernel(plan, source, kernel)
     orchestration = RELATIVE_SUB_BUILD.orchestration(orch.name).as_posix()
-    files[orchestration] = generate_orchestration(program, orch, chip).encode()
+    files[orchestration] = orchestration_for_any_chip(program, orch).encode()
     headers = _travelling_headers(files, plan.reads.headers)
     files.update(headers)
     include_dirs = (INCLUDE,) if headers else ()

@@ -42,5 +42,6 @@ def replaced(node: N, **changes: object) -> N:
     copy = object.__new__(kind)
     values = copy.__dict__
     for name in names:
-        values[name] = changes[name] if name in changes else old[name]
+        values[name] = old[name]
+    values.update(changes)  # every key is there already: the order stays the declaration's
     return copy
