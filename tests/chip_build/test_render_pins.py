@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "30ee7924e27f08a296c33a4c13c7a641825e377ecc01998a3f8e649178922ff7",
+        "a3": "1395b83a76a329efd3fd07bbb5017e26869a2f330990260c6d150ba6cf958c60",
     },
     (
         "tests/programs/chip_pipeline.py",
