@@ -34,6 +34,7 @@ ROWS: dict[str, tuple[str, str]] = {
     "5": ("bench_exchange.py", "exchange"),
     "6": ("bench_render.py", "render"),
     "7": ("bench_startup.py", "startup"),
+    "8": ("bench_mc2.py", "mc2"),
 }
 
 

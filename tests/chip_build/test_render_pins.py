@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "1395b83a76a329efd3fd07bbb5017e26869a2f330990260c6d150ba6cf958c60",
+        "a3": "43f5531fbcec3cfca7b377903fc029b5cda49ff79604ab05a808ee76c8d5d499",
     },
     (
         "tests/programs/chip_pipeline.py",
