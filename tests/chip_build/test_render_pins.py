@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "43f5531fbcec3cfca7b377903fc029b5cda49ff79604ab05a808ee76c8d5d499",
+        "a3": "ebd68d599b047c787da829df8bcb6f1698c3f2e1e69a98633c99e9bea063cc6e",
     },
     (
         "tests/programs/chip_pipeline.py",

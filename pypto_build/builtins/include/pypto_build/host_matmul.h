@@ -17,9 +17,10 @@
 // 16-bit values get the scalar loop's result only where the compiler does not contract (ISO C++
 // modes, the sim toolchain's -std=c++17, do not).
 //
-// The kernel is one function compiled twice on x86-64 (baseline and AVX2, chosen at load time
-// by the dynamic loader), so a binary built on one machine runs on any x86-64 host, at AVX2
-// speed where the host has it. Host-only: the device never includes this header.
+// With GCC on x86-64 the block kernel is compiled twice, for the baseline and for AVX2, and the
+// first call picks the one the CPU runs, so a binary built on one machine runs on any x86-64
+// host, at AVX2 speed where the host has it (-DPYPTO_BUILD_HOST_MATMUL_BASELINE builds the
+// baseline alone). Host-only: the device never includes this header.
 
 #ifndef PYPTO_BUILD_HOST_MATMUL_H_
 #define PYPTO_BUILD_HOST_MATMUL_H_
@@ -31,48 +32,96 @@
 namespace pypto_build {
 namespace host_matmul {
 
-// Sums per block: kRowBlock rows of a, kPanel columns of b (two vectors of eight floats).
+// Sums per block: kRowBlock rows of a, kPanel columns of b.
 constexpr int64_t kRowBlock = 4;
 constexpr int64_t kPanel = 16;
 
-typedef float Vec8 __attribute__((vector_size(32)));
-
-// The versions of the block kernel: on x86-64 a baseline and an AVX2 one, unless the build
-// names its own (an empty definition builds the one its flags give).
-#ifndef PYPTO_BUILD_HOST_MATMUL_CLONES
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define PYPTO_BUILD_HOST_MATMUL_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#endif
-#ifndef PYPTO_BUILD_HOST_MATMUL_CLONES
-#define PYPTO_BUILD_HOST_MATMUL_CLONES
-#endif
-
-// One block: sums[r][j] = sum over k < depth of a[k][r] * b[k][j], k in order, for the packed
-// panels a (depth x kRowBlock) and b (depth x kPanel).
-PYPTO_BUILD_HOST_MATMUL_CLONES
-static void multiply_block(const float* a, const float* b, int64_t depth,
-                           float sums[kRowBlock][kPanel]) {
-  Vec8 c[kRowBlock][2] = {};
+// Part of a block: sums[r][j] for kRows rows from a's row r0 and all kPanel columns, the sum
+// over k < depth of a[k][r0 + r] * b[k][j], k in order, from the packed panels a (depth x
+// kRowBlock) and b (depth x kPanel), with Vec a vector of floats. Every loop but k's is unrolled
+// completely, so that the compiler keeps the kRows x kPanel sums in registers (at -O2 it would
+// keep an array of them in memory and store and load every sum at every k).
+template <typename Vec, int kRows>
+__attribute__((always_inline)) inline void multiply_rows(const float* a, int64_t r0,
+                                                         const float* b, int64_t depth,
+                                                         float sums[kRowBlock][kPanel]) {
+  constexpr int kLanes = static_cast<int>(sizeof(Vec) / sizeof(float));
+  constexpr int kVectors = static_cast<int>(kPanel) / kLanes;
+  static_assert(kVectors * kLanes == kPanel, "a panel is whole vectors");
+  Vec c[kRows][kVectors] = {};
   for (int64_t k = 0; k < depth; ++k) {
-    Vec8 b0;
-    Vec8 b1;
-    std::memcpy(&b0, b + k * kPanel, sizeof(b0));
-    std::memcpy(&b1, b + k * kPanel + 8, sizeof(b1));
-    for (int64_t r = 0; r < kRowBlock; ++r) {
-      const float x = a[k * kRowBlock + r];
-      c[r][0] += x * b0;
-      c[r][1] += x * b1;
+    Vec column[kVectors];
+#pragma GCC unroll 16
+    for (int v = 0; v < kVectors; ++v) {
+      std::memcpy(&column[v], b + k * kPanel + v * kLanes, sizeof(Vec));
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const float x = a[k * kRowBlock + r0 + r];
+#pragma GCC unroll 16
+      for (int v = 0; v < kVectors; ++v) {
+        c[r][v] += x * column[v];
+      }
     }
   }
-  std::memcpy(sums, c, sizeof(c));
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 16
+    for (int v = 0; v < kVectors; ++v) {
+      std::memcpy(&sums[r0 + r][v * kLanes], &c[r][v], sizeof(Vec));
+    }
+  }
+}
+
+// The baseline kernel: vectors of four floats (SSE2, NEON), two rows at a time (8 sums of four
+// and a panel row: 13 of SSE2's 16 registers).
+typedef float Vec4 __attribute__((vector_size(16)));
+
+inline void multiply_block_baseline(const float* a, const float* b, int64_t depth,
+                                    float sums[kRowBlock][kPanel]) {
+  multiply_rows<Vec4, 2>(a, 0, b, depth, sums);
+  multiply_rows<Vec4, 2>(a, 2, b, depth, sums);
+}
+
+// The AVX2 kernel: vectors of eight floats, the whole block at once (8 sums of eight). GCC gives
+// a vector type its machine mode where the type is declared, so the type is declared, like the
+// function, where AVX2 is enabled: declared outside, it would stay a pair of SSE values kept in
+// memory even inside an AVX2 function.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(PYPTO_BUILD_HOST_MATMUL_BASELINE)
+#define PYPTO_BUILD_HOST_MATMUL_AVX2 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+typedef float Avx2Vec8 __attribute__((vector_size(32)));
+
+inline void multiply_block_avx2(const float* a, const float* b, int64_t depth,
+                                float sums[kRowBlock][kPanel]) {
+  multiply_rows<Avx2Vec8, kRowBlock>(a, 0, b, depth, sums);
+}
+#pragma GCC pop_options
+#endif
+
+// One block, sums[r][j] for every r < kRowBlock and j < kPanel, with the kernel for this host:
+// AVX2 where the CPU has it (asked once per process).
+inline void multiply_block(const float* a, const float* b, int64_t depth,
+                           float sums[kRowBlock][kPanel]) {
+#if defined(PYPTO_BUILD_HOST_MATMUL_AVX2)
+  static const bool avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  if (avx2) {
+    multiply_block_avx2(a, b, depth, sums);
+    return;
+  }
+#endif
+  multiply_block_baseline(a, b, depth, sums);
 }
 
 // c = a @ b for a (rows x depth) and b (depth x cols), the operands given by callables that
-// return an element as float: a(i, k), b(k, j). Keeps its packed panels between calls, so a
-// kernel that multiplies tile after tile allocates once.
+// return an element as float: a(i, k), b(k, j). Each operand is packed when it is set and kept,
+// so a kernel that multiplies the same rows by several column blocks, or several row blocks by
+// the same columns, converts each operand once.
 class Fp32Matmul {
  public:
   // Packs b (depth x cols) into column panels of kPanel; the columns past cols are zero.
@@ -82,30 +131,43 @@ class Fp32Matmul {
     cols_ = cols;
     const int64_t panels = (cols + kPanel - 1) / kPanel;
     b_.assign(static_cast<size_t>(panels * depth * kPanel), 0.0f);
+    // Row by row of b, as the weight is stored: each row fills one line of every panel.
     for (int64_t k = 0; k < depth; ++k) {
-      for (int64_t j = 0; j < cols; ++j) {
-        b_[static_cast<size_t>(((j / kPanel) * depth + k) * kPanel + j % kPanel)] = element(k, j);
+      for (int64_t j0 = 0; j0 < cols; j0 += kPanel) {
+        float* line = b_.data() + ((j0 / kPanel) * depth + k) * kPanel;
+        const int64_t width = cols - j0 < kPanel ? cols - j0 : kPanel;
+        for (int64_t j = 0; j < width; ++j) {
+          line[j] = element(k, j0 + j);
+        }
       }
     }
   }
 
-  // Computes a (rows x depth) @ b and calls store(i, j, sum) once for every i < rows, j < cols.
-  template <class Element, class Store>
-  void multiply(int64_t rows, Element element, Store store) {
+  // Packs a (rows x depth, the depth of b) into row blocks of kRowBlock; the rows past rows
+  // are zero.
+  template <class Element>
+  void set_a(int64_t rows, int64_t depth, Element element) {
+    rows_ = rows;
     const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
-    a_.assign(static_cast<size_t>(blocks * depth_ * kRowBlock), 0.0f);
+    a_.assign(static_cast<size_t>(blocks * depth * kRowBlock), 0.0f);
     for (int64_t i = 0; i < rows; ++i) {
-      float* block = a_.data() + (i / kRowBlock) * depth_ * kRowBlock + i % kRowBlock;
-      for (int64_t k = 0; k < depth_; ++k) {
+      float* block = a_.data() + (i / kRowBlock) * depth * kRowBlock + i % kRowBlock;
+      for (int64_t k = 0; k < depth; ++k) {
         block[k * kRowBlock] = element(i, k);
       }
     }
+  }
+
+  // Computes a @ b of the operands set and calls store(i, j, sum) once for every i < rows,
+  // j < cols. Both operands must have been set with the same depth.
+  template <class Store>
+  void multiply(Store store) const {
     float sums[kRowBlock][kPanel];
     for (int64_t j0 = 0; j0 < cols_; j0 += kPanel) {
       const float* panel = b_.data() + (j0 / kPanel) * depth_ * kPanel;
-      for (int64_t i0 = 0; i0 < rows; i0 += kRowBlock) {
+      for (int64_t i0 = 0; i0 < rows_; i0 += kRowBlock) {
         multiply_block(a_.data() + (i0 / kRowBlock) * depth_ * kRowBlock, panel, depth_, sums);
-        for (int64_t r = 0; r < kRowBlock && i0 + r < rows; ++r) {
+        for (int64_t r = 0; r < kRowBlock && i0 + r < rows_; ++r) {
           for (int64_t j = 0; j < kPanel && j0 + j < cols_; ++j) {
             store(i0 + r, j0 + j, sums[r][j]);
           }
@@ -117,6 +179,7 @@ class Fp32Matmul {
  private:
   int64_t depth_ = 0;
   int64_t cols_ = 0;
+  int64_t rows_ = 0;
   std::vector<float> a_;  // row blocks: [block][k][kRowBlock]
   std::vector<float> b_;  // column panels: [panel][k][kPanel]
 };
