@@ -1,9 +1,10 @@
 """pypto_build/host_matmul.h, the simulation's cube matmul: every FP32 sum is bit for bit the
 scalar loop's (one product and one addition per k, k in order) for half and bfloat16 operands,
-at shapes with row and column tails, with zeros of both signs, subnormals, infinities and NaN
-among the operands; compiled as the sim toolchain compiles (on x86-64 the AVX2 kernel where the
-CPU has it), with the baseline kernel alone, and with AVX2 + FMA and contraction allowed, where a
-fused multiply-add must not change a bit either."""
+at shapes with row and column tails, b stored row by row and column by column, with zeros of
+both signs, subnormals, infinities and NaN among the operands; compiled as the sim toolchain
+compiles (on x86-64 the AVX2 kernel where the CPU has it), with the baseline kernel alone, and
+with AVX2 + FMA and contraction allowed, where a fused multiply-add must not change a bit
+either."""
 
 from __future__ import annotations
 
@@ -72,18 +73,34 @@ static bool same(float x, float y) {
   return a == b;
 }
 
-// argv: dtype (h or b), rows, depth, cols, specials (0 or 1). Prints the mismatching sums and
+// argv: dtype (h or b), rows, depth, cols, specials (0 or 1), b's storage (r: row by row, c:
+// column by column). Prints the mismatching sums and
 // the number of sums compared.
 template <typename T>
-static int run(int64_t rows, int64_t depth, int64_t cols, bool specials) {
+static int run(int64_t rows, int64_t depth, int64_t cols, bool specials, bool column_major) {
   std::vector<T> a(static_cast<size_t>(rows * depth)), b(static_cast<size_t>(depth * cols));
   for (T& v : a) v = operand<T>(specials);
   for (T& v : b) v = operand<T>(specials);
   std::vector<float> c(static_cast<size_t>(rows * cols), -1.0f);
   pypto_build::host_matmul::Fp32Matmul matmul;
-  matmul.set_b(depth, cols, [&](int64_t k, int64_t j) {
-    return pypto_build::to_float(b[static_cast<size_t>(k * cols + j)]);
-  });
+  if (column_major) {  // b packed from a copy stored column by column, as a transposed weight
+    std::vector<T> stored(b.size());
+    for (int64_t k = 0; k < depth; ++k) {
+      for (int64_t j = 0; j < cols; ++j) {
+        stored[static_cast<size_t>(j * depth + k)] = b[static_cast<size_t>(k * cols + j)];
+      }
+    }
+    matmul.set_b(
+        depth, cols,
+        [&](int64_t k, int64_t j) {
+          return pypto_build::to_float(stored[static_cast<size_t>(j * depth + k)]);
+        },
+        true);
+  } else {
+    matmul.set_b(depth, cols, [&](int64_t k, int64_t j) {
+      return pypto_build::to_float(b[static_cast<size_t>(k * cols + j)]);
+    });
+  }
   matmul.set_a(rows, depth, [&](int64_t i, int64_t k) {
     return pypto_build::to_float(a[static_cast<size_t>(i * depth + k)]);
   });
@@ -115,11 +132,12 @@ static int run(int64_t rows, int64_t depth, int64_t cols, bool specials) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 6) return 2;
+  if (argc != 7) return 2;
   const int64_t rows = std::atoll(argv[2]), depth = std::atoll(argv[3]), cols = std::atoll(argv[4]);
   const bool specials = std::atoi(argv[5]) != 0;
-  return argv[1][0] == 'h' ? run<half>(rows, depth, cols, specials)
-                           : run<bfloat16_t>(rows, depth, cols, specials);
+  const bool column_major = argv[6][0] == 'c';
+  return argv[1][0] == 'h' ? run<half>(rows, depth, cols, specials, column_major)
+                           : run<bfloat16_t>(rows, depth, cols, specials, column_major);
 }
 """
 
@@ -152,12 +170,13 @@ def driver(
 
 @pytest.mark.parametrize("dtype", ["h", "b"])
 @pytest.mark.parametrize("specials", [0, 1])
+@pytest.mark.parametrize("storage", ["r", "c"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_every_sum_is_the_scalar_loops_bit_for_bit(
-    driver: Path, dtype: str, specials: int, shape: tuple[int, int, int]
+    driver: Path, dtype: str, specials: int, storage: str, shape: tuple[int, int, int]
 ) -> None:
     rows, depth, cols = shape
-    argv = [str(driver), dtype, str(rows), str(depth), str(cols), str(specials)]
+    argv = [str(driver), dtype, str(rows), str(depth), str(cols), str(specials), storage]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"compared {rows * cols} mismatches 0" in done.stdout

@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "ebd68d599b047c787da829df8bcb6f1698c3f2e1e69a98633c99e9bea063cc6e",
+        "a3": "ebed8123f415b0f6db8c1640bddaf80f91765b2563ee23cdb0872a5f5288991e",
     },
     (
         "tests/programs/chip_pipeline.py",

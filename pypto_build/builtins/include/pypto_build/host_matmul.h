@@ -125,14 +125,25 @@ inline void multiply_block(const float* a, const float* b, int64_t depth,
 class Fp32Matmul {
  public:
   // Packs b (depth x cols) into column panels of kPanel; the columns past cols are zero.
+  // column_major says how b is stored (a column's elements adjacent: a transposed weight), so
+  // that b is read in the order of its storage either way: reading it across would touch a
+  // new cache line at every element.
   template <class Element>
-  void set_b(int64_t depth, int64_t cols, Element element) {
+  void set_b(int64_t depth, int64_t cols, Element element, bool column_major = false) {
     depth_ = depth;
     cols_ = cols;
     const int64_t panels = (cols + kPanel - 1) / kPanel;
     b_.assign(static_cast<size_t>(panels * depth * kPanel), 0.0f);
-    // Row by row of b, as the weight is stored: each row fills one line of every panel.
-    for (int64_t k = 0; k < depth; ++k) {
+    if (column_major) {
+      for (int64_t j = 0; j < cols; ++j) {
+        float* column = b_.data() + (j / kPanel) * depth * kPanel + j % kPanel;
+        for (int64_t k = 0; k < depth; ++k) {
+          column[k * kPanel] = element(k, j);
+        }
+      }
+      return;
+    }
+    for (int64_t k = 0; k < depth; ++k) {  // each row of b fills one line of every panel
       for (int64_t j0 = 0; j0 < cols; j0 += kPanel) {
         float* line = b_.data() + ((j0 / kPanel) * depth + k) * kPanel;
         const int64_t width = cols - j0 < kPanel ? cols - j0 : kPanel;
