@@ -244,6 +244,7 @@ def test_include_dir_holds_the_headers() -> None:
     assert headers == [
         "all_to_all_v_protocol.h",
         "host_float.h",
+        "host_matmul.h",
         "host_mix.h",
         "kernel_abi.h",
         "mix_kernel.h",

@@ -50,6 +50,7 @@ def test_each_variant_is_one_source_per_core_type_with_the_headers_it_includes(t
     files = sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file())
     assert files == [
         "include/pypto_build/host_float.h",
+        "include/pypto_build/host_matmul.h",
         "include/pypto_build/host_mix.h",
         "include/pypto_build/kernel_abi.h",
         "include/pypto_build/mix_kernel.h",
