@@ -181,20 +181,17 @@ def _calls_into(node: Stmt | Expr, found: list[Call]) -> None:
     kind = type(node)
     if kind is Call:
         assert isinstance(node, Call)
-        for arg in node.args:
-            if type(arg) not in _LEAVES:
-                _calls_into(arg, found)
-        if node.kwargs or node.attrs:
-            for extra in _attr_exprs(node):
-                if type(extra) not in _LEAVES:
-                    _calls_into(extra, found)
-        found.append(node)
+        _call_into(node, found)
     elif kind in _LEAVES:
         return
     elif kind is SeqStmts:
         assert isinstance(node, SeqStmts)
         for stmt in node.stmts:
-            _calls_into(stmt, found)
+            # Most statements assign a call: its calls are taken here, one level down.
+            if type(stmt) is AssignStmt and type(stmt.value) is Call:
+                _call_into(stmt.value, found)
+            else:
+                _calls_into(stmt, found)
     elif kind is AssignStmt:
         assert isinstance(node, AssignStmt)
         _calls_into(node.value, found)
@@ -208,6 +205,18 @@ def _calls_into(node: Stmt | Expr, found: list[Call]) -> None:
             _calls_into(expr, found)
         for body in child_bodies(node):
             _calls_into(body, found)
+
+
+def _call_into(call: Call, found: list[Call]) -> None:
+    """:func:`_calls_into` of a call: the calls in its operands and attrs, then itself."""
+    for arg in call.args:
+        if type(arg) not in _LEAVES:
+            _calls_into(arg, found)
+    if call.kwargs or call.attrs:
+        for extra in _attr_exprs(call):
+            if type(extra) not in _LEAVES:
+                _calls_into(extra, found)
+    found.append(call)
 
 
 def walk_stmts(node: Stmt) -> Iterator[Stmt]:

@@ -59,13 +59,14 @@ from pypto_build.lowering.analysis.provenance import (
 )
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
+    AttrValue,
     Call,
     Expr,
     Function,
     GlobalVar,
     ParamDirection,
     Program,
-    set_attr,
+    set_attrs,
 )
 from pypto_build.lowering.ir.names import ArgDirection, CallAttr, Op, arg_directions
 from pypto_build.lowering.ir.rebuild import replaced
@@ -74,8 +75,7 @@ from pypto_build.lowering.pass_names import AUTO_DERIVE_TASK_DEPENDENCIES
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 
-_READS = frozenset({ParamDirection.In, ParamDirection.InOut})
-_WRITES = frozenset({ParamDirection.Out, ParamDirection.InOut})
+_IN, _OUT, _IN_OUT = ParamDirection.In, ParamDirection.Out, ParamDirection.InOut
 
 _Tasks = frozenset[int]
 
@@ -163,11 +163,16 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
             return
         reads: set[Root] = set()
         writes: set[Root] = set()
+        # Told apart by identity: an enum member's hash is a Python call, for every argument.
         for direction, origin in zip(_directions(call, callee), args, strict=True):
-            if direction in _READS:
+            if direction is _IN:
                 reads |= roots(origin)
-            if direction in _WRITES:
+            elif direction is _OUT:
                 writes |= roots(origin)
+            elif direction is _IN_OUT:
+                found = roots(origin)
+                reads |= found
+                writes |= found
         # The TensorMap orders a task after the last writers of what it reads (INPUT, INOUT).
         derived: set[int] = set()
         for root in reads:
@@ -215,8 +220,7 @@ class _Annotate(Mutator):
         task = self._task_ids.get(key)
         if task is None or not isinstance(rebuilt, Call):
             return rebuilt
-        attrs = set_attr(rebuilt.attrs, CallAttr.TASK_ID, task)
-        attrs = set_attr(attrs, CallAttr.DEPS, self._deps[key])
+        values: dict[str, AttrValue] = {CallAttr.TASK_ID: task, CallAttr.DEPS: self._deps[key]}
         if self._explicit[key]:
-            attrs = set_attr(attrs, CallAttr.EXPLICIT_DEPS, self._explicit[key])
-        return replaced(rebuilt, attrs=attrs)
+            values[CallAttr.EXPLICIT_DEPS] = self._explicit[key]
+        return replaced(rebuilt, attrs=set_attrs(rebuilt.attrs, values))

@@ -62,6 +62,14 @@ def _same_items(old: Sequence[object], new: Sequence[object]) -> bool:
     return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
+def _holds_expr(value: AttrValue) -> bool:
+    """Whether an attr value is or holds an expression: most attrs of most calls (directions,
+    dependencies, task ids) are literals, and tuples of them need no mapping item by item."""
+    if isinstance(value, Expr):
+        return True
+    return isinstance(value, tuple) and any(isinstance(item, Expr | tuple) for item in value)
+
+
 class Mutator:
     """Rebuilds a function bottom-up in program order.
 
@@ -236,8 +244,8 @@ class Mutator:
     def _attrs(self, attrs: tuple[tuple[str, AttrValue], ...]) -> tuple[tuple[str, AttrValue], ...]:
         mapped = None
         for index, (key, value) in enumerate(attrs):
-            if not isinstance(value, Expr | tuple):
-                continue  # a literal (a task id, a dtype): nothing to map
+            if not _holds_expr(value):
+                continue  # literals (a task id, directions, dependencies): nothing to map
             new = self.attr_value(value)
             if new is not value:
                 if mapped is None:
