@@ -59,6 +59,13 @@ def child_exprs(expr: Expr) -> tuple[Expr, ...]:
 #: Expressions without sub-expressions: every walk reaches them, so they are told apart first.
 _LEAVES = frozenset({Var, ConstInt, ConstFloat, ConstBool})
 
+# The classes the walks test nodes against, as tuples: ``isinstance(x, A | B)`` makes the union
+# anew at every test, which costs five times the test itself, on every node of every walk.
+#: What an attr value may hold an expression in: an expression, or a tuple of values.
+NESTING = (Expr, tuple)
+_CONDITIONAL = (IfStmt, WhileStmt)
+_ONE_BODY = (ForStmt, WhileStmt, CommDomainScopeStmt)
+
 
 def _call_children(call: Call) -> tuple[Expr, ...]:
     """A call's operands, then the expressions inside its keyword operands and attrs."""
@@ -93,7 +100,7 @@ def _attr_exprs_into(value: AttrValue, found: list[Expr]) -> None:
         found.append(value)
     elif isinstance(value, tuple):
         for item in value:
-            if isinstance(item, Expr | tuple):
+            if isinstance(item, NESTING):
                 _attr_exprs_into(item, found)
 
 
@@ -105,7 +112,7 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
         return (stmt.expr,)
     if isinstance(stmt, ReturnStmt):
         return stmt.values
-    if isinstance(stmt, IfStmt | WhileStmt):
+    if isinstance(stmt, _CONDITIONAL):
         return (stmt.cond,)
     if isinstance(stmt, ForStmt):
         return (stmt.start, stmt.stop, stmt.step)
@@ -116,7 +123,7 @@ def child_bodies(stmt: Stmt) -> tuple[SeqStmts, ...]:
     """Nested statement bodies of ``stmt`` (branches, loop bodies, scope bodies)."""
     if isinstance(stmt, IfStmt):
         return (stmt.then_body,) if stmt.else_body is None else (stmt.then_body, stmt.else_body)
-    if isinstance(stmt, ForStmt | WhileStmt | CommDomainScopeStmt):
+    if isinstance(stmt, _ONE_BODY):
         return (stmt.body,)
     if isinstance(stmt, SeqStmts):
         return (stmt,)

@@ -38,7 +38,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
 )
 from pypto_build.lowering.ir.rebuild import replaced
-from pypto_build.lowering.ir.walk import call_extras
+from pypto_build.lowering.ir.walk import NESTING, call_extras
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -67,7 +67,7 @@ def _holds_expr(value: AttrValue) -> bool:
     dependencies, task ids) are literals, and tuples of them need no mapping item by item."""
     if isinstance(value, Expr):
         return True
-    return isinstance(value, tuple) and any(isinstance(item, Expr | tuple) for item in value)
+    return isinstance(value, tuple) and any(isinstance(item, NESTING) for item in value)
 
 
 class Mutator:
