@@ -63,14 +63,12 @@ from pypto_build.lowering.ir import (
     Call,
     Expr,
     Function,
-    GlobalVar,
     ParamDirection,
     Program,
     set_attrs,
 )
 from pypto_build.lowering.ir.names import ArgDirection, CallAttr, Op, arg_directions
 from pypto_build.lowering.ir.rebuild import replaced
-from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.pass_names import AUTO_DERIVE_TASK_DEPENDENCIES
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
@@ -94,22 +92,11 @@ class AutoDeriveTaskDependencies(Pass):
 
 
 def _derive(program: Program, func: Function) -> Function:
-    task_ids: dict[int, int] = {}
-    for call in walk_calls(func.body):
-        if id(call) not in task_ids and _is_kernel_call(program, call):
-            task_ids[id(call)] = len(task_ids)
-    if not task_ids:
-        return func
-    tensor_map = _TensorMap(program, func, task_ids)
+    tensor_map = _TensorMap(program, func)
     tensor_map.run(_TaskState({}))
-    return _Annotate(task_ids, tensor_map.deps, tensor_map.explicit).function(func)
-
-
-def _is_kernel_call(program: Program, call: Call) -> bool:
-    if not isinstance(call.op, GlobalVar):
-        return False
-    callee = program.function(call.op.name)
-    return callee is not None and callee.func_type.is_kernel
+    if not tensor_map.task_ids:
+        return func
+    return _Annotate(tensor_map.task_ids, tensor_map.deps, tensor_map.explicit).function(func)
 
 
 def _union(a: dict[Root, _Tasks], b: dict[Root, _Tasks]) -> dict[Root, _Tasks]:
@@ -140,9 +127,12 @@ class _TaskState(ProvenanceState):
 
 
 class _TensorMap(ProvenanceWalker[_TaskState]):
-    def __init__(self, program: Program, func: Function, task_ids: dict[int, int]) -> None:
+    def __init__(self, program: Program, func: Function) -> None:
         super().__init__(program, func)
-        self._task_ids = task_ids
+        #: The task number of each kernel call (by identity), in program order: the walk
+        #: reaches the calls first in the order they are written (a loop body's on its first
+        #: pass), so it numbers them as it goes.
+        self.task_ids: dict[int, int] = {}
         #: Dependencies per task call (by identity), from the last visit of the call: all of
         #: them, and those the runtime's TensorMap does not derive.
         self.deps: dict[int, tuple[int, ...]] = {}
@@ -158,9 +148,9 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
     def on_call(
         self, call: Call, callee: Function, args: tuple[Origin, ...], state: _TaskState
     ) -> None:
-        task = self._task_ids.get(id(call))
-        if task is None:
+        if not callee.func_type.is_kernel:
             return
+        task = self.task_ids.setdefault(id(call), len(self.task_ids))
         reads: set[Root] = set()
         writes: set[Root] = set()
         # Told apart by identity: an enum member's hash is a Python call, for every argument.

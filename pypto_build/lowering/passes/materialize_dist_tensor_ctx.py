@@ -45,7 +45,6 @@ from pypto_build.lowering.ir import (
     DistributedTensorType,
     Expr,
     Function,
-    GlobalVar,
     Param,
     ParamDirection,
     Program,
@@ -128,23 +127,18 @@ def _materialize(
     own = signatures[func.name]
     if own.slots:
         func = replaced(func, params=(*func.params, *own.params))
-    if not any(_gains_ctx_args(call, signatures) for call in walk_calls(func.body)):
-        return func
+    if not func.body.stmts:
+        return func  # a kernel
     resolver = _CtxResolver(program, func, signatures, own)
     resolver.run(ProvenanceState({}))
+    if not (resolver.ctx_args or resolver.failures):
+        return func  # no call gains an argument
     if resolver.failures:  # the first in program order
         for call in walk_calls(func.body):
             failure = resolver.failures.get(id(call))
             if failure is not None:
                 raise failure
     return _AppendCtxArgs(resolver.ctx_args).function(func)
-
-
-def _gains_ctx_args(call: Call, signatures: Mapping[str, _CtxSignature]) -> bool:
-    if not isinstance(call.op, GlobalVar):
-        return False
-    signature = signatures.get(call.op.name)
-    return signature is not None and bool(signature.slots)
 
 
 class _CtxResolver(ProvenanceWalker[ProvenanceState]):
