@@ -88,10 +88,14 @@ def _attr_exprs(call: Call) -> tuple[Expr, ...]:
     of its function asks (once the passes have added directions, task ids and dependencies,
     every call has attrs), so it is found once per call (:mod:`.memo`)."""
     extras: list[Expr] = []
-    for _, value in call.kwargs:
-        _attr_exprs_into(value, extras)
-    for _, value in call.attrs:
-        _attr_exprs_into(value, extras)
+    for _, value in (*call.kwargs, *call.attrs):
+        # The first level here, without a call per value: each pass asks of the calls it made.
+        if isinstance(value, Expr):
+            extras.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, NESTING):
+                    _attr_exprs_into(item, extras)
     return tuple(extras)
 
 
