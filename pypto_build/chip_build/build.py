@@ -31,6 +31,7 @@ from pypto_build.chip_build.subbuild import (
     check_output_folder,
     fix_directory_modes,
     lower_file,
+    lower_for_programs_default_chips,
     plan_trees,
     render_subbuilds,
     tree_warnings,
@@ -104,6 +105,10 @@ def build(
 ) -> BuildResult:
     """Lower ``program_files``, render a tree per chip into ``out_dir/<chip>`` and compile it.
 
+    No ``chips``: every chip the builtins of every file support, found by the lowering that
+    the build then uses (:func:`.subbuild.lower_for_programs_default_chips`): a large program's
+    lowering costs as much as its render, so it is done once.
+
     ``source_root`` is the folder inputs are recorded relative to (the project). The trees are
     rendered and compiled in a staging folder that then replaces ``out_dir`` whole
     (:mod:`.publish`): a failed or killed build leaves ``out_dir`` as it was, except that failed
@@ -113,8 +118,7 @@ def build(
     this build's hits and misses for ``pypto-build cache stats``, and its remote tier's uploads
     have landed (or been given up) when this returns.
     """
-    chips = list(dict.fromkeys(chips))
-    trees = _plan(program_files, chips, source_root)
+    chips, trees = _plan(program_files, tuple(dict.fromkeys(chips)), source_root)
     out_dir = Path(out_dir)
     try:
         with replacing(out_dir, check=check_output_folder) as staging:
@@ -148,11 +152,20 @@ def build(
 
 @pauses_collector
 def _plan(
-    program_files: Sequence[Path], chips: Sequence[str], source_root: Path
-) -> tuple[ChipTree, ...]:
-    """The trees of a build, lowered and planned with the collector paused throughout (as for
-    :func:`render`)."""
-    return plan_trees(_lower(program_files, chips), chips, source_root)
+    program_files: Sequence[Path], chips: tuple[str, ...], source_root: Path
+) -> tuple[tuple[str, ...], tuple[ChipTree, ...]]:
+    """The chips of a build (no ``chips``: the default ones) and their trees, lowered and
+    planned with the collector paused throughout (as for :func:`render`)."""
+    if chips:
+        programs = _lower(program_files, chips)
+    else:
+        chips, lowered = lower_for_programs_default_chips(program_files)
+        programs = []
+        for path, found in zip(program_files, lowered, strict=True):
+            if not found:
+                raise NoPrograms(path)
+            programs += found
+    return chips, plan_trees(programs, chips, source_root)
 
 
 def _compile(

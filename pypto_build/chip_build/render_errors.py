@@ -13,6 +13,11 @@ class RenderError(PyptoUsageError):
     templates do not render)."""
 
 
+class NoCommonChip(RenderError):
+    """No chip supports every builtin the programs use, so none can be targeted by default: a
+    front end that can name chips says how (``--chip``)."""
+
+
 class NoPrograms(PyptoError):
     """A program file of the build defines no ``@pl.program`` class: a mistake in the input
     (reported like a program error), not a render that could not proceed."""

@@ -74,7 +74,7 @@ from pypto_build.chip_build.orchestration_codegen import (
     orchestration_for_any_chip,
 )
 from pypto_build.chip_build.publish import replacing, step
-from pypto_build.chip_build.render_errors import RenderError
+from pypto_build.chip_build.render_errors import NoCommonChip, RenderError
 from pypto_build.chip_build.tree_manifest import write_manifest
 from pypto_build.files import FILE_MODE, read_regular
 from pypto_build.gc_pause import pauses_collector
@@ -154,26 +154,35 @@ def lower_for_default_chips(path: Path) -> tuple[tuple[str, ...], tuple[SourcePr
         chip.name for chip in CHIPS if all(chip.name in package.chips for package in packages)
     )
     if not chips:
-        raise RenderError(
+        raise NoCommonChip(
             f"no chip supports every builtin {path} uses "
             f"({', '.join(sorted({package.handle for package in packages}))})"
         )
     return chips, programs
 
 
-def programs_default_chips(paths: Sequence[Path]) -> tuple[str, ...]:
+def lower_for_programs_default_chips(
+    paths: Sequence[Path],
+) -> tuple[tuple[str, ...], tuple[tuple[SourceProgram, ...], ...]]:
     """The chips every file of ``paths`` can be built for (:func:`default_chips` of each, in
-    the catalog's order): what a build targets when no chip is named."""
-    supported = [default_chips(path) for path in paths]
+    the catalog's order), what a build targets when no chip is named, and each file's programs
+    lowered for them, from one lowering per file.
+
+    A file's lowering for its own default chips serves any of them (as
+    :func:`lower_for_default_chips` says, a lowering for fewer chips refuses no more and makes
+    the same programs), so the build of several files needs no second lowering for the chips
+    they share."""
+    lowered = [lower_for_default_chips(path) for path in paths]
+    supported = [chips for chips, _ in lowered]
     chips = tuple(chip for chip in supported[0] if all(chip in other for other in supported))
     if not chips:
-        raise RenderError(
+        raise NoCommonChip(
             "no chip supports the builtins of every program file: "
             + "; ".join(
                 f"{path}: {', '.join(found)}" for path, found in zip(paths, supported, strict=True)
             )
         )
-    return chips
+    return chips, tuple(programs for _, programs in lowered)
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,7 @@ def register(commands: Subparsers) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from pypto_build.build_records.folder_bound import bound_after_build
+    from pypto_build.chip_build.render_errors import NoCommonChip
     from pypto_build.plugin.depfile import write_build_files
     from pypto_build.plugin.project_build import build_project, project_cache
     from pypto_build.plugin.project_target import project_toolchain
@@ -155,9 +156,12 @@ def _build(args: argparse.Namespace) -> int:
     toolchain = project_toolchain(project, settings)
     cache = None if args.no_cache else project_cache(settings)
     out = Path(args.out) if args.out else project / "build" / "pypto"
-    result = build_project(
-        project, settings, out, toolchain=toolchain, cache=cache, progress=sys.stderr
-    )
+    try:
+        result = build_project(
+            project, settings, out, toolchain=toolchain, cache=cache, progress=sys.stderr
+        )
+    except NoCommonChip as err:
+        raise UsageError(f"{err}; choose --chip") from None
     if cache is not None:
         bound_after_build(cache.root, parse_size(settings.cache_max_size), warn=print_warning)
     print_warnings(result.warnings)
@@ -198,21 +202,17 @@ def _build_settings(args: argparse.Namespace) -> tuple[Path, PyptoSettings]:
             )
         settings = load_settings(project)
     else:
-        project, settings = _program_settings(targets, args.source_root, chosen=bool(args.chips))
+        project, settings = _program_settings(targets, args.source_root)
     program_paths(project, settings)
     return project, apply_setting_options(settings, args, SETTING_OPTIONS)
 
 
-def _program_settings(
-    files: Sequence[Path], source_root: str | None, *, chosen: bool
-) -> tuple[Path, PyptoSettings]:
+def _program_settings(files: Sequence[Path], source_root: str | None) -> tuple[Path, PyptoSettings]:
     """The source root and settings of a build of program ``files``, the environment applied.
 
-    Unless the chips are ``chosen`` on the command line, they default to those the builtins of
-    every file support, as for render (finding them lowers each file once more).
+    No chips unless the environment or the command line names them: the build then targets
+    those the builtins of every file support, as for render, found by the build's own lowering.
     """
-    from pypto_build.chip_build.render_errors import RenderError
-    from pypto_build.chip_build.subbuild import programs_default_chips
     from pypto_build.plugin.settings import PyptoSettings, apply_environment
 
     root = files[0].parent if source_root is None else Path(source_root)
@@ -230,12 +230,6 @@ def _program_settings(
                 "path relative to it (set --source-root)"
             ) from None
     settings = PyptoSettings(programs=tuple(dict.fromkeys(relative)))
-    if not chosen:
-        try:
-            chips = programs_default_chips(files)
-        except RenderError as err:
-            raise UsageError(f"{err}; choose --chip") from None
-        settings = dataclasses.replace(settings, chips=chips)
     return root, apply_environment(settings)
 
 

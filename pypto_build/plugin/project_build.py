@@ -18,7 +18,6 @@ from pypto_build.chip_build.build import BuildResult, build
 from pypto_build.chip_build.compile_cache.cache import CompileCache
 from pypto_build.chip_build.compile_cache.remote import RemoteSpec, RemoteTier
 from pypto_build.chip_build.jobs import default_jobs
-from pypto_build.chip_build.subbuild import programs_default_chips
 from pypto_build.chip_build.toolchains import Toolchain, launcher_jobs, resolve_launcher
 from pypto_build.plugin.project_target import program_paths
 from pypto_build.plugin.settings import PyptoSettings
@@ -66,14 +65,13 @@ def build_project(
     whose runtime or PTO-ISA revision is unknown: PyPTO's runtime will not reuse its binaries).
 
     Without a ``chips`` setting, the build targets every chip the ops of the programs support
-    (:func:`~pypto_build.chip_build.subbuild.programs_default_chips`).
+    (:func:`~pypto_build.chip_build.subbuild.lower_for_programs_default_chips`).
 
     Raises what the engine raises: ``SettingsError`` for a missing program file,
     ``ProgramError`` for a mistake in a program, ``RenderError``, ``ToolchainError`` and
     ``BuildFailed``.
     """
     paths = program_paths(project, settings)
-    chips = settings.chips or programs_default_chips(paths)
     if progress is not None:
         for warning in toolchain.warnings():
             print(f"pypto-build: warning: {warning}", file=progress)
@@ -82,7 +80,7 @@ def build_project(
     jobs = settings.jobs or launcher_jobs(launcher) or default_jobs()
     return build(
         paths,
-        chips=chips,
+        chips=settings.chips or (),
         out_dir=out_dir,
         source_root=project,
         toolchain=toolchain,

@@ -21,7 +21,7 @@ from hatchling.builders.wheel import WheelBuilder
 
 from pypto_build.backend import HookedWheelBuilder
 from pypto_build.chip_build.sim.program import BuildTreeError, open_chip_build
-from pypto_build.chip_build.subbuild import programs_default_chips
+from pypto_build.chip_build.subbuild import lower_for_programs_default_chips
 from pypto_build.lowering.diagnostics import ProgramError
 from pypto_build.lowering.lower import lower_path
 from pypto_build.plugin.config_settings import given
@@ -130,10 +130,13 @@ def test_package_is_asked_for_when_the_import_package_cannot_be_told(tmp_path: P
 
 
 def test_chips_default_to_those_every_op_supports() -> None:
-    assert programs_default_chips([MC2_PROGRAM]) == ("a3",)
+    def chips(*paths: Path) -> tuple[str, ...]:
+        return lower_for_programs_default_chips(paths)[0]
+
+    assert chips(MC2_PROGRAM) == ("a3",)
     a2a = SAMPLES / "moe_a2a" / "src" / "moe_a2a" / "pipelines.py"
-    assert programs_default_chips([a2a]) == ("a2", "a3", "a5")
-    assert programs_default_chips([a2a, MC2_PROGRAM]) == ("a3",)
+    assert chips(a2a) == ("a2", "a3", "a5")
+    assert chips(a2a, MC2_PROGRAM) == ("a3",)
 
 
 def test_an_explicit_chip_an_op_cannot_serve_is_an_error_naming_the_op() -> None:

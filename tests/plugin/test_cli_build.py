@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _support.console import run_cli
@@ -17,6 +18,9 @@ from _support.fakes.fake_simpler import commit_all, make_fake_runtime
 
 from pypto_build.chip_build.build import BuildResult
 from pypto_build.chip_build.toolchains import SimToolchain
+from pypto_build.lowering.frontend import parse_file
+from pypto_build.lowering.ir import Program
+from pypto_build.lowering.passes import PassManager
 from pypto_build.plugin import project_build
 from pypto_build.plugin.cli import ExitCode
 from pypto_build.plugin.settings import PyptoSettings, environment_variable
@@ -504,3 +508,27 @@ def test_every_build_brings_the_cache_within_cache_max_size(
     assert stats_after["bytes"] <= stats["bytes"] // 2
     entries = tmp_path / "cache" / "v2" / "entries"
     assert [p for p in entries.rglob("*") if p.is_dir() and not any(p.iterdir())] == []
+
+
+@needs_gxx
+def test_a_build_without_chips_lowers_each_program_file_once(
+    project: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lowering that finds the default chips is the one the build renders."""
+    runs: list[Program] = []
+    run = PassManager.run
+
+    def counted(self: PassManager, program: Program, *args: Any, **kwargs: Any) -> Program:
+        runs.append(program)
+        return run(self, program, *args, **kwargs)
+
+    monkeypatch.setattr(PassManager, "run", counted)
+    path = project / "src" / "moe_a2a" / "pipelines.py"
+    out_dir = tmp_path / "out"
+    code, out, _ = run_cli(capsys, "build", str(path), "--out", str(out_dir), "--no-cache")
+    assert code == ExitCode.OK
+    assert [line.split(":")[0] for line in out.splitlines()] == ["a2", "a3", "a5"]
+    assert [program.name for program in runs] == [program.name for program in parse_file(path)]

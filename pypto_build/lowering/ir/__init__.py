@@ -17,6 +17,7 @@ from pypto_build.lowering.ir.exprs import (
     Var,
     get_attr,
     set_attr,
+    set_attrs,
 )
 from pypto_build.lowering.ir.function import (
     Function,
@@ -104,4 +105,5 @@ __all__ = [
     "compact_strides",
     "get_attr",
     "set_attr",
+    "set_attrs",
 ]

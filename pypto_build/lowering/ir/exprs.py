@@ -7,6 +7,7 @@ all_to_all_v(..., data, ...)``); each use carries the type of the definition tha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -144,6 +145,16 @@ def set_attr(attrs: Attrs, key: str, value: AttrValue) -> Attrs:
     if any(name == key for name, _ in attrs):
         return tuple((name, value if name == key else old) for name, old in attrs)
     return (*attrs, (key, value))
+
+
+def set_attrs(attrs: Attrs, values: Mapping[str, AttrValue]) -> Attrs:
+    """Return ``attrs`` with every key of ``values`` set (an existing entry replaced in place,
+    the others appended in the order of ``values``): one copy of the attrs for what a pass
+    records of a call, not one per key."""
+    updated = [(name, values.get(name, old)) for name, old in attrs]
+    present = {name for name, _ in attrs}
+    updated += [(key, value) for key, value in values.items() if key not in present]
+    return tuple(updated)
 
 
 @fast_init

@@ -24,6 +24,9 @@ from pypto_build.lowering.ir.function import Function, Program
 N = TypeVar("N")
 R = TypeVar("R")
 
+#: What the memo holds for a question not asked yet (an answer may be None).
+_MISSING = object()
+
 
 def per_node(function: Callable[[N], R]) -> Callable[[N], R]:
     """``function`` of one immutable IR node, computed once per node (its result must not
@@ -32,12 +35,13 @@ def per_node(function: Callable[[N], R]) -> Callable[[N], R]:
 
     @functools.wraps(function)
     def remembered(node: N) -> R:
-        found: dict[str, R] = node.__dict__
-        try:
-            return found[slot]
-        except KeyError:
+        found: dict[str, object] = node.__dict__
+        # Not try/except: every pass makes new nodes, whose first question is a miss, and
+        # raising a KeyError costs more than the lookup.
+        value = found.get(slot, _MISSING)
+        if value is _MISSING:
             value = found[slot] = function(node)
-            return value
+        return value  # type: ignore[return-value]
 
     return remembered
 

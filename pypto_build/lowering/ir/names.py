@@ -99,10 +99,16 @@ def arg_directions(call: Call) -> tuple[ArgDirection, ...] | None:
     if not (
         isinstance(directions, tuple)
         and len(directions) == len(call.args)
-        and all(d is None or isinstance(d, ParamDirection) for d in directions)
+        and all(map(_is_direction, directions))
     ):
         return None
     return cast(tuple[ArgDirection, ...], directions)
+
+
+def _is_direction(value: AttrValue) -> bool:
+    """Whether ``value`` is one entry of ``arg_directions`` (read for every argument of every
+    call by the passes after DeriveCallDirections and by the backends)."""
+    return value is None or type(value) is ParamDirection
 
 
 def with_arg_directions(call: Call, directions: tuple[ArgDirection, ...]) -> Call:

@@ -41,7 +41,10 @@ def replaced(node: N, **changes: object) -> N:
     old = node.__dict__
     copy = object.__new__(kind)
     values = copy.__dict__
-    for name in names:
-        values[name] = old[name]
+    if len(old) == len(names):  # no memo: the fields alone, in declaration order
+        values.update(old)
+    else:
+        for name in names:
+            values[name] = old[name]
     values.update(changes)  # every key is there already: the order stays the declaration's
     return copy

@@ -59,6 +59,13 @@ def child_exprs(expr: Expr) -> tuple[Expr, ...]:
 #: Expressions without sub-expressions: every walk reaches them, so they are told apart first.
 _LEAVES = frozenset({Var, ConstInt, ConstFloat, ConstBool})
 
+# The classes the walks test nodes against, as tuples: ``isinstance(x, A | B)`` makes the union
+# anew at every test, which costs five times the test itself, on every node of every walk.
+#: What an attr value may hold an expression in: an expression, or a tuple of values.
+NESTING = (Expr, tuple)
+_CONDITIONAL = (IfStmt, WhileStmt)
+_ONE_BODY = (ForStmt, WhileStmt, CommDomainScopeStmt)
+
 
 def _call_children(call: Call) -> tuple[Expr, ...]:
     """A call's operands, then the expressions inside its keyword operands and attrs."""
@@ -81,10 +88,14 @@ def _attr_exprs(call: Call) -> tuple[Expr, ...]:
     of its function asks (once the passes have added directions, task ids and dependencies,
     every call has attrs), so it is found once per call (:mod:`.memo`)."""
     extras: list[Expr] = []
-    for _, value in call.kwargs:
-        _attr_exprs_into(value, extras)
-    for _, value in call.attrs:
-        _attr_exprs_into(value, extras)
+    for _, value in (*call.kwargs, *call.attrs):
+        # The first level here, without a call per value: each pass asks of the calls it made.
+        if isinstance(value, Expr):
+            extras.append(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                if isinstance(item, NESTING):
+                    _attr_exprs_into(item, extras)
     return tuple(extras)
 
 
@@ -93,7 +104,7 @@ def _attr_exprs_into(value: AttrValue, found: list[Expr]) -> None:
         found.append(value)
     elif isinstance(value, tuple):
         for item in value:
-            if isinstance(item, Expr | tuple):
+            if isinstance(item, NESTING):
                 _attr_exprs_into(item, found)
 
 
@@ -105,7 +116,7 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
         return (stmt.expr,)
     if isinstance(stmt, ReturnStmt):
         return stmt.values
-    if isinstance(stmt, IfStmt | WhileStmt):
+    if isinstance(stmt, _CONDITIONAL):
         return (stmt.cond,)
     if isinstance(stmt, ForStmt):
         return (stmt.start, stmt.stop, stmt.step)
@@ -116,7 +127,7 @@ def child_bodies(stmt: Stmt) -> tuple[SeqStmts, ...]:
     """Nested statement bodies of ``stmt`` (branches, loop bodies, scope bodies)."""
     if isinstance(stmt, IfStmt):
         return (stmt.then_body,) if stmt.else_body is None else (stmt.then_body, stmt.else_body)
-    if isinstance(stmt, ForStmt | WhileStmt | CommDomainScopeStmt):
+    if isinstance(stmt, _ONE_BODY):
         return (stmt.body,)
     if isinstance(stmt, SeqStmts):
         return (stmt,)
@@ -181,20 +192,17 @@ def _calls_into(node: Stmt | Expr, found: list[Call]) -> None:
     kind = type(node)
     if kind is Call:
         assert isinstance(node, Call)
-        for arg in node.args:
-            if type(arg) not in _LEAVES:
-                _calls_into(arg, found)
-        if node.kwargs or node.attrs:
-            for extra in _attr_exprs(node):
-                if type(extra) not in _LEAVES:
-                    _calls_into(extra, found)
-        found.append(node)
+        _call_into(node, found)
     elif kind in _LEAVES:
         return
     elif kind is SeqStmts:
         assert isinstance(node, SeqStmts)
         for stmt in node.stmts:
-            _calls_into(stmt, found)
+            # Most statements assign a call: its calls are taken here, one level down.
+            if type(stmt) is AssignStmt and type(stmt.value) is Call:
+                _call_into(stmt.value, found)
+            else:
+                _calls_into(stmt, found)
     elif kind is AssignStmt:
         assert isinstance(node, AssignStmt)
         _calls_into(node.value, found)
@@ -208,6 +216,18 @@ def _calls_into(node: Stmt | Expr, found: list[Call]) -> None:
             _calls_into(expr, found)
         for body in child_bodies(node):
             _calls_into(body, found)
+
+
+def _call_into(call: Call, found: list[Call]) -> None:
+    """:func:`_calls_into` of a call: the calls in its operands and attrs, then itself."""
+    for arg in call.args:
+        if type(arg) not in _LEAVES:
+            _calls_into(arg, found)
+    if call.kwargs or call.attrs:
+        for extra in _attr_exprs(call):
+            if type(extra) not in _LEAVES:
+                _calls_into(extra, found)
+    found.append(call)
 
 
 def walk_stmts(node: Stmt) -> Iterator[Stmt]:

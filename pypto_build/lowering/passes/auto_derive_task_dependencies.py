@@ -59,23 +59,21 @@ from pypto_build.lowering.analysis.provenance import (
 )
 from pypto_build.lowering.diagnostics import InternalError
 from pypto_build.lowering.ir import (
+    AttrValue,
     Call,
     Expr,
     Function,
-    GlobalVar,
     ParamDirection,
     Program,
-    set_attr,
+    set_attrs,
 )
 from pypto_build.lowering.ir.names import ArgDirection, CallAttr, Op, arg_directions
 from pypto_build.lowering.ir.rebuild import replaced
-from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.pass_names import AUTO_DERIVE_TASK_DEPENDENCIES
 from pypto_build.lowering.passes.base import Pass, Property
 from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 
-_READS = frozenset({ParamDirection.In, ParamDirection.InOut})
-_WRITES = frozenset({ParamDirection.Out, ParamDirection.InOut})
+_IN, _OUT, _IN_OUT = ParamDirection.In, ParamDirection.Out, ParamDirection.InOut
 
 _Tasks = frozenset[int]
 
@@ -94,22 +92,11 @@ class AutoDeriveTaskDependencies(Pass):
 
 
 def _derive(program: Program, func: Function) -> Function:
-    task_ids: dict[int, int] = {}
-    for call in walk_calls(func.body):
-        if id(call) not in task_ids and _is_kernel_call(program, call):
-            task_ids[id(call)] = len(task_ids)
-    if not task_ids:
-        return func
-    tensor_map = _TensorMap(program, func, task_ids)
+    tensor_map = _TensorMap(program, func)
     tensor_map.run(_TaskState({}))
-    return _Annotate(task_ids, tensor_map.deps, tensor_map.explicit).function(func)
-
-
-def _is_kernel_call(program: Program, call: Call) -> bool:
-    if not isinstance(call.op, GlobalVar):
-        return False
-    callee = program.function(call.op.name)
-    return callee is not None and callee.func_type.is_kernel
+    if not tensor_map.task_ids:
+        return func
+    return _Annotate(tensor_map.task_ids, tensor_map.deps, tensor_map.explicit).function(func)
 
 
 def _union(a: dict[Root, _Tasks], b: dict[Root, _Tasks]) -> dict[Root, _Tasks]:
@@ -140,9 +127,12 @@ class _TaskState(ProvenanceState):
 
 
 class _TensorMap(ProvenanceWalker[_TaskState]):
-    def __init__(self, program: Program, func: Function, task_ids: dict[int, int]) -> None:
+    def __init__(self, program: Program, func: Function) -> None:
         super().__init__(program, func)
-        self._task_ids = task_ids
+        #: The task number of each kernel call (by identity), in program order: the walk
+        #: reaches the calls first in the order they are written (a loop body's on its first
+        #: pass), so it numbers them as it goes.
+        self.task_ids: dict[int, int] = {}
         #: Dependencies per task call (by identity), from the last visit of the call: all of
         #: them, and those the runtime's TensorMap does not derive.
         self.deps: dict[int, tuple[int, ...]] = {}
@@ -158,16 +148,21 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
     def on_call(
         self, call: Call, callee: Function, args: tuple[Origin, ...], state: _TaskState
     ) -> None:
-        task = self._task_ids.get(id(call))
-        if task is None:
+        if not callee.func_type.is_kernel:
             return
+        task = self.task_ids.setdefault(id(call), len(self.task_ids))
         reads: set[Root] = set()
         writes: set[Root] = set()
+        # Told apart by identity: an enum member's hash is a Python call, for every argument.
         for direction, origin in zip(_directions(call, callee), args, strict=True):
-            if direction in _READS:
+            if direction is _IN:
                 reads |= roots(origin)
-            if direction in _WRITES:
+            elif direction is _OUT:
                 writes |= roots(origin)
+            elif direction is _IN_OUT:
+                found = roots(origin)
+                reads |= found
+                writes |= found
         # The TensorMap orders a task after the last writers of what it reads (INPUT, INOUT).
         derived: set[int] = set()
         for root in reads:
@@ -215,8 +210,7 @@ class _Annotate(Mutator):
         task = self._task_ids.get(key)
         if task is None or not isinstance(rebuilt, Call):
             return rebuilt
-        attrs = set_attr(rebuilt.attrs, CallAttr.TASK_ID, task)
-        attrs = set_attr(attrs, CallAttr.DEPS, self._deps[key])
+        values: dict[str, AttrValue] = {CallAttr.TASK_ID: task, CallAttr.DEPS: self._deps[key]}
         if self._explicit[key]:
-            attrs = set_attr(attrs, CallAttr.EXPLICIT_DEPS, self._explicit[key])
-        return replaced(rebuilt, attrs=attrs)
+            values[CallAttr.EXPLICIT_DEPS] = self._explicit[key]
+        return replaced(rebuilt, attrs=set_attrs(rebuilt.attrs, values))

@@ -20,6 +20,7 @@ runtime reads the orchestration's signature to decide what to copy back to the h
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -40,6 +41,7 @@ from pypto_build.lowering.ir import (
     Program,
     TensorType,
 )
+from pypto_build.lowering.ir.memo import per_node
 from pypto_build.lowering.ir.names import ArgDirection, with_arg_directions
 from pypto_build.lowering.ir.walk import walk_calls
 from pypto_build.lowering.optable.table import lookup
@@ -79,7 +81,13 @@ def _with_directions(program: Program, call: Call) -> Expr:
             f"DeriveCallDirections: call of '{callee.name}' has {len(call.args)} arguments "
             f"for {len(callee.params)} parameters"
         )
-    return with_arg_directions(call, tuple(arg_direction(p) for p in callee.params))
+    return with_arg_directions(call, _param_directions(callee))
+
+
+@per_node
+def _param_directions(callee: Function) -> tuple[ArgDirection, ...]:
+    """How the arguments of a call of ``callee`` are passed: the same for its every call."""
+    return tuple(arg_direction(p) for p in callee.params)
 
 
 class _WrittenParams(ProvenanceWalker[ProvenanceState]):
@@ -149,6 +157,6 @@ def _upgraded(program: Program, func: Function) -> Function:
         else p
         for p in func.params
     )
-    if params == func.params:
+    if all(map(operator.is_, params, func.params)):  # no parameter upgraded
         return func
     return replace(func, params=params)

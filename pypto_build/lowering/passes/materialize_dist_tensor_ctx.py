@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
 from pypto_build.lowering.analysis.provenance import (
@@ -44,13 +45,13 @@ from pypto_build.lowering.ir import (
     DistributedTensorType,
     Expr,
     Function,
-    GlobalVar,
     Param,
     ParamDirection,
     Program,
     Var,
+    set_attr,
 )
-from pypto_build.lowering.ir.names import Op, arg_directions, with_arg_directions
+from pypto_build.lowering.ir.names import ArgDirection, CallAttr, Op, arg_directions
 from pypto_build.lowering.ir.rebuild import replaced
 from pypto_build.lowering.ir.walk import defined_names, walk_calls
 from pypto_build.lowering.ops.signature import expr_span
@@ -75,9 +76,15 @@ class _CtxSignature:
 
     slots: tuple[tuple[int, Param], ...]
 
-    @property
+    # Asked at every call of the function: found once per function.
+    @cached_property
     def params(self) -> tuple[Param, ...]:
         return tuple(param for _, param in self.slots)
+
+    @cached_property
+    def directions(self) -> tuple[ArgDirection, ...]:
+        """The ``arg_directions`` entries of the added arguments."""
+        return tuple(arg_direction(param) for param in self.params)
 
 
 @dataclass(frozen=True)
@@ -94,11 +101,13 @@ class MaterializeDistTensorCtx(Pass):
 
 
 def _ctx_signature(func: Function) -> _CtxSignature:
-    taken = {p.var.name for p in func.params} | defined_names(func.body)
     slots: list[tuple[int, Param]] = []
+    taken: set[str] | None = None  # the names a new parameter must not take, when it has one
     for index, param in enumerate(func.params):
         if not isinstance(param.var.type, DistributedTensorType):
             continue
+        if taken is None:
+            taken = {p.var.name for p in func.params} | defined_names(func.body)
         name = ctx_param_name(param.var.name)
         if name in taken:
             raise ProgramError(
@@ -117,23 +126,19 @@ def _materialize(
 ) -> Function:
     own = signatures[func.name]
     if own.slots:
-        func = dataclasses.replace(func, params=(*func.params, *own.params))
-    if not any(_gains_ctx_args(call, signatures) for call in walk_calls(func.body)):
-        return func
+        func = replaced(func, params=(*func.params, *own.params))
+    if not func.body.stmts:
+        return func  # a kernel
     resolver = _CtxResolver(program, func, signatures, own)
     resolver.run(ProvenanceState({}))
-    for call in walk_calls(func.body):
-        failure = resolver.failures.get(id(call))
-        if failure is not None:
-            raise failure
+    if not (resolver.ctx_args or resolver.failures):
+        return func  # no call gains an argument
+    if resolver.failures:  # the first in program order
+        for call in walk_calls(func.body):
+            failure = resolver.failures.get(id(call))
+            if failure is not None:
+                raise failure
     return _AppendCtxArgs(resolver.ctx_args).function(func)
-
-
-def _gains_ctx_args(call: Call, signatures: Mapping[str, _CtxSignature]) -> bool:
-    if not isinstance(call.op, GlobalVar):
-        return False
-    signature = signatures.get(call.op.name)
-    return signature is not None and bool(signature.slots)
 
 
 class _CtxResolver(ProvenanceWalker[ProvenanceState]):
@@ -149,7 +154,7 @@ class _CtxResolver(ProvenanceWalker[ProvenanceState]):
         super().__init__(program, func)
         self._signatures = signatures
         self._own_ctx = {func.params[index].var.name: param.var for index, param in own.slots}
-        self.ctx_args: dict[int, tuple[tuple[Expr, ...], tuple[Param, ...]]] = {}
+        self.ctx_args: dict[int, tuple[tuple[Expr, ...], _CtxSignature]] = {}
         self.failures: dict[int, ProgramError] = {}
 
     def on_call(
@@ -166,7 +171,7 @@ class _CtxResolver(ProvenanceWalker[ProvenanceState]):
             self.failures[id(call)] = failure
             return
         self.failures.pop(id(call), None)
-        self.ctx_args[id(call)] = (ctx, signature.params)
+        self.ctx_args[id(call)] = (ctx, signature)
 
     def _ctx_for(self, call: Call, callee: Function, index: int, origin: Origin) -> Expr:
         arg = call.args[index]
@@ -191,7 +196,7 @@ class _CtxResolver(ProvenanceWalker[ProvenanceState]):
 
 
 class _AppendCtxArgs(Mutator):
-    def __init__(self, ctx_args: dict[int, tuple[tuple[Expr, ...], tuple[Param, ...]]]) -> None:
+    def __init__(self, ctx_args: dict[int, tuple[tuple[Expr, ...], _CtxSignature]]) -> None:
         self._ctx_args = ctx_args
 
     def visit_call(self, call: Call) -> Expr:
@@ -199,10 +204,11 @@ class _AppendCtxArgs(Mutator):
         rebuilt = super().visit_call(call)
         if found is None or not isinstance(rebuilt, Call):
             return rebuilt
-        ctx, params = found
+        ctx, signature = found
+        args = (*rebuilt.args, *ctx)
         directions = arg_directions(rebuilt)
-        extended = replaced(rebuilt, args=(*rebuilt.args, *ctx))
         if directions is None:
-            return extended
-        added = tuple(arg_direction(p) for p in params)
-        return with_arg_directions(extended, (*directions, *added))
+            return replaced(rebuilt, args=args)
+        added = (*directions, *signature.directions)
+        attrs = set_attr(rebuilt.attrs, CallAttr.ARG_DIRECTIONS, added)
+        return replaced(rebuilt, args=args, attrs=attrs)  # one copy of the call

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pypto_build.lowering.ir import (
     AssignStmt,
@@ -38,7 +38,7 @@ from pypto_build.lowering.ir import (
     WhileStmt,
 )
 from pypto_build.lowering.ir.rebuild import replaced
-from pypto_build.lowering.ir.walk import call_extras
+from pypto_build.lowering.ir.walk import NESTING, call_extras
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -62,6 +62,14 @@ def _same_items(old: Sequence[object], new: Sequence[object]) -> bool:
     return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
+def _holds_expr(value: AttrValue) -> bool:
+    """Whether an attr value is or holds an expression: most attrs of most calls (directions,
+    dependencies, task ids) are literals, and tuples of them need no mapping item by item."""
+    if isinstance(value, Expr):
+        return True
+    return isinstance(value, tuple) and any(isinstance(item, NESTING) for item in value)
+
+
 class Mutator:
     """Rebuilds a function bottom-up in program order.
 
@@ -73,20 +81,62 @@ class Mutator:
     uses before the definition they precede.
     """
 
+    #: The hook of each node type (:meth:`__init_subclass__`): the nodes are told apart by their
+    #: exact type (no IR node type is subclassed), one lookup instead of a chain of
+    #: ``isinstance`` tests, on every node of every function, in every pass.
+    _stmt_hooks: ClassVar[dict[type, Callable[[Mutator, Any], StmtResult]]]
+    _expr_hooks: ClassVar[dict[type, Callable[[Mutator, Any], Expr]]]
+    #: Whether the class keeps the default :meth:`visit_var` and :meth:`define`: names then
+    #: map to themselves, and the hooks pass operands and targets over without a call each.
+    _keeps_names: ClassVar[bool]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._bind_hooks()
+
+    @classmethod
+    def _bind_hooks(cls) -> None:
+        cls._stmt_hooks = {
+            AssignStmt: cls.visit_assign,
+            EvalStmt: cls.visit_eval,
+            ReturnStmt: cls.visit_return,
+            IfStmt: cls.visit_if,
+            ForStmt: cls.visit_for,
+            WhileStmt: cls.visit_while,
+            CommDomainScopeStmt: cls.visit_scope,
+            SeqStmts: cls.visit_seq,
+        }
+        cls._expr_hooks = {
+            Var: cls.visit_var,
+            Call: cls.visit_call,
+            BinaryOp: cls.visit_binary,
+            UnaryOp: cls.visit_unary,
+            MakeTuple: cls.visit_make_tuple,
+            TupleGetItem: cls.visit_tuple_get_item,
+        }
+        cls._keeps_names = cls.visit_var is Mutator.visit_var and cls.define is Mutator.define
+
     # -- entry points ---------------------------------------------------------------------
 
     def function(self, func: Function) -> Function:
-        params = tuple(_replace(p, var=self.define(p.var)) for p in func.params)
+        params = func.params
+        if not self._keeps_names:
+            defined = tuple(_replace(p, var=self.define(p.var)) for p in params)
+            if not _same_items(params, defined):
+                params = defined
         body = self.body(func.body)
-        return _replace(
-            func, params=func.params if _same_items(func.params, params) else params, body=body
-        )
+        return _replace(func, params=params, body=body)
 
     def body(self, seq: SeqStmts) -> SeqStmts:
         new: list[Stmt] = []
+        dispatch = self._dispatch_stmt
         for stmt in seq.stmts:
-            new.extend(self.stmt(stmt))
-        return seq if _same_items(seq.stmts, new) else _replace(seq, stmts=tuple(new))
+            result = dispatch(stmt)
+            if isinstance(result, Stmt):
+                new.append(result)
+            else:
+                new.extend(result)
+        return seq if _same_items(seq.stmts, new) else replaced(seq, stmts=tuple(new))
 
     def stmt(self, stmt: Stmt) -> tuple[Stmt, ...]:
         """Visit one statement; the result is the (possibly empty) replacement sequence."""
@@ -94,19 +144,8 @@ class Mutator:
         return (result,) if isinstance(result, Stmt) else tuple(result)
 
     def expr(self, expr: Expr) -> Expr:
-        if isinstance(expr, Var):
-            return self.visit_var(expr)
-        if isinstance(expr, Call):
-            return self.visit_call(expr)
-        if isinstance(expr, BinaryOp):
-            return self.visit_binary(expr)
-        if isinstance(expr, UnaryOp):
-            return self.visit_unary(expr)
-        if isinstance(expr, MakeTuple):
-            return self.visit_make_tuple(expr)
-        if isinstance(expr, TupleGetItem):
-            return self.visit_tuple_get_item(expr)
-        return expr  # constants
+        hook = self._expr_hooks.get(type(expr))
+        return expr if hook is None else hook(self, expr)  # constants map to themselves
 
     def attr_value(self, value: AttrValue) -> AttrValue:
         """Map the expressions inside an attribute / keyword value (literals pass through)."""
@@ -128,22 +167,24 @@ class Mutator:
 
     def visit_call(self, call: Call) -> Expr:
         expr = self.expr
-        if type(self).visit_var is Mutator.visit_var:
+        old = call.args
+        if self._keeps_names:
             # Names map to themselves unless a pass renames: most operands are passed over.
-            args = tuple([a if type(a) is Var else expr(a) for a in call.args])
+            args = [a if type(a) is Var else expr(a) for a in old]
         else:
-            args = tuple([expr(a) for a in call.args])
+            args = [expr(a) for a in old]
+        changes: dict[str, object] = {}
+        if not _same_items(old, args):
+            changes["args"] = tuple(args)
         if call_extras(call):
             kwargs = self._attrs(call.kwargs)
             attrs = self._attrs(call.attrs)
-        else:  # literals only (directions, task ids): nothing in them to map
-            kwargs, attrs = call.kwargs, call.attrs
-        return _replace(
-            call,
-            args=call.args if _same_items(call.args, args) else args,
-            kwargs=kwargs,
-            attrs=attrs,
-        )
+            if kwargs is not call.kwargs:
+                changes["kwargs"] = kwargs
+            if attrs is not call.attrs:
+                changes["attrs"] = attrs
+        # else: literals only (directions, task ids), nothing in them to map
+        return replaced(call, **changes) if changes else call
 
     def visit_binary(self, expr: BinaryOp) -> Expr:
         return _replace(expr, lhs=self.expr(expr.lhs), rhs=self.expr(expr.rhs))
@@ -162,12 +203,14 @@ class Mutator:
 
     def visit_assign(self, stmt: AssignStmt) -> StmtResult:
         value = self.expr(stmt.value)
-        targets = tuple(self.define(t) for t in stmt.targets)
-        return _replace(
-            stmt,
-            value=value,
-            targets=stmt.targets if _same_items(stmt.targets, targets) else targets,
-        )
+        targets = stmt.targets
+        if not self._keeps_names:
+            defined = tuple(self.define(t) for t in targets)
+            if not _same_items(targets, defined):
+                targets = defined
+        if value is stmt.value and targets is stmt.targets:
+            return stmt
+        return replaced(stmt, value=value, targets=targets)
 
     def visit_eval(self, stmt: EvalStmt) -> StmtResult:
         return _replace(stmt, expr=self.expr(stmt.expr))
@@ -201,8 +244,8 @@ class Mutator:
     def _attrs(self, attrs: tuple[tuple[str, AttrValue], ...]) -> tuple[tuple[str, AttrValue], ...]:
         mapped = None
         for index, (key, value) in enumerate(attrs):
-            if not isinstance(value, Expr | tuple):
-                continue  # a literal (a task id, a dtype): nothing to map
+            if not _holds_expr(value):
+                continue  # literals (a task id, directions, dependencies): nothing to map
             new = self.attr_value(value)
             if new is not value:
                 if mapped is None:
@@ -211,23 +254,13 @@ class Mutator:
         return attrs if mapped is None else tuple(mapped)
 
     def _dispatch_stmt(self, stmt: Stmt) -> StmtResult:
-        if isinstance(stmt, AssignStmt):
-            return self.visit_assign(stmt)
-        if isinstance(stmt, EvalStmt):
-            return self.visit_eval(stmt)
-        if isinstance(stmt, ReturnStmt):
-            return self.visit_return(stmt)
-        if isinstance(stmt, IfStmt):
-            return self.visit_if(stmt)
-        if isinstance(stmt, ForStmt):
-            return self.visit_for(stmt)
-        if isinstance(stmt, WhileStmt):
-            return self.visit_while(stmt)
-        if isinstance(stmt, CommDomainScopeStmt):
-            return self.visit_scope(stmt)
-        if isinstance(stmt, SeqStmts):
-            return self.visit_seq(stmt)
-        raise TypeError(f"unknown statement kind {type(stmt).__name__}")
+        hook = self._stmt_hooks.get(type(stmt))
+        if hook is None:
+            raise TypeError(f"unknown statement kind {type(stmt).__name__}")
+        return hook(self, stmt)
+
+
+Mutator._bind_hooks()
 
 
 class CallMapper(Mutator):
