@@ -136,6 +136,15 @@ class HostVariant:
 
     def output_path(self, template: str) -> str:
         """Where ``template`` renders to inside the variant's sub-build."""
+        return self._output_paths[template]
+
+    @cached_property
+    def _output_paths(self) -> dict[str, str]:
+        """Every template's output path, made once per variant: a path of the tree's layout
+        costs a few pathlib joins, more than rendering a small template."""
+        return {spec.name: self._place(spec.name) for spec in self.package.templates}
+
+    def _place(self, template: str) -> str:
         if template == ENTRY_TEMPLATE:
             return RELATIVE_SUB_BUILD.orchestration(self.entry).as_posix()
         if template == KERNEL_TEMPLATE:
