@@ -82,7 +82,8 @@ static int run(int64_t rows, int64_t depth, int64_t cols, bool specials, bool co
   for (T& v : a) v = operand<T>(specials);
   for (T& v : b) v = operand<T>(specials);
   std::vector<float> c(static_cast<size_t>(rows * cols), -1.0f);
-  pypto_build::host_matmul::Fp32Matmul matmul;
+  pypto_build::host_matmul::PackedA packed_a;
+  pypto_build::host_matmul::PackedB packed_b;
   if (column_major) {  // b packed from a copy stored column by column, as a transposed weight
     std::vector<T> stored(b.size());
     for (int64_t k = 0; k < depth; ++k) {
@@ -90,24 +91,25 @@ static int run(int64_t rows, int64_t depth, int64_t cols, bool specials, bool co
         stored[static_cast<size_t>(j * depth + k)] = b[static_cast<size_t>(k * cols + j)];
       }
     }
-    matmul.set_b(
+    packed_b.set(
         depth, cols,
         [&](int64_t k, int64_t j) {
           return pypto_build::to_float(stored[static_cast<size_t>(j * depth + k)]);
         },
         true);
   } else {
-    matmul.set_b(depth, cols, [&](int64_t k, int64_t j) {
+    packed_b.set(depth, cols, [&](int64_t k, int64_t j) {
       return pypto_build::to_float(b[static_cast<size_t>(k * cols + j)]);
     });
   }
-  matmul.set_a(rows, depth, [&](int64_t i, int64_t k) {
+  packed_a.set(rows, depth, [&](int64_t i, int64_t k) {
     return pypto_build::to_float(a[static_cast<size_t>(i * depth + k)]);
   });
   // Twice, as a kernel multiplies the same operands by others: what is kept is kept whole.
   for (int pass = 0; pass < 2; ++pass) {
-    matmul.multiply(
-        [&](int64_t i, int64_t j, float sum) { c[static_cast<size_t>(i * cols + j)] = sum; });
+    pypto_build::host_matmul::multiply(packed_a, packed_b, [&](int64_t i, int64_t j, float sum) {
+      c[static_cast<size_t>(i * cols + j)] = sum;
+    });
   }
   long mismatches = 0;
   for (int64_t i = 0; i < rows; ++i) {

@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "ebed8123f415b0f6db8c1640bddaf80f91765b2563ee23cdb0872a5f5288991e",
+        "a3": "7e1cbfa5944aa4258fa126c7701e02917df6f1278cb224cbbcfadade5a4dc14b",
     },
     (
         "tests/programs/chip_pipeline.py",

@@ -6,8 +6,8 @@
 // gets the same bits whatever the blocking, as long as every sum keeps its k order: blocking the
 // rows and columns, keeping sums in vector registers and streaming the operands from packed
 // panels change where a sum lives, never which additions it makes or in what order. So this
-// header packs the operands once per matmul (the element callables convert from the kernel's
-// storage), runs a register-blocked kernel of kRowBlock x kPanel sums over the whole depth, and
+// header packs the operands (PackedA, PackedB: the element callables convert from the kernel's
+// storage; the caller keeps them for as many products as share them), runs a register-blocked kernel of kRowBlock x kPanel sums over the whole depth, and
 // hands each finished sum to the caller's store, which rounds it as the device does.
 //
 // Why no compiler setting changes a result: each product of two widened 16-bit values (half or
@@ -118,25 +118,21 @@ inline void multiply_block(const float* a, const float* b, int64_t depth,
   multiply_block_baseline(a, b, depth, sums);
 }
 
-// c = a @ b for a (rows x depth) and b (depth x cols), the operands given by callables that
-// return an element as float: a(i, k), b(k, j). Each operand is packed when it is set and kept,
-// so a kernel that multiplies the same rows by several column blocks, or several row blocks by
-// the same columns, converts each operand once.
-class Fp32Matmul {
+// b (depth x cols) packed into column panels of kPanel, the columns past cols zero, from a
+// callable that returns an element as float: b(k, j). column_major says how b is stored (a
+// column's elements adjacent: a transposed weight), so that b is read in the order of its
+// storage either way: reading it across would touch a new cache line at every element.
+class PackedB {
  public:
-  // Packs b (depth x cols) into column panels of kPanel; the columns past cols are zero.
-  // column_major says how b is stored (a column's elements adjacent: a transposed weight), so
-  // that b is read in the order of its storage either way: reading it across would touch a
-  // new cache line at every element.
   template <class Element>
-  void set_b(int64_t depth, int64_t cols, Element element, bool column_major = false) {
+  void set(int64_t depth, int64_t cols, Element element, bool column_major = false) {
     depth_ = depth;
     cols_ = cols;
     const int64_t panels = (cols + kPanel - 1) / kPanel;
-    b_.assign(static_cast<size_t>(panels * depth * kPanel), 0.0f);
+    data_.assign(static_cast<size_t>(panels * depth * kPanel), 0.0f);
     if (column_major) {
       for (int64_t j = 0; j < cols; ++j) {
-        float* column = b_.data() + (j / kPanel) * depth * kPanel + j % kPanel;
+        float* column = data_.data() + (j / kPanel) * depth * kPanel + j % kPanel;
         for (int64_t k = 0; k < depth; ++k) {
           column[k * kPanel] = element(k, j);
         }
@@ -145,7 +141,7 @@ class Fp32Matmul {
     }
     for (int64_t k = 0; k < depth; ++k) {  // each row of b fills one line of every panel
       for (int64_t j0 = 0; j0 < cols; j0 += kPanel) {
-        float* line = b_.data() + ((j0 / kPanel) * depth + k) * kPanel;
+        float* line = data_.data() + ((j0 / kPanel) * depth + k) * kPanel;
         const int64_t width = cols - j0 < kPanel ? cols - j0 : kPanel;
         for (int64_t j = 0; j < width; ++j) {
           line[j] = element(k, j0 + j);
@@ -154,46 +150,63 @@ class Fp32Matmul {
     }
   }
 
-  // Packs a (rows x depth, the depth of b) into row blocks of kRowBlock; the rows past rows
-  // are zero.
+  int64_t depth() const { return depth_; }
+  int64_t cols() const { return cols_; }
+  const float* panel(int64_t j0) const { return data_.data() + (j0 / kPanel) * depth_ * kPanel; }
+
+ private:
+  int64_t depth_ = 0;
+  int64_t cols_ = 0;
+  std::vector<float> data_;  // [panel][k][kPanel]
+};
+
+// a (rows x depth) packed into row blocks of kRowBlock, the rows past rows zero, from a
+// callable that returns an element as float: a(i, k).
+class PackedA {
+ public:
   template <class Element>
-  void set_a(int64_t rows, int64_t depth, Element element) {
+  void set(int64_t rows, int64_t depth, Element element) {
     rows_ = rows;
+    depth_ = depth;
     const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
-    a_.assign(static_cast<size_t>(blocks * depth * kRowBlock), 0.0f);
+    data_.assign(static_cast<size_t>(blocks * depth * kRowBlock), 0.0f);
     for (int64_t i = 0; i < rows; ++i) {
-      float* block = a_.data() + (i / kRowBlock) * depth * kRowBlock + i % kRowBlock;
+      float* block = data_.data() + (i / kRowBlock) * depth * kRowBlock + i % kRowBlock;
       for (int64_t k = 0; k < depth; ++k) {
         block[k * kRowBlock] = element(i, k);
       }
     }
   }
 
-  // Computes a @ b of the operands set and calls store(i, j, sum) once for every i < rows,
-  // j < cols. Both operands must have been set with the same depth.
-  template <class Store>
-  void multiply(Store store) const {
-    float sums[kRowBlock][kPanel];
-    for (int64_t j0 = 0; j0 < cols_; j0 += kPanel) {
-      const float* panel = b_.data() + (j0 / kPanel) * depth_ * kPanel;
-      for (int64_t i0 = 0; i0 < rows_; i0 += kRowBlock) {
-        multiply_block(a_.data() + (i0 / kRowBlock) * depth_ * kRowBlock, panel, depth_, sums);
-        for (int64_t r = 0; r < kRowBlock && i0 + r < rows_; ++r) {
-          for (int64_t j = 0; j < kPanel && j0 + j < cols_; ++j) {
-            store(i0 + r, j0 + j, sums[r][j]);
-          }
+  int64_t rows() const { return rows_; }
+  const float* block(int64_t i0) const {
+    return data_.data() + (i0 / kRowBlock) * depth_ * kRowBlock;
+  }
+
+ private:
+  int64_t rows_ = 0;
+  int64_t depth_ = 0;
+  std::vector<float> data_;  // [block][k][kRowBlock]
+};
+
+// c = a @ b for operands packed with the same depth: calls store(i, j, sum) once for every
+// i < a.rows(), j < b.cols(). The packed operands are kept by the caller, so a kernel that
+// multiplies the same rows by several column blocks, or several row blocks by the same columns,
+// converts each operand once.
+template <class Store>
+void multiply(const PackedA& a, const PackedB& b, Store store) {
+  float sums[kRowBlock][kPanel];
+  for (int64_t j0 = 0; j0 < b.cols(); j0 += kPanel) {
+    for (int64_t i0 = 0; i0 < a.rows(); i0 += kRowBlock) {
+      multiply_block(a.block(i0), b.panel(j0), b.depth(), sums);
+      for (int64_t r = 0; r < kRowBlock && i0 + r < a.rows(); ++r) {
+        for (int64_t j = 0; j < kPanel && j0 + j < b.cols(); ++j) {
+          store(i0 + r, j0 + j, sums[r][j]);
         }
       }
     }
   }
-
- private:
-  int64_t depth_ = 0;
-  int64_t cols_ = 0;
-  int64_t rows_ = 0;
-  std::vector<float> a_;  // row blocks: [block][k][kRowBlock]
-  std::vector<float> b_;  // column panels: [panel][k][kPanel]
-};
+}
 
 }  // namespace host_matmul
 }  // namespace pypto_build
