@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -81,9 +81,16 @@ def render(
 
 def _lower(program_files: Sequence[Path], chips: Sequence[str]) -> list[SourceProgram]:
     """Every program of ``program_files``; a file without one is :class:`NoPrograms`."""
+    return _programs(program_files, (lower_file(path, chips) for path in program_files))
+
+
+def _programs(
+    program_files: Sequence[Path], lowered: Iterable[Sequence[SourceProgram]]
+) -> list[SourceProgram]:
+    """The programs ``lowered`` from each of ``program_files``, in turn; a file without one is
+    :class:`NoPrograms` (before the files after it are lowered, where ``lowered`` is lazy)."""
     programs: list[SourceProgram] = []
-    for path in program_files:
-        found = lower_file(path, chips)
+    for path, found in zip(program_files, lowered, strict=True):
         if not found:
             raise NoPrograms(path)
         programs += found
@@ -160,11 +167,7 @@ def _plan(
         programs = _lower(program_files, chips)
     else:
         chips, lowered = lower_for_programs_default_chips(program_files)
-        programs = []
-        for path, found in zip(program_files, lowered, strict=True):
-            if not found:
-                raise NoPrograms(path)
-            programs += found
+        programs = _programs(program_files, lowered)
     return chips, plan_trees(programs, chips, source_root)
 
 

@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "7e1cbfa5944aa4258fa126c7701e02917df6f1278cb224cbbcfadade5a4dc14b",
+        "a3": "1290f9de264693ee40c7fa43c824bf0e86e4961512d6821b6ffe1cda2337d5b4",
     },
     (
         "tests/programs/chip_pipeline.py",

@@ -7,8 +7,9 @@
 // rows and columns, keeping sums in vector registers and streaming the operands from packed
 // panels change where a sum lives, never which additions it makes or in what order. So this
 // header packs the operands (PackedA, PackedB: the element callables convert from the kernel's
-// storage; the caller keeps them for as many products as share them), runs a register-blocked kernel of kRowBlock x kPanel sums over the whole depth, and
-// hands each finished sum to the caller's store, which rounds it as the device does.
+// storage; the caller keeps them for as many products as share them), runs a register-blocked
+// kernel of kRowBlock x kPanel sums over the whole depth, and hands each finished sum to the
+// caller's store, which rounds it as the device does.
 //
 // Why no compiler setting changes a result: each product of two widened 16-bit values (half or
 // bfloat16 converted to float) is exact in FP32 (11 + 11 significand bits fit in 24), so a fused
