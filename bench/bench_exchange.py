@@ -23,7 +23,8 @@ with one chip orchestration each are built with the ``sim`` toolchain (the colle
   holds binding and checking the inputs, the trip to the worker process and back, loading the
   program there and building the result, none of which scales with the windows. The windows
   are shared memory (a memfd the worker maps) in pages of 4 KiB, where the anchor's arrays may
-  get huge pages: writing them costs about a fifth more per byte than the anchor's writes.
+  get huge pages; windows of many MiB are written with streaming stores, which do not read the
+  lines they overwrite, as glibc's large copies do.
 
 Row 5b, the rank sweep: the same at every rank count of ``--sweep-ranks`` (2 to 64), where a
 cost that grows with the ranks shows:

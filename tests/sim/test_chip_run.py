@@ -21,6 +21,7 @@ from _support.sim_programs import MAX_RECV, SIZE, BuildProgram, HostRail, Pipeli
 from pypto_build import sim
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.chip_build.kernel_config import OrchestrationParam
+from pypto_build.chip_build.sim import launch
 from pypto_build.chip_build.sim.program import ChipBuild, HostOrchestrator, SubBuild
 from pypto_build.errors import PyptoUsageError
 from pypto_build.plugin.cli_run import register
@@ -93,7 +94,13 @@ def test_the_same_pipeline_under_its_host_orchestrator_gives_the_same_tensors_an
     assert hosted.window_setup_seconds == 0.0
 
 
-def test_one_value_for_every_rank_and_windows_that_start_as_given(chip_only: Path) -> None:
+@pytest.mark.parametrize("streamed", [False, True], ids=["stores", "streaming-stores"])
+def test_one_value_for_every_rank_and_windows_that_start_as_given(
+    chip_only: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool
+) -> None:
+    # Windows of many MiB are written with streaming stores; these small ones too, when asked.
+    if streamed:
+        monkeypatch.setattr(launch, "_STREAMED_BYTES", 0)
     rows = payload(1, "fp32")[0]
     rows = np.tile(rows, (NR, 1))[:TOTAL]  # one [TOTAL, SIZE] array: every rank's rows
     start = np.full((TOTAL, SIZE), -5.0, dtype=np.float32)

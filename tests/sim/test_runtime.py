@@ -143,6 +143,25 @@ def test_the_abi_structures_have_the_pinned_sizes(runtime: NativeRuntime) -> Non
     )
 
 
+@pytest.mark.parametrize("offset", [0, 1, 15, 16, 63])
+@pytest.mark.parametrize("nbytes", [0, 1, 63, 64, 65, 200, 4096 + 17])
+def test_stream_fill_writes_exactly_its_bytes_at_any_alignment(
+    runtime: NativeRuntime, offset: int, nbytes: int
+) -> None:
+    """The streamed middle and the plain ends together: a copy, or zeros, of exactly the range,
+    whatever its alignment, and nothing around it."""
+    rng = np.random.default_rng(nbytes * 64 + offset)
+    source = rng.integers(1, 256, offset + nbytes + 64, dtype=np.uint8)
+    target = np.full(offset + nbytes + 64, 0xA5, dtype=np.uint8)
+    expected = target.copy()
+    expected[offset : offset + nbytes] = source[offset : offset + nbytes]
+    runtime.stream_fill(target.ctypes.data + offset, source.ctypes.data + offset, nbytes)
+    np.testing.assert_array_equal(target, expected)
+    expected[offset : offset + nbytes] = 0
+    runtime.stream_fill(target.ctypes.data + offset, None, nbytes)
+    np.testing.assert_array_equal(target, expected)
+
+
 def test_a_domain_has_zeroed_windows_and_a_context_per_rank(runtime: NativeRuntime) -> None:
     domain = runtime.create_domain(3, 100)
     try:

@@ -265,7 +265,8 @@ def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: in
     given; the zeros are each rank's gaps between given contents, merged. Large windows are
     filled by two threads, half the ranks each: shared memory in 4 KiB pages takes about a fifth
     longer to write than an anchor's private arrays, and one thread alone does not reach the
-    memory's speed."""
+    memory's speed. Windows too large to stay in the caches are written with streaming stores
+    (:class:`_Writes`)."""
     window_size = _window_size(windows)
     layouts = layout_buffers([window.spec() for window in windows], window_size)
     buffers = _buffers_size(windows)
@@ -285,12 +286,14 @@ def _fill(windows: Sequence[_Window], bound: Sequence[BoundArguments], ranks: in
             _add_gap(gaps[rank], layout.offset + filled, layout.offset + layout.nbytes)
         _add_gap(gaps[rank], buffers, stride)
 
+    writes = _Writes(memory, streamed=ranks * stride >= _STREAMED_BYTES)
+
     def fill(first: int, last: int) -> None:
         for rank in range(first, last):
             for view, value in zip(views, given[rank], strict=True):
                 if value is not None:
-                    view[rank] = value
-        _zero_gaps(memory, stride, first, gaps[first:last])
+                    writes.copy(view[rank], value)
+        _zero_gaps(memory, writes, stride, first, gaps[first:last])
 
     if ranks > 1 and ranks * stride >= _PARALLEL_FILL_BYTES:
         half = ranks // 2
@@ -307,6 +310,40 @@ _PARALLEL_FILL_BYTES = 8 << 20
 #: A gap at most this long is zeroed in every rank at once by one strided NumPy assignment; a
 #: longer one by a ``memset`` per rank, which writes at the memory's speed.
 _SMALL_GAP = 1 << 16
+#: Windows of at least this many bytes in all are written with streaming stores: more than the
+#: caches hold, so a run reads them from memory whichever stores wrote them.
+_STREAMED_BYTES = 8 << 20
+
+
+class _Writes:
+    """How :func:`_fill` writes a window's bytes. An ordinary store to memory that is not cached
+    first reads the line it writes into, so ``memset`` (glibc's, which streams nothing) and a
+    copy of a rank's contents move each byte twice; ``streamed``, they go through the runtime's
+    streaming stores (:meth:`~.runtime.NativeRuntime.stream_fill`), which write whole lines
+    without reading them: about half the time over windows of many MiB."""
+
+    def __init__(self, memory: Segment, *, streamed: bool) -> None:
+        self._memory = memory
+        self._runtime = load_runtime() if streamed else None
+
+    def copy(self, target: npt.NDArray[np.generic], value: npt.NDArray[np.generic]) -> None:
+        """``target[...] = value``; streamed for a C-contiguous array of the target's type."""
+        if (
+            self._runtime is not None
+            and value.dtype == target.dtype
+            and value.shape == target.shape
+            and value.flags.c_contiguous
+        ):
+            self._runtime.stream_fill(target.ctypes.data, value.ctypes.data, target.nbytes)
+        else:
+            target[...] = value
+
+    def zero(self, offset: int, size: int) -> None:
+        """Zeros over bytes ``[offset, offset + size)`` of the windows' memory."""
+        if self._runtime is None:
+            self._memory.zero(offset, size)
+        else:
+            self._runtime.stream_fill(self._memory.address + offset, None, size)
 
 
 @functools.cache
@@ -327,7 +364,11 @@ def _add_gap(gaps: list[tuple[int, int]], begin: int, end: int) -> None:
 
 
 def _zero_gaps(
-    memory: Segment, stride: int, first: int, gaps: Sequence[Sequence[tuple[int, int]]]
+    memory: Segment,
+    writes: _Writes,
+    stride: int,
+    first: int,
+    gaps: Sequence[Sequence[tuple[int, int]]],
 ) -> None:
     """Zero the ``gaps`` (byte ranges of a window, ``stride`` bytes apart) of ranks ``first``,
     ``first + 1``, ..."""
@@ -338,11 +379,11 @@ def _zero_gaps(
                 rows[:, begin:end] = 0
             else:
                 for rank in range(first, first + len(gaps)):
-                    memory.zero(rank * stride + begin, end - begin)
+                    writes.zero(rank * stride + begin, end - begin)
         return
     for rank, rank_gaps in enumerate(gaps, first):
         for begin, end in rank_gaps:
-            memory.zero(rank * stride + begin, end - begin)
+            writes.zero(rank * stride + begin, end - begin)
 
 
 def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | None) -> SimResult:

@@ -32,7 +32,7 @@ from pypto_build.errors import PyptoError
 from pypto_build.store.location import default_cache_dir
 
 #: The interface version this binding is written for (PYPTO_SIM_API_VERSION).
-API_VERSION = 3
+API_VERSION = 4
 #: Status of a run refused before its orchestration started (PYPTO_SIM_RUN_REFUSED).
 RUN_REFUSED = -1
 #: The code of a kernel or orchestration that threw a C++ exception, raised a fatal signal or
@@ -60,6 +60,7 @@ _SIGNATURES: dict[str, tuple[object, tuple[object, ...]]] = {
     "pypto_sim_set_timeouts": (None, (_U64, _U64)),
     "pypto_sim_progress": (_U64, ()),
     "pypto_sim_pool_threads": (_U32, (ctypes.POINTER(_U32),)),
+    "pypto_sim_stream_fill": (None, (_P, _P, _U64)),
     "pypto_sim_describe_tensor": (
         None,
         (_P, _U64, _U64, _U64, _U8, _U32, ctypes.POINTER(_U32), ctypes.POINTER(_U32)),
@@ -227,6 +228,11 @@ class NativeRuntime:
         idle = _U32(0)
         threads = int(self._lib.pypto_sim_pool_threads(ctypes.byref(idle)))
         return threads, int(idle.value)
+
+    def stream_fill(self, address: int, source: int | None, nbytes: int) -> None:
+        """Write ``nbytes`` at ``address``: a copy of the bytes at ``source``, or zeros when it
+        is None, without reading the overwritten memory first (``pypto_sim_stream_fill``)."""
+        self._lib.pypto_sim_stream_fill(address, source, nbytes)
 
     def describe(
         self,

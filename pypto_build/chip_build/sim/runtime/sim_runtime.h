@@ -35,7 +35,7 @@
 #define PYPTO_SIM_API extern "C" __attribute__((visibility("default")))
 
 // Bumped whenever a signature below changes; the binding refuses a library of another version.
-#define PYPTO_SIM_API_VERSION 3
+#define PYPTO_SIM_API_VERSION 4
 
 // Status of a run that the runtime refused before its orchestration started (upstream's -1:
 // fewer arguments than aicpu_orchestration_config asks for). Every other failure is the
@@ -75,6 +75,10 @@ PYPTO_SIM_API uint64_t pypto_sim_progress(void);
 // The process's pool of block threads: how many it has started (it never ends one) and how many
 // of them wait for a block; the others run one, or an abandoned kernel.
 PYPTO_SIM_API uint32_t pypto_sim_pool_threads(uint32_t* idle);
+
+// Write `nbytes` at `destination`: a copy of `source`, or zeros when it is null, with stores that
+// do not read the lines they overwrite (stream_fill.cpp); for windows, before a run starts.
+PYPTO_SIM_API void pypto_sim_stream_fill(void* destination, const void* source, uint64_t nbytes);
 
 // Fill the ChipTensor at `out` (pypto_sim_abi_size(PYPTO_SIM_ABI_CHIP_TENSOR) bytes) with a
 // view of `ndims` dims: element (c0, c1, ...) at addr + (start_offset + sum ci * strides[i]) *
