@@ -24,6 +24,7 @@ from pypto_build.chip_build.sim.arguments import (
     bind_arguments,
     bind_rank_arguments,
 )
+from pypto_build.chip_build.sim.shared import SHARE_BYTES, segment_of, stack
 from pypto_build.tree_layout import TreeLayout
 
 PARAMETERS = (
@@ -92,9 +93,14 @@ def test_a_leading_rank_axis_gives_each_rank_its_own_and_a_plain_value_is_everyo
     assert [b.tensors["inp"].tolist() for b in bound] == [[0, 1], [2, 3], [4, 5]]
     assert [b.scalars["rows"] for b in bound] == [4, 5, 6]
     assert [b.tensors["stage"].tolist() for b in bound] == [[1.0, 1.0]] * 3
-    # Each rank's tensors are allocations of their own, as each chip has its own memory; a
-    # window's contents are views of the input, which the run copies into the window once.
-    assert all(b.tensors["inp"].base is None for b in bound)
+    # Each rank's tensors are memory of their own, as each chip has its own, copied from the
+    # input; a window's contents are views of the input, which the run copies into the window
+    # once.
+    tensors = [b.tensors["inp"] for b in bound]
+    assert not any(np.shares_memory(tensor, per_rank) for tensor in tensors)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(tensors) for b in tensors[i + 1 :])
+    tensors[0][...] = -1
+    assert tensors[1].tolist() == [2, 3] and per_rank[0].tolist() == [0, 1]
     assert all(np.shares_memory(b.tensors["stage"], inputs["stage"]) for b in bound)
     one_scalar = bind_rank_arguments(
         "pipe", CHIP_PARAMETERS, {"inp": per_rank, "rows": 7}, 3, WINDOWS
@@ -281,3 +287,24 @@ def test_every_problem_of_the_inputs_is_named_at_once() -> None:
         "input 'inp' of pipe",
         "scalar 'rows' of pipe",
     ]
+
+
+def test_large_rank_tensors_are_rows_of_one_shared_block_that_stacks_without_a_copy() -> None:
+    """Every rank's copy of a large tensor is a row of one block of shared memory: a worker
+    process reads them where the caller wrote them, and the result's leading rank axis is a view
+    of that block, not another copy."""
+    rows = SHARE_BYTES // 8  # two ranks of int32 rows: the block is SHARE_BYTES
+    parameters = [Parameter("big", "tensor", (rows,), DataType.INT32, "In"), *CHIP_PARAMETERS[1:]]
+    per_rank = np.arange(2 * rows, dtype=np.int32).reshape(2, rows)
+    given = {"big": per_rank, "rows": 1}
+    bound = bind_rank_arguments("pipe", parameters, given, 2, WINDOWS)
+    big = [b.tensors["big"] for b in bound]
+    segment = segment_of(big[0])
+    assert segment is not None and segment_of(big[1]) is segment
+    assert not np.shares_memory(big[0], per_rank)
+    stacked = stack(big)
+    assert np.shares_memory(stacked, big[0]) and np.shares_memory(stacked, big[1])
+    np.testing.assert_array_equal(stacked, per_rank)
+    # Every rank's Out tensor not given starts zeroed, in one block as well.
+    outs = [b.tensors["out"] for b in bound]
+    assert [out.tolist() for out in outs] == [[0, 0]] * 2

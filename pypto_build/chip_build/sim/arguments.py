@@ -19,6 +19,7 @@ tensors: a window not given starts zeroed, as a comm domain allocates it.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -27,6 +28,7 @@ import numpy.typing as npt
 
 from pypto_build.chip_build.distributed_meta import Parameter
 from pypto_build.chip_build.runtime_types import DataType, ScalarValue, scalar_type
+from pypto_build.chip_build.sim.shared import SHARE_BYTES, Segment
 from pypto_build.chip_build.sim.tensors import NUMPY_DTYPES
 from pypto_build.errors import PyptoUsageError
 
@@ -178,22 +180,40 @@ def _rank_tensors(
     program: str, parameter: Parameter, value: npt.ArrayLike | None, ranks: int, *, copy: bool
 ) -> list[npt.NDArray[np.generic]]:
     """Each rank's tensor ``parameter``: ``value[r]``, or ``value`` for all (zeros when not
-    given); each a copy of its own, as each chip has its own memory, unless not ``copy``."""
-    if value is None:
-        return [_tensor(program, parameter, None) for _ in range(ranks)]
-    array = np.asarray(value)
+    given); each a copy of its own, as each chip has its own memory, unless not ``copy``. The
+    copies are the rows of one block (:func:`_rank_block`)."""
+    array = None if value is None else np.asarray(value)
     ranked = replace(parameter, shape=(ranks, *parameter.shape))
-    if array.shape == ranked.shape:
-        rows = list(_checked(program, ranked, array))
+    if array is None:
+        pass
+    elif array.shape == ranked.shape:
+        array = _checked(program, ranked, array)
     elif array.shape == parameter.shape:
-        rows = [_checked(program, parameter, array)] * ranks
+        array = _checked(program, parameter, array)
     else:
         raise InputError(
             f"input '{parameter.name}' of {program}: expected shape {ranked.shape} (one per "
             f"rank) or {parameter.shape} (every rank's) {_dtype_name(parameter.dtype)}, got shape "
             f"{array.shape} {array.dtype}"
         )
-    return [np.array(row, order="C", copy=True) for row in rows] if copy else rows
+    if not copy and array is not None:
+        return list(array) if array.shape == ranked.shape else [array] * ranks
+    block = _rank_block(ranked, zeroed=array is None)
+    if array is not None:
+        block[...] = array  # every rank's row, or the one value in each
+    return list(block)
+
+
+def _rank_block(ranked: Parameter, *, zeroed: bool) -> npt.NDArray[np.generic]:
+    """An array of ``ranked``'s shape (a leading rank axis) and element type, zeros if
+    ``zeroed``: shared memory when large (:mod:`.shared`), so that a run in a worker process
+    reads its ranks' tensors where the caller wrote them, and the result stacks them by rank
+    without a copy (:func:`~.shared.stack`); both cross the process boundary by reference."""
+    dtype = NUMPY_DTYPES[ranked.dtype]
+    nbytes = math.prod(ranked.shape) * dtype.itemsize
+    if nbytes < SHARE_BYTES:
+        return np.zeros(ranked.shape, dtype) if zeroed else np.empty(ranked.shape, dtype)
+    return Segment.allocate(nbytes, zeroed=zeroed).array(ranked.shape, dtype)
 
 
 def _rank_scalars(

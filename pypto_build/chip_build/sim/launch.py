@@ -417,7 +417,7 @@ def _run_chip(launch: Launch, sub_build: SubBuild, listener: DispatchListener | 
             for param in params:
                 name = param.name
                 if param.kind == "tensor":
-                    tensors[name] = np.stack([arguments.tensors[name] for arguments in bound])
+                    tensors[name] = stack([arguments.tensors[name] for arguments in bound])
                 elif param.kind == "window" and snapshot is not None:
                     dtype = _element_type(param)
                     views = [snapshot.view(name, r, param.shape, dtype) for r in range(ranks)]
