@@ -104,7 +104,7 @@ class SubBuildLayout(Generic[P]):
 
     def kernel(self, core_type: str, name: str) -> P:
         """The source of kernel ``name`` for ``core_type``: ``kernels/<core type>/<name>.cpp``."""
-        return self.root / KERNELS / core_type / f"{name}.cpp"
+        return self.root / kernel_source(core_type, name)
 
     def kernels(self, core_type: str) -> P:
         """The folder of the kernels of ``core_type``."""
@@ -145,6 +145,12 @@ class TreeLayout(Generic[P]):
     def sub_build(self, name: str) -> SubBuildLayout[P]:
         """Sub-build ``next_levels/<name>``."""
         return SubBuildLayout(self.root / NEXT_LEVELS / name)
+
+
+def kernel_source(core_type: str, name: str) -> str:
+    """:meth:`SubBuildLayout.kernel` relative to the sub-build, as text: what its
+    ``kernel_config.py`` lists, asked for several times per kernel by every build."""
+    return f"{KERNELS}/{core_type}/{name}.cpp"
 
 
 #: The tree's paths relative to itself, as a plan, a manifest and a compile job name them.

@@ -33,7 +33,7 @@ from pypto_build.chip_build.runtime_types import DataType
 from pypto_build.errors import PyptoUsageError
 from pypto_build.lowering.ir import ParamDirection
 from pypto_build.lowering.runtime_facts import COMM_MAX_RANK_NUM
-from pypto_build.tree_layout import RELATIVE_SUB_BUILD
+from pypto_build.tree_layout import RELATIVE_SUB_BUILD, kernel_source
 
 #: Entry point every AICPU orchestration exports (upstream's fixed name).
 ORCHESTRATION_FUNCTION = "aicpu_orchestration_entry"
@@ -252,7 +252,7 @@ class KernelEntry:
     @property
     def source(self) -> str:
         """The source path relative to the sub-build root."""
-        return RELATIVE_SUB_BUILD.kernel(self.core_type.value, self.name).as_posix()
+        return kernel_source(self.core_type.value, self.name)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from pypto_build.chip_build.chips import get_chip
-from pypto_build.files import atomic_write_text, read_text, sha256_regular, walk_files
+from pypto_build.files import atomic_write_text, read_text, sha256_regular, walk_file_names
 from pypto_build.tree_layout import MANIFEST
 
 #: Bumped when the manifest's shape changes, so a reader can refuse a format it does not know.
@@ -146,9 +146,9 @@ def _content_paths(root: Path) -> list[str]:
     """Every file under ``root`` except the manifest and bytecode caches, as sorted relative
     POSIX paths."""
     return [
-        path.as_posix()
-        for path in walk_files(root)
-        if path.as_posix() != MANIFEST and _BYTECODE_CACHE not in path.parts
+        path
+        for path in walk_file_names(root)
+        if path != MANIFEST and _BYTECODE_CACHE not in path.split("/")
     ]
 
 
