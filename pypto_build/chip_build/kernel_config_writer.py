@@ -55,7 +55,14 @@ def _signature_text(signature: tuple[ArgDirection, ...]) -> str:
 
 
 def _root_path_text(relative: str) -> str:
-    parts = " / ".join(f'"{part}"' for part in PurePosixPath(relative).parts)
+    # A relative path's parts as PurePosixPath gives them, split as text: written several
+    # hundred times for a sub-build of a hundred kernels, on every build.
+    names = (
+        PurePosixPath(relative).parts
+        if relative.startswith("/")
+        else [name for name in relative.split("/") if name not in ("", ".")]
+    )
+    parts = " / ".join(f'"{part}"' for part in names)
     return f"str(_ROOT_DIR / {parts})"
 
 

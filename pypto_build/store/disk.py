@@ -334,8 +334,13 @@ def link_verified(path: str, opened: os.stat_result, output: Path) -> bool:
     """
     if stat.S_IMODE(opened.st_mode) != FILE_MODE:
         return False
-    with contextlib.suppress(OSError):
+    try:
         present = os.lstat(output)
+    except FileNotFoundError:
+        return _link_new(path, opened, os.fspath(output))
+    except OSError:
+        pass
+    else:
         if (present.st_dev, present.st_ino) == (opened.st_dev, opened.st_ino):
             # Already that file (a rebuild in place): renaming a link onto another link of the
             # same file does nothing and would leave the temporary name behind.
@@ -358,6 +363,25 @@ def link_verified(path: str, opened: os.stat_result, output: Path) -> bool:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temporary)  # the output became a link of the same file meanwhile
     return True
+
+
+def _link_new(path: str, opened: os.stat_result, output: str) -> bool:
+    """:func:`link_verified` where nothing is named ``output``: the link made under that name
+    at once (a warm build of a fresh tree: three system calls where a temporary name takes
+    five), and undone when it is not the file read."""
+    try:
+        os.link(path, output, follow_symlinks=False)
+    except OSError:
+        return False
+    try:
+        linked = os.lstat(output)
+        if (linked.st_dev, linked.st_ino) == (opened.st_dev, opened.st_ino):
+            return True
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        os.unlink(output)
+    return False
 
 
 def remove_path(path: str | Path) -> None:
