@@ -145,7 +145,12 @@ def test_a_kernel_spinning_forever_times_out_and_burns_no_cpu_afterwards(build: 
 
 
 def _worker_processes() -> set[int]:
-    """Every live process running the simulation worker's module (forked copies included)."""
+    """Every live process running the simulation worker's module (forked copies included)
+    that this test process started: they inherit its environment, and another pytest-xdist
+    worker's runs (which start workers of their own meanwhile) have another
+    ``PYTEST_XDIST_WORKER``."""
+    key = b"PYTEST_XDIST_WORKER="
+    ours = os.environ.get("PYTEST_XDIST_WORKER", "").encode()
     found = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -153,9 +158,12 @@ def _worker_processes() -> set[int]:
         try:
             command = Path(f"/proc/{entry}/cmdline").read_bytes()
             state = Path(f"/proc/{entry}/stat").read_text()
+            environment = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"pypto_build.chip_build.sim.worker" in command and state[state.rindex(")") + 2] != "Z":
+        xdist = next((v.removeprefix(key) for v in environment if v.startswith(key)), b"")
+        worker = b"pypto_build.chip_build.sim.worker" in command
+        if worker and xdist == ours and state[state.rindex(")") + 2] != "Z":
             found.add(int(entry))
     return found
 
