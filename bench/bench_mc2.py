@@ -14,7 +14,11 @@ H 512, M 1024) and one eight times its work (C 512, H 1024, M 2048). Per shape, 
 rank (:func:`pypto_build.mc2.get_workspace_size`, repeatable), a warm-up launch (the kernel
 compiled and loaded), then rounds that alternate one simulated call of every rank
 (:func:`pypto_build.mc2.run` from one thread, then :meth:`SimWorld.synchronize`) with the
-anchor, so a change in the machine's load touches both; the summary takes medians. Every
+anchor, so a change in the machine's load touches both; the summary takes medians. After each
+anchor the script waits :data:`BLAS_IDLE_S` before the next simulated call: NumPy's OpenBLAS
+threads spin on their CPUs for a while after a call before they sleep, and a simulated call
+started meanwhile shares the 2 CPUs with them (on the recorded machine 144 ms right after an
+anchor, 101 ms after the pause; the anchor's own time does not change). Every
 round's ``out`` must be bit for bit the first round's (the script stops otherwise), and its
 SHA-256 is recorded, so a change of a single result bit shows in the results file's diff.
 
@@ -53,6 +57,9 @@ from recording import (
 from pypto_build import mc2
 
 LIMIT = 0.3
+#: Seconds after an anchor before the next simulated call: OpenBLAS's idle threads spin up to
+#: their ``thread_timeout`` (2**28 cycles by default, about 0.1 s here) before they sleep.
+BLAS_IDLE_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,7 @@ def measure(shape: Shape, repeat: int) -> Measured:
     anchor: list[float] = []
     for _ in range(repeat):
         call.out[...] = 0
+        time.sleep(BLAS_IDLE_S)  # the anchor's BLAS threads asleep again (see the module)
         simulated.append(call.simulated())
         if call.digest() != expected:
             raise BenchmarkFailure(f"{shape}: a round's out differs from the first round's")
