@@ -130,3 +130,105 @@ def test_widening_is_exact(driver: Path) -> None:
     np.testing.assert_array_equal(result[finite, 4], values[finite].view(np.uint32))
     # ... and bfloat16 is a float's upper half.
     assert np.all(result[:, 5] == (result[:, 2] << 16))
+
+
+BULK_DRIVER = r"""
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "pypto_build/host_float.h"
+
+using pypto_build::half;
+
+// stdin: float bit patterns (hex). Checks to_float_n against to_float over every half, and
+// from_float_n against from_float over the input, at every length up to 20 and the whole input
+// (the vector body and its scalar tail); prints the mismatches, then "ok".
+int main() {
+  std::vector<float> values;
+  unsigned bits;
+  while (std::scanf("%x", &bits) == 1) {
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    values.push_back(value);
+  }
+  int bad = 0;
+  std::vector<half> halves(65536);
+  for (unsigned i = 0; i < 65536; ++i) halves[i].bits = static_cast<uint16_t>(i);
+  std::vector<float> widened(65536);
+  pypto_build::to_float_n(halves.data(), widened.data(), 65536);
+  for (unsigned i = 0; i < 65536; ++i) {
+    const float one = pypto_build::to_float(halves[i]);
+    if (std::memcmp(&one, &widened[i], 4) != 0 && one == one) {
+      std::printf("widen %x\n", i);
+      ++bad;
+    }
+    if (one != one && widened[i] == widened[i]) {
+      std::printf("widen nan %x\n", i);
+      ++bad;
+    }
+  }
+  std::vector<half> narrowed(values.size());
+  std::vector<size_t> lengths{values.size()};
+  for (size_t length = 0; length <= 20 && length < values.size(); ++length) {
+    lengths.push_back(length);
+  }
+  for (const size_t length : lengths) {
+    pypto_build::from_float_n(values.data(), narrowed.data(), static_cast<int64_t>(length));
+    for (size_t i = 0; i < length; ++i) {
+      if (narrowed[i].bits != pypto_build::from_float<half>(values[i]).bits) {
+        std::printf("narrow %zu %x\n", length, narrowed[i].bits);
+        ++bad;
+      }
+    }
+  }
+  std::printf(bad ? "failed\n" : "ok\n");
+  return bad != 0;
+}
+"""
+
+
+@pytest.mark.parametrize("scalar", [False, True], ids=["dispatched", "scalar"])
+def test_the_array_conversions_are_the_scalar_ones_bit_for_bit(
+    tmp_path: Path, gxx: str, compile_cxx: CompileCxx, scalar: bool
+) -> None:
+    """to_float_n and from_float_n (F16C where the CPU has it) give exactly to_float's and
+    from_float's bits: every half widened; narrowed, floats of every kind (ties, subnormals,
+    overflow, infinities, NaNs with payloads of both signs and a random sample)."""
+    (tmp_path / "bulk.cpp").write_text(BULK_DRIVER)
+    binary = tmp_path / "bulk"
+    flags = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(include_dir())]
+    flags += ["-DPYPTO_BUILD_HOST_FLOAT_SCALAR"] if scalar else []
+    compile_cxx([gxx, *flags, str(tmp_path / "bulk.cpp"), "-o", str(binary)])
+    ties, _ = halfway_points()
+    special = np.array(
+        [
+            0x0,
+            0x80000000,
+            0x7F800000,
+            0xFF800000,
+            0x7FC00000,
+            0xFFC00001,
+            0x7F800001,
+            0xFFA00000,
+            0x477FEFFF,
+            0x477FF000,
+            0x477FF001,
+            0x33000000,
+            0x33000001,
+            0xB3000000,
+            0x387FC000,
+            0x38800000,
+            0x00000001,
+            0x807FFFFF,
+            0x7F7FFFFF,
+        ],
+        dtype=np.uint32,
+    ).view(np.float32)
+    rng = np.random.default_rng(7)
+    sample = rng.integers(0, 2**32, 40_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    near = rng.uniform(-70_000, 70_000, 20_000).astype(np.float32)
+    values = np.concatenate([special, ties, sample, near])
+    text = "\n".join(f"{bits:x}" for bits in values.view(np.uint32).tolist())
+    done = subprocess.run([str(binary)], input=text, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.endswith("ok\n"), done.stdout[-2000:]

@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "1290f9de264693ee40c7fa43c824bf0e86e4961512d6821b6ffe1cda2337d5b4",
+        "a3": "cef1bbdd64d4a11fee79761b4870e21660301ff8a76f88e9c36614b7abf820f4",
     },
     (
         "tests/programs/chip_pipeline.py",

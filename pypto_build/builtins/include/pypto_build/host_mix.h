@@ -236,8 +236,17 @@ inline int64_t dtype_bytes(HcclDataType dtype) {
 // dst[i] = q(dst[i] + src[i]) in the data type's arithmetic (q rounds to it, ties to even).
 template <typename T>
 inline void add_into(T* dst, const T* src, uint64_t count) {
-  for (uint64_t i = 0; i < count; ++i) {
-    dst[i] = from_float<T>(to_float(dst[i]) + to_float(src[i]));
+  constexpr uint64_t kChunk = 256;  // converted a chunk at a time (host_float.h's _n forms)
+  float sums[kChunk];
+  float addends[kChunk];
+  for (uint64_t start = 0; start < count; start += kChunk) {
+    const int64_t n = static_cast<int64_t>(count - start < kChunk ? count - start : kChunk);
+    to_float_n(dst + start, sums, n);
+    to_float_n(src + start, addends, n);
+    for (int64_t i = 0; i < n; ++i) {
+      sums[i] += addends[i];
+    }
+    from_float_n(sums, dst + start, n);
   }
 }
 
