@@ -15,7 +15,9 @@ with one chip orchestration each are built with the ``sim`` toolchain (the colle
   cost, taken from the dispatch time of the rank that started last (the shortest: every peer
   was already waiting for it). The slowest rank's time also holds the caller's start of the
   rank threads, once per run, which swings by a millisecond under load: over 8 exchanges, more
-  than the whole fixed cost.
+  than the whole fixed cost. The tiny programs run ``--fixed-repeat`` times each (31; a run
+  takes milliseconds), since the median of a few such runs swings by a fifth on a shared
+  machine.
 * window set-up: a ``bulk`` run's set-up of its windows (allocating every rank's and writing
   each once, with its input or zeros: :attr:`SimResult.window_setup_seconds`, timed inside the
   run) against one memory pass (:func:`numpy.copyto`) over every window of every rank. The
@@ -220,7 +222,7 @@ def _measure(
 
 
 def _sweep_point(
-    folder: Path, ranks: int, exchanges: int, moved_mib: int, repeat: int
+    folder: Path, ranks: int, exchanges: int, moved_mib: int, repeat: int, fixed_repeat: int
 ) -> tuple[dict[str, JsonValue], list[Target]]:
     """Row 5b at ``ranks`` ranks (see the module): its record and its two targets."""
     root = folder / f"ranks_{ranks}"
@@ -228,7 +230,7 @@ def _sweep_point(
     tiny = Shape("tiny", 1, 16)
     counts = (1, 1 + exchanges)
     out = _build(root, tiny, ranks, counts)
-    runs = _measure(out, tiny, ranks, counts, repeat, ())
+    runs = _measure(out, tiny, ranks, counts, fixed_repeat, ())
     fixed = (
         median([_last_started(run) for run in runs[str(counts[1])]])
         - median([_last_started(run) for run in runs["1"]])
@@ -287,6 +289,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--exchanges", type=int, default=8, help="added exchanges (default: 8)")
     parser.add_argument("--repeat", type=int, default=7, help="runs of each (default: 7)")
     parser.add_argument(
+        "--fixed-repeat",
+        type=int,
+        default=31,
+        help="runs of each tiny program, whose medians give the fixed costs (default: 31)",
+    )
+    parser.add_argument(
         "--sweep-ranks",
         type=int,
         nargs="*",
@@ -317,7 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = _build(Path(folder), shape, args.ranks, (1, 1 + args.exchanges))
             anchors = copies if shape is bulk else ()
             counts = (1, 1 + args.exchanges)
-            runs = _measure(out, shape, args.ranks, counts, args.repeat, anchors)
+            repeat = args.repeat if shape is bulk else args.fixed_repeat
+            runs = _measure(out, shape, args.ranks, counts, repeat, anchors)
             one, more = runs["1"], runs[str(1 + args.exchanges)]
             # The fixed cost from the rank that started last (see the module), the bulk
             # exchange's from the slowest rank.
@@ -347,7 +356,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweep_targets: list[Target] = []
         for ranks in args.sweep_ranks:
             record, point_targets = _sweep_point(
-                Path(folder), ranks, args.sweep_exchanges, args.sweep_mib, args.repeat
+                Path(folder),
+                ranks,
+                args.sweep_exchanges,
+                args.sweep_mib,
+                args.repeat,
+                args.fixed_repeat,
             )
             sweep[str(ranks)] = record
             sweep_targets += point_targets
@@ -399,6 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine(),
         "outside_dispatch_in_passes": round(outside / one_pass, 4),
         "ranks": args.ranks,
+        "fixed_repeat": args.fixed_repeat,
         "repeat": args.repeat,
         "shapes": recorded,
         "sweep": {
