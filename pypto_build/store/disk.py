@@ -337,7 +337,9 @@ def link_verified(path: str, opened: os.stat_result, output: Path) -> bool:
     try:
         present = os.lstat(output)
     except FileNotFoundError:
-        return _link_new(path, opened, os.fspath(output))
+        # Nothing holds the name (a warm build of a fresh tree): linked under it at once, three
+        # system calls where a temporary name takes five.
+        return _link_checked(path, opened, os.fspath(output))
     except OSError:
         pass
     else:
@@ -347,14 +349,9 @@ def link_verified(path: str, opened: os.stat_result, output: Path) -> bool:
             return True
     folder, _, name = os.fspath(output).rpartition("/")
     temporary = f"{folder}/.{name}.{os.getpid()}.{threading.get_ident()}.link"
-    try:
-        os.link(path, temporary, follow_symlinks=False)
-    except OSError:
+    if not _link_checked(path, opened, temporary):
         return False
     try:
-        linked = os.lstat(temporary)
-        if (linked.st_dev, linked.st_ino) != (opened.st_dev, opened.st_ino):
-            raise OSError(f"{path} was replaced")
         os.replace(temporary, output)
     except OSError:
         with contextlib.suppress(OSError):
@@ -365,22 +362,19 @@ def link_verified(path: str, opened: os.stat_result, output: Path) -> bool:
     return True
 
 
-def _link_new(path: str, opened: os.stat_result, output: str) -> bool:
-    """:func:`link_verified` where nothing is named ``output``: the link made under that name
-    at once (a warm build of a fresh tree: three system calls where a temporary name takes
-    five), and undone when it is not the file read."""
+def _link_checked(path: str, opened: os.stat_result, name: str) -> bool:
+    """Link ``path`` as ``name`` (which must not exist) and check that ``name`` is the file of
+    status ``opened``; False, with ``name`` removed again, when it is not or cannot be made."""
     try:
-        os.link(path, output, follow_symlinks=False)
+        os.link(path, name, follow_symlinks=False)
     except OSError:
         return False
-    try:
-        linked = os.lstat(output)
+    with contextlib.suppress(OSError):
+        linked = os.lstat(name)
         if (linked.st_dev, linked.st_ino) == (opened.st_dev, opened.st_ino):
             return True
-    except OSError:
-        pass
     with contextlib.suppress(OSError):
-        os.unlink(output)
+        os.unlink(name)
     return False
 
 

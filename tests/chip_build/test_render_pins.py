@@ -40,7 +40,7 @@ PINS: dict[tuple[str, str], dict[str, str]] = {
         "samples/moe_mc2/src/moe_mc2/pipelines.py",
         "samples/moe_mc2",
     ): {
-        "a3": "cef1bbdd64d4a11fee79761b4870e21660301ff8a76f88e9c36614b7abf820f4",
+        "a3": "0483eb542a1b23ffc5c569074fb33db74ae721f3a4fee02d2bdfa94ac8739d80",
     },
     (
         "tests/programs/chip_pipeline.py",

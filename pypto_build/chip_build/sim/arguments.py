@@ -182,22 +182,20 @@ def _rank_tensors(
     """Each rank's tensor ``parameter``: ``value[r]``, or ``value`` for all (zeros when not
     given); each a copy of its own, as each chip has its own memory, unless not ``copy``. The
     copies are the rows of one block (:func:`_rank_block`)."""
-    array = None if value is None else np.asarray(value)
     ranked = replace(parameter, shape=(ranks, *parameter.shape))
-    if array is None:
-        pass
-    elif array.shape == ranked.shape:
-        array = _checked(program, ranked, array)
-    elif array.shape == parameter.shape:
-        array = _checked(program, parameter, array)
-    else:
-        raise InputError(
-            f"input '{parameter.name}' of {program}: expected shape {ranked.shape} (one per "
-            f"rank) or {parameter.shape} (every rank's) {_dtype_name(parameter.dtype)}, got shape "
-            f"{array.shape} {array.dtype}"
-        )
-    if not copy and array is not None:
-        return list(array) if array.shape == ranked.shape else [array] * ranks
+    array = None
+    if value is not None:
+        given = np.asarray(value)
+        if given.shape not in (ranked.shape, parameter.shape):
+            raise InputError(
+                f"input '{parameter.name}' of {program}: expected shape {ranked.shape} (one per "
+                f"rank) or {parameter.shape} (every rank's) {_dtype_name(parameter.dtype)}, got "
+                f"shape {given.shape} {given.dtype}"
+            )
+        per_rank = given.shape == ranked.shape
+        array = _checked(program, ranked if per_rank else parameter, given)
+        if not copy:
+            return list(array) if per_rank else [array] * ranks
     block = _rank_block(ranked, zeroed=array is None)
     if array is not None:
         block[...] = array  # every rank's row, or the one value in each

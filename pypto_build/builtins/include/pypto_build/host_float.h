@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace pypto_build {
 
@@ -221,6 +222,14 @@ inline bool has_f16c() {
 // dst[i] = to_float(src[i]) for i < n.
 template <typename T>
 inline void to_float_n(const T* src, float* dst, int64_t n) {
+#if defined(PYPTO_BUILD_HOST_FLOAT_F16C)
+  if constexpr (std::is_same_v<T, half>) {
+    if (host_float_detail::has_f16c()) {
+      host_float_detail::widen_f16c(src, dst, n);
+      return;
+    }
+  }
+#endif
   for (int64_t i = 0; i < n; ++i) {
     dst[i] = to_float(src[i]);
   }
@@ -229,34 +238,18 @@ inline void to_float_n(const T* src, float* dst, int64_t n) {
 // dst[i] = from_float<T>(src[i]) for i < n.
 template <typename T>
 inline void from_float_n(const float* src, T* dst, int64_t n) {
+#if defined(PYPTO_BUILD_HOST_FLOAT_F16C)
+  if constexpr (std::is_same_v<T, half>) {
+    if (host_float_detail::has_f16c()) {
+      host_float_detail::narrow_f16c(src, dst, n);
+      return;
+    }
+  }
+#endif
   for (int64_t i = 0; i < n; ++i) {
     dst[i] = from_float<T>(src[i]);
   }
 }
-
-#if defined(PYPTO_BUILD_HOST_FLOAT_F16C)
-template <>
-inline void to_float_n<half>(const half* src, float* dst, int64_t n) {
-  if (host_float_detail::has_f16c()) {
-    host_float_detail::widen_f16c(src, dst, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    dst[i] = to_float(src[i]);
-  }
-}
-
-template <>
-inline void from_float_n<half>(const float* src, half* dst, int64_t n) {
-  if (host_float_detail::has_f16c()) {
-    host_float_detail::narrow_f16c(src, dst, n);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    dst[i] = from_float<half>(src[i]);
-  }
-}
-#endif
 
 }  // namespace pypto_build
 
