@@ -45,6 +45,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from pypto_build.builtins.manifest import MIX
@@ -79,7 +80,6 @@ from pypto_build.lowering.ir import (
     UnaryOp,
     Var,
     WhileStmt,
-    get_attr,
 )
 from pypto_build.lowering.ir.memo import per_function, per_node
 from pypto_build.lowering.ir.names import (
@@ -87,12 +87,11 @@ from pypto_build.lowering.ir.names import (
     CallAttr,
     Kwarg,
     Op,
-    device,
-    is_submit,
+    call_attrs,
     kwarg,
     requires_contiguous,
     task_deps,
-    task_id,
+    task_numbers,
 )
 from pypto_build.lowering.ir.walk import walk_calls, walk_exprs, walk_stmts
 from pypto_build.lowering.legality.chip_orchestration import VIEW_OPS, called_kernels
@@ -218,8 +217,9 @@ class _Tensor:
 
     pointer: str
 
-    @property
+    @cached_property
     def ref(self) -> str:
+        """The descriptor itself: a local's is read by every task that takes it."""
         return self.pointer[1:] if self.pointer.startswith("&") else f"*{self.pointer}"
 
 
@@ -490,9 +490,7 @@ class _Codegen(StmtCodegen):
         pairs: list[tuple[_Local, str]] = []
         for target, item in zip(stmt.targets, values, strict=True):
             local = self.locals[target.name]
-            pairs.append(
-                (local, self._bound_text(local, _known(item), expr_span(target, stmt.span)))
-            )
+            pairs.append((local, self._bound_text(local, _known(item), target, stmt.span)))
         moves = [(local, text) for local, text in pairs if text != local.name]
         if _reads_earlier_target(moves):
             # Simultaneous assignment: `a, b = self.k(b, a)` must not see the new `a`.
@@ -510,10 +508,10 @@ class _Codegen(StmtCodegen):
                 self.emit(f"{local.name} = {text};")
 
     def _bound_text(
-        self, local: _Local, value: _Tensor | _Scalar | tuple[_Value, ...], span: Span
+        self, local: _Local, value: _Tensor | _Scalar | tuple[_Value, ...], target: Var, at: Span
     ) -> str:
         if isinstance(value, tuple):
-            raise _unsupported("binding a tuple to one name", span)
+            raise _unsupported("binding a tuple to one name", expr_span(target, at))
         if local.kind == "tensor":
             if not isinstance(value, _Tensor):
                 raise InternalError(f"{PHASE}: tensor name '{local.name}' bound to a scalar")
@@ -633,34 +631,40 @@ class _Codegen(StmtCodegen):
         callee = self.program.function(call.callee_name)
         if callee is None or call.callee_name not in self.func_ids:
             raise InternalError(f"{PHASE}: call of unknown kernel '{call.callee_name}'")
-        if device(call) is not None:
+        # Every attr a task needs, read in one pass over the call's attrs (a few of them each).
+        attrs = call_attrs(call)
+        if isinstance(attrs.get(CallAttr.DEVICE), Expr):
             raise _unsupported("a device= dispatch", span)
         directions = call_directions(call, PHASE)
+        names = self.names
         args: list[_Tensor | _Scalar] = []
         for arg, direction in zip(call.args, directions, strict=True):
-            value = _known(self._value(arg, span))
-            if isinstance(value, tuple) or (direction is None) != isinstance(value, _Scalar):
+            # Most operands are names: read here, without compiling them as values.
+            named = names.get(arg.name) if type(arg) is Var else None
+            value = _known(self._value(arg, span)) if named is None else named
+            if isinstance(value, tuple) or (direction is None) != (type(value) is _Scalar):
                 raise InternalError(
                     f"{PHASE}: argument of '{callee.name}' does not match {direction}"
                 )
             args.append(value)
-        given = task_id(call)
-        number = self.tasks if given is None else given
-        self._submit(call, callee, directions, args, number)
+        given = attrs.get(CallAttr.TASK_ID)
+        number = given if type(given) is int else self.tasks
+        self._submit(call, attrs, callee, directions, args, number)
         results: list[_Value] = [
             args[position]
-            if position is not None and isinstance(args[position], _Tensor)
+            if position is not None and type(args[position]) is _Tensor
             else _Unknown(callee.name)
             for position in returned_params(callee)
         ]
         result: _Value = results[0] if len(results) == 1 else tuple(results)
-        if is_submit(call):
+        if attrs.get(CallAttr.SUBMIT) is True:
             return (result, _Scalar(f"INT64_C({number})"))
         return result
 
     def _submit(
         self,
         call: Call,
+        attrs: dict[str, AttrValue],
         callee: Function,
         directions: tuple[ArgDirection, ...],
         args: Sequence[_Tensor | _Scalar],
@@ -668,8 +672,8 @@ class _Codegen(StmtCodegen):
     ) -> None:
         task = f"task{self.tasks}_"
         self.tasks += 1
-        deps = task_deps(call)
-        explicit = task_deps(call, CallAttr.EXPLICIT_DEPS)
+        deps = task_numbers(attrs.get(CallAttr.DEPS))
+        explicit = task_numbers(attrs.get(CallAttr.EXPLICIT_DEPS))
         after = ""
         if deps:
             after = f", after task{'s' if len(deps) > 1 else ''} {', '.join(map(str, deps))}"
@@ -677,11 +681,12 @@ class _Codegen(StmtCodegen):
             after += f" (named explicitly: {', '.join(map(str, explicit))})"
         # The task's block, its lines indented one level inside its braces: every kernel call
         # of a program emits one, so they are built here rather than through emit().
-        self.emit("{")
+        outer = self.INDENT * self.depth
         self.depth += 1
-        inner = self.INDENT * self.depth
+        inner = outer + self.INDENT
         template = self._task_template(callee, directions, inner, call.span)
         lines = self.lines
+        lines.append(f"{outer}{{")
         lines.append(f"{inner}// task {number}: {callee.name}{after}")
         for position, role in template.contiguous:
             self._contiguity_check(callee.name, role, args[position])
@@ -695,7 +700,7 @@ class _Codegen(StmtCodegen):
             operands.append(text if c_type is None else _bits(c_type, text))
         # One string of several lines: the source is its lines joined by newlines.
         lines.append(template.arguments.format(*operands, task=task))
-        for line in self._launch_spec(call, call.span):
+        for line in self._launch_spec(attrs, call.span):
             lines.append(f"{inner}{task}.launch_spec.{line};")
         if explicit:
             candidates = ", ".join(_last(dep) for dep in explicit)
@@ -707,8 +712,8 @@ class _Codegen(StmtCodegen):
         if number in self.followed:
             submit = f"{_last(number)} = {submit}.task_id()"
         lines.append(f"{inner}{submit};")
+        lines.append(f"{outer}}}")
         self.depth -= 1
-        self.emit("}")
 
     def _task_template(
         self, callee: Function, directions: tuple[ArgDirection, ...], inner: str, span: Span
@@ -764,11 +769,11 @@ class _Codegen(StmtCodegen):
             return None
         return self._c_type(param_type, span)
 
-    def _launch_spec(self, call: Call, span: Span) -> Iterator[str]:
-        core_num = get_attr(call.attrs, CallAttr.CORE_NUM)
+    def _launch_spec(self, attrs: dict[str, AttrValue], span: Span) -> Iterator[str]:
+        core_num = attrs.get(CallAttr.CORE_NUM)
         if core_num is not None:
             yield f"{_LAUNCH_METHOD}({self._attr_scalar(core_num, span)})"
-        sync_start = get_attr(call.attrs, CallAttr.SYNC_START)
+        sync_start = attrs.get(CallAttr.SYNC_START)
         if isinstance(sync_start, ConstBool | bool):
             if sync_start is True or (isinstance(sync_start, ConstBool) and sync_start.value):
                 yield "set_require_sync_start(true)"
@@ -827,7 +832,7 @@ def _reads_earlier_target(moves: Sequence[tuple[_Local, str]]) -> bool:
     """Whether a later assignment of a tuple assignment reads a name an earlier one writes."""
     written: set[str] = set()
     for local, text in moves:
-        if written & set(_IDENTIFIER.findall(text)):
+        if written and written & set(_IDENTIFIER.findall(text)):
             return True
         written.add(local.name)
     return False

@@ -129,10 +129,21 @@ def task_id(call: Call) -> int | None:
 
 def task_deps(call: Call, attr: CallAttr = CallAttr.DEPS) -> tuple[int, ...]:
     """The task numbers ``attr`` (``deps`` or ``explicit_deps``) of ``call`` holds."""
-    value = get_attr(call.attrs, attr)
+    return task_numbers(get_attr(call.attrs, attr))
+
+
+def task_numbers(value: AttrValue) -> tuple[int, ...]:
+    """The task numbers a ``deps`` or ``explicit_deps`` attr value holds."""
     if isinstance(value, tuple):
         return tuple(d for d in value if type(d) is int)
     return ()
+
+
+def call_attrs(call: Call) -> dict[str, AttrValue]:
+    """The attrs of ``call`` by name, the first of a repeated name as :func:`get_attr` finds
+    it: one copy for a reader of several of them (a backend reads most of a call's attrs),
+    rather than a scan of the attrs for each."""
+    return dict(reversed(call.attrs))
 
 
 def is_submit(call: Call) -> bool:

@@ -76,6 +76,7 @@ from pypto_build.lowering.passes.rewrite import Mutator, map_functions
 _IN, _OUT, _IN_OUT = ParamDirection.In, ParamDirection.Out, ParamDirection.InOut
 
 _Tasks = frozenset[int]
+_NO_TASKS: _Tasks = frozenset()
 
 
 @dataclass(frozen=True)
@@ -164,20 +165,23 @@ class _TensorMap(ProvenanceWalker[_TaskState]):
                 reads |= found
                 writes |= found
         # The TensorMap orders a task after the last writers of what it reads (INPUT, INOUT).
+        writers, readers = state.writers, state.readers
         derived: set[int] = set()
         for root in reads:
-            derived |= state.writers.get(root, frozenset())
+            derived |= writers.get(root, _NO_TASKS)
         deps = set(derived)
         for root in writes:
-            deps |= state.writers.get(root, frozenset()) | state.readers.get(root, frozenset())
+            deps |= writers.get(root, _NO_TASKS)
+            deps |= readers.get(root, _NO_TASKS)
         self.explicit[id(call)] = tuple(sorted(deps - derived))
         deps.discard(task)
         self.deps[id(call)] = tuple(sorted(deps))
+        only = frozenset((task,))
         for root in reads:
-            state.readers[root] = state.readers.get(root, frozenset()) | {task}
+            readers[root] = readers.get(root, _NO_TASKS) | only
         for root in writes:
-            state.writers[root] = frozenset({task})
-            state.readers[root] = frozenset()
+            writers[root] = only
+            readers[root] = _NO_TASKS
 
 
 def _directions(call: Call, callee: Function) -> tuple[ArgDirection, ...]:

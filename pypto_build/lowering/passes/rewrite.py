@@ -22,6 +22,9 @@ from pypto_build.lowering.ir import (
     BinaryOp,
     Call,
     CommDomainScopeStmt,
+    ConstBool,
+    ConstFloat,
+    ConstInt,
     EvalStmt,
     Expr,
     ForStmt,
@@ -56,6 +59,10 @@ def _replace(node: _Node, **changes: object) -> _Node:
         if fields[name] is not value:
             return replaced(node, **changes)
     return node
+
+
+#: The expressions :meth:`Mutator.expr` maps to themselves whatever the pass (they have no hook).
+_CONSTANTS = frozenset({ConstInt, ConstFloat, ConstBool})
 
 
 def _same_items(old: Sequence[object], new: Sequence[object]) -> bool:
@@ -176,7 +183,12 @@ class Mutator:
         changes: dict[str, object] = {}
         if not _same_items(old, args):
             changes["args"] = tuple(args)
-        if call_extras(call):
+        extras = call_extras(call)
+        # Constants map to themselves, and so do names unless the pass renames: a call whose
+        # keyword operands and attrs hold nothing else (``core_num=CORES``) has none to map.
+        if extras and not all(
+            type(e) in _CONSTANTS or (type(e) is Var and self._keeps_names) for e in extras
+        ):
             kwargs = self._attrs(call.kwargs)
             attrs = self._attrs(call.attrs)
             if kwargs is not call.kwargs:
