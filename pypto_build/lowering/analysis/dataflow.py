@@ -97,6 +97,14 @@ class ForwardAnalysis(ABC, Generic[L, S]):
         # An analysis that observes each evaluated name overrides eval(); for the others, the
         # names among a call's operands (most operands) are looked up without a call each.
         self._inline_names = type(self).eval is ForwardAnalysis.eval
+        # Most statements assign a call. An analysis that observes no statement as such (no
+        # own exec_stmt, at_stmt or stmt_expr) has them evaluated without those calls each.
+        kind = type(self)
+        self._plain_assigns = (
+            kind.exec_stmt is ForwardAnalysis.exec_stmt
+            and kind.at_stmt is ForwardAnalysis.at_stmt
+            and kind.stmt_expr is ForwardAnalysis.stmt_expr
+        )
 
     # -- the lattice ------------------------------------------------------------------------
 
@@ -175,8 +183,19 @@ class ForwardAnalysis(ABC, Generic[L, S]):
         return self.exec_body(self.func.body, state)
 
     def exec_body(self, body: SeqStmts, state: S) -> S:
+        plain = self._plain_assigns
+        calls = plain and self._inline_names
         for stmt in body.stmts:
-            state = self.exec_stmt(stmt, state)
+            if plain and type(stmt) is AssignStmt:
+                assert isinstance(stmt, AssignStmt)
+                value = stmt.value
+                if calls and type(value) is Call:
+                    assert isinstance(value, Call)
+                    self.bind(stmt.targets, self._eval_call(value, state), state)
+                else:
+                    self.bind(stmt.targets, self.eval(value, state), state)
+            else:
+                state = self.exec_stmt(stmt, state)
         return state
 
     def exec_stmt(self, stmt: Stmt, state: S) -> S:

@@ -122,13 +122,14 @@ class ProvenanceWalker(ForwardAnalysis[Roots, S]):
     def function_call(self, call: Call, args: tuple[Origin, ...], state: S) -> Origin:
         callee = self.callee(call)
         self.on_call(call, callee, args, state)
-        results = tuple(
+        count = len(args)
+        results = [
             args[position]
-            if position is not None and position < len(args)
+            if position is not None and position < count
             else _unknown_result(call, callee, args, index)
             for index, position in enumerate(returned_params(callee))
-        )
-        return results[0] if len(results) == 1 else results
+        ]
+        return results[0] if len(results) == 1 else tuple(results)
 
 
 def _unknown_result(call: Call, callee: Function, args: tuple[Origin, ...], index: int) -> Origin:

@@ -107,8 +107,15 @@ class ExprConverter:
     def value(self, node: ast.expr) -> AttrValue:
         """An operand or keyword value: an expression, or a literal (string, ``None``, data
         type, layout, or a parenthesised tuple of literals as the printer writes attrs)."""
-        if type(node) is ast.Name and node.id in self.scope.bound:
-            return self._name(node)  # a local: no DSL path, so no literal (most operands)
+        if type(node) is ast.Name:
+            name = node.id
+            scope = self.scope
+            var = scope.bound.get(name)
+            if var is not None:
+                # A local (most operands): no DSL path, so no literal.
+                if name in scope.maybe_unbound:
+                    return self._name(node)  # its diagnostic
+                return Var(name, var.type, self.source.span(node))
         if isinstance(node, ast.Constant):
             return self._constant(node)
         if isinstance(node, ast.Tuple):

@@ -29,11 +29,9 @@ class Source:
 
     def span(self, node: Located) -> Span:
         line = node.lineno
-        column = node.col_offset
-        ascii_lines = self._ascii_lines
-        if not (0 < line <= len(ascii_lines) and ascii_lines[line - 1]):
-            column = self.column(line, column)
-        return Span(self.filename, line, column)
+        if 0 < line <= len(self.lines) and self._ascii_lines[line - 1]:
+            return Span(self.filename, line, node.col_offset)
+        return Span(self.filename, line, self.column(line, node.col_offset))
 
     @cached_property
     def _ascii_lines(self) -> tuple[bool, ...]:

@@ -35,9 +35,6 @@ def replaced(node: N, **changes: object) -> N:
         names = tuple(field.name for field in dataclasses.fields(node))
         fields = _FIELDS[kind] = (names, frozenset(names))
     names, known = fields
-    if not changes.keys() <= known:
-        unknown = ", ".join(sorted(changes.keys() - known))
-        raise TypeError(f"{kind.__name__} has no field {unknown}")
     old = node.__dict__
     copy = object.__new__(kind)
     values = copy.__dict__
@@ -47,4 +44,7 @@ def replaced(node: N, **changes: object) -> N:
         for name in names:
             values[name] = old[name]
     values.update(changes)  # every key is there already: the order stays the declaration's
+    if len(values) != len(names):  # a name that is not a field added a key: checked after
+        unknown = ", ".join(sorted(changes.keys() - known))  # (the common case pays nothing)
+        raise TypeError(f"{kind.__name__} has no field {unknown}")
     return copy
