@@ -257,8 +257,10 @@ class _TaskTemplate:
     tensors: tuple[int, ...]
     #: The positions of the scalar arguments, each with the type its bits are passed as.
     scalars: tuple[tuple[int, str | None], ...]
-    #: The tensor arguments checked for contiguity first, with their parameter names.
-    contiguous: tuple[tuple[int, str], ...]
+    #: The positions of the tensor arguments checked for contiguity first.
+    contiguous: tuple[int, ...]
+    #: Their checks: ``str.format`` of their descriptors (:meth:`_Tensor.ref`), in order.
+    checks: str
     #: The task's declaration and arguments: ``str.format`` of the operands (tensors, then
     #: scalars) and ``task``, the task's local.
     arguments: str
@@ -688,8 +690,13 @@ class _Codegen(StmtCodegen):
         lines = self.lines
         lines.append(f"{outer}{{")
         lines.append(f"{inner}// task {number}: {callee.name}{after}")
-        for position, role in template.contiguous:
-            self._contiguity_check(callee.name, role, args[position])
+        if template.contiguous:
+            refs = []
+            for position in template.contiguous:
+                arg = args[position]
+                assert isinstance(arg, _Tensor)
+                refs.append(arg.ref)
+            lines.append(template.checks.format(*refs))
         operands = [
             arg.ref for arg in map(args.__getitem__, template.tensors) if type(arg) is _Tensor
         ]
@@ -736,31 +743,28 @@ class _Codegen(StmtCodegen):
             for index, direction in enumerate(directions)
             if direction is None
         )
-        contiguous: tuple[tuple[int, str], ...] = ()
-        if requires_contiguous(callee):
-            contiguous = tuple((index, callee.params[index].var.name) for index in tensors)
+        contiguous: tuple[int, ...] = tensors if requires_contiguous(callee) else ()
+        checks = [
+            _fail_lines(
+                inner,
+                f"!pypto_build::is_contiguous({_OPERAND})",
+                f"{callee.name}: operand {callee.params[index].var.name} is not contiguous",
+            )
+            for index in contiguous
+        ]
+        # Each check's descriptor is a field of the one string; the rest is text as it is.
+        escaped = "\n".join(line for lines in checks for line in lines)
+        escaped = escaped.replace("{", "{{").replace("}", "}}").replace(_OPERAND, "{}")
         text = [f"{inner}CoreTaskArgs {{task}};"]
         text += [f"{inner}{{task}}.{_ADD_TENSOR[direction]}({{}});" for _, direction in added]
         text += [f"{inner}{{task}}.add_scalar({{}});"] * len(scalars)
         submit = _submit(self.func_ids[callee.name])
-        return _TaskTemplate(tensors, scalars, contiguous, "\n".join(text), submit)
-
-    def _contiguity_check(self, kernel: str, role: str, arg: _Tensor | _Scalar) -> None:
-        assert isinstance(arg, _Tensor)
-        self._fail_if(
-            f"!pypto_build::is_contiguous({arg.ref})", f"{kernel}: operand {role} is not contiguous"
-        )
+        return _TaskTemplate(tensors, scalars, contiguous, escaped, "\n".join(text), submit)
 
     def _fail_if(self, condition: str, message: str) -> None:
         """When ``condition`` holds at run time, latch ``PTO2_ERROR_INVALID_ARGS`` with
         ``message`` and leave the entry, so nothing after it is submitted."""
-        indent = self.INDENT * self.depth
-        self.lines += (
-            f"{indent}if ({condition}) {{",
-            f'{indent}  rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "{message}");',
-            f"{indent}  return;",
-            f"{indent}}}",
-        )
+        self.lines += _fail_lines(self.INDENT * self.depth, condition, message)
 
     def _bits_type(self, param_type: Type, span: Span) -> str | None:
         """The C++ type a scalar parameter's value is passed as the bits of; None for a
@@ -786,6 +790,21 @@ class _Codegen(StmtCodegen):
         if isinstance(value, int):
             return str(value)
         return _unparen(self._scalar(value, span))
+
+
+def _fail_lines(indent: str, condition: str, message: str) -> tuple[str, ...]:
+    """The lines of :meth:`_Codegen._fail_if` at ``indent``."""
+    return (
+        f"{indent}if ({condition}) {{",
+        f'{indent}  rt_report_fatal(PTO2_ERROR_INVALID_ARGS, "{message}");',
+        f"{indent}  return;",
+        f"{indent}}}",
+    )
+
+
+#: Where a contiguity check of a task template names its operand: NUL characters, which no
+#: name or message of a generated source holds.
+_OPERAND = "\0operand\0"
 
 
 def _bits(c_type: str, text: str) -> str:

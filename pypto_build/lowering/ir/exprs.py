@@ -27,6 +27,10 @@ from pypto_build.lowering.ir.types import (
 
 #: A literal keyword/attribute value that is not an expression.
 Literal = int | float | bool | str | DataType | Layout | ParamDirection | ReduceOp | None
+#: The exact types of the literals: most attr values of most calls are one, or a tuple of them.
+LITERAL_TYPES = frozenset(
+    {int, float, bool, str, DataType, Layout, ParamDirection, ReduceOp, type(None)}
+)
 
 
 class Expr:

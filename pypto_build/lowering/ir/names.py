@@ -99,16 +99,16 @@ def arg_directions(call: Call) -> tuple[ArgDirection, ...] | None:
     if not (
         isinstance(directions, tuple)
         and len(directions) == len(call.args)
-        and all(map(_is_direction, directions))
+        # Each entry a ParamDirection or None, tested without a Python call per entry: read for
+        # every argument of every call by the passes after DeriveCallDirections and the backends.
+        and all(map(_DIRECTION_TYPES.__contains__, map(type, directions)))
     ):
         return None
     return cast(tuple[ArgDirection, ...], directions)
 
 
-def _is_direction(value: AttrValue) -> bool:
-    """Whether ``value`` is one entry of ``arg_directions`` (read for every argument of every
-    call by the passes after DeriveCallDirections and by the backends)."""
-    return value is None or type(value) is ParamDirection
+#: The exact types of an entry of ``arg_directions``.
+_DIRECTION_TYPES = frozenset({ParamDirection, type(None)})
 
 
 def with_arg_directions(call: Call, directions: tuple[ArgDirection, ...]) -> Call:

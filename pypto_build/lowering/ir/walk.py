@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pypto_build.lowering.ir.exprs import (
+    LITERAL_TYPES,
     AttrValue,
     BinaryOp,
     Call,
@@ -90,11 +91,14 @@ def _attr_exprs(call: Call) -> tuple[Expr, ...]:
     extras: list[Expr] = []
     for _, value in (*call.kwargs, *call.attrs):
         # The first level here, without a call per value: each pass asks of the calls it made.
+        # A literal is told apart by its exact type first (directions, task ids, dependencies).
+        if type(value) in LITERAL_TYPES:
+            continue
         if isinstance(value, Expr):
             extras.append(value)
         elif isinstance(value, tuple):
             for item in value:
-                if isinstance(item, NESTING):
+                if type(item) not in LITERAL_TYPES and isinstance(item, NESTING):
                     _attr_exprs_into(item, extras)
     return tuple(extras)
 
