@@ -323,6 +323,9 @@ class _Codegen(StmtCodegen):
         self.tasks = 0
         self.loops = 0
         self.temps = 0
+        #: The type each local was first made for: a name rebound to a value of that very type
+        #: (most rebindings take a kernel's result, of its one return type) is that local.
+        self._local_types: dict[str, Type] = {}
         self._declare_locals()
         #: The value each name reads as (most operands of a body are names).
         self.names: dict[str, _Tensor | _Scalar] = {
@@ -378,13 +381,17 @@ class _Codegen(StmtCodegen):
         for param in self.func.params:
             self._define(param.var.name, param.var.type, param.var.span)
         for stmt in walk_stmts(self.func.body):
-            if isinstance(stmt, AssignStmt):
+            if type(stmt) is AssignStmt:
+                assert isinstance(stmt, AssignStmt)
                 for target in stmt.targets:
                     self._define(target.name, target.type, expr_span(target, stmt.span))
             elif isinstance(stmt, ForStmt):
                 self._define(stmt.var.name, stmt.var.type, expr_span(stmt.var, stmt.span))
 
     def _define(self, name: str, ty: Type, span: Span) -> None:
+        if self._local_types.get(name) is ty:
+            return
+        self._local_types.setdefault(name, ty)
         local = _local_for(name, ty, span)
         known = self.locals.setdefault(name, local)
         if known != local:
@@ -778,18 +785,24 @@ class _Codegen(StmtCodegen):
         if core_num is not None:
             yield f"{_LAUNCH_METHOD}({self._attr_scalar(core_num, span)})"
         sync_start = attrs.get(CallAttr.SYNC_START)
+        if sync_start is None:
+            return
         if isinstance(sync_start, ConstBool | bool):
             if sync_start is True or (isinstance(sync_start, ConstBool) and sync_start.value):
                 yield "set_require_sync_start(true)"
-        elif sync_start is not None:
+        else:
             yield f"set_require_sync_start({self._attr_scalar(sync_start, span)})"
 
     def _attr_scalar(self, value: AttrValue, span: Span) -> str:
-        if isinstance(value, bool) or not isinstance(value, int | Expr):
+        if isinstance(value, bool) or not isinstance(value, _LAUNCH_VALUES):
             raise _unsupported(f"the launch attr {value!r}", span)
         if isinstance(value, int):
             return str(value)
         return _unparen(self._scalar(value, span))
+
+
+#: What a launch attr may hold besides a bool (a tuple: a union is made at every test).
+_LAUNCH_VALUES = (int, Expr)
 
 
 def _fail_lines(indent: str, condition: str, message: str) -> tuple[str, ...]:

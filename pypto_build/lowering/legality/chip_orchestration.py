@@ -44,10 +44,9 @@ from pypto_build.lowering.ir import (
     UnaryOp,
     Var,
     WhileStmt,
-    get_attr,
 )
 from pypto_build.lowering.ir.memo import per_function
-from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, device, is_submit, kwarg
+from pypto_build.lowering.ir.names import CallAttr, Kwarg, Op, call_attrs, kwarg
 from pypto_build.lowering.ir.walk import walk_calls, walk_stmts
 from pypto_build.lowering.ops.signature import expr_span
 from pypto_build.lowering.pass_names import CHECK_LEGALITY
@@ -63,6 +62,10 @@ VIEW_OPS = frozenset({Op.TENSOR_SLICE, Op.TENSOR_RESHAPE, Op.TENSOR_VIEW, Op.TEN
 
 _FLOOR = frozenset({"//", "%"})
 _UNARY = frozenset({"-", "not"})
+#: The scalars the entry computes with as they are (a tuple: a union is made at every test).
+_PLAIN_SCALARS = (ConstBool, ConstInt, Var)
+#: What a launch attr may hold besides a bool.
+_LAUNCH_VALUES = (int, Expr)
 
 
 def unsupported(what: str, span: Span) -> ProgramError:
@@ -240,7 +243,7 @@ class _Checker:
     def scalar(self, expr: Expr, at: Span) -> None:
         """A scalar expression the entry computes with ``int64_t`` (or its own type)."""
         span = expr_span(expr, at)
-        if isinstance(expr, ConstBool | ConstInt | Var):
+        if isinstance(expr, _PLAIN_SCALARS):
             return
         if isinstance(expr, ConstFloat):
             if not math.isfinite(expr.value):
@@ -298,7 +301,8 @@ class _Checker:
         callee = self.program.function(call.callee_name)
         if callee is None:
             raise InternalError(f"{PHASE}: call of unknown kernel '{call.callee_name}'")
-        if device(call) is not None:
+        attrs = call_attrs(call)  # the four asked of every call, in one pass over its attrs
+        if isinstance(attrs.get(CallAttr.DEVICE), Expr):
             raise unsupported(
                 "a device= dispatch (only HOST orchestrators dispatch to devices)", span
             )
@@ -306,10 +310,10 @@ class _Checker:
         for param, kind in zip(callee.params, args, strict=True):
             if kind == _SCALAR and not isinstance(param.var.type, CommCtxType):
                 self._scalar_type(param.var.type, call.span)
-        core_num = get_attr(call.attrs, CallAttr.CORE_NUM)
+        core_num = attrs.get(CallAttr.CORE_NUM)
         if core_num is not None:
             self._launch_attr(core_num, CallAttr.CORE_NUM, call.span)
-        sync_start = get_attr(call.attrs, CallAttr.SYNC_START)
+        sync_start = attrs.get(CallAttr.SYNC_START)
         if sync_start is not None and not isinstance(sync_start, ConstBool | bool):
             self._launch_attr(sync_start, CallAttr.SYNC_START, call.span)
         results: list[_Kind] = [
@@ -317,11 +321,11 @@ class _Checker:
             for index, position in enumerate(returned_params(callee))
         ]
         result: _Kind = results[0] if len(results) == 1 else tuple(results)
-        return (result, _SCALAR) if is_submit(call) else result
+        return (result, _SCALAR) if attrs.get(CallAttr.SUBMIT) is True else result
 
     def _launch_attr(self, value: AttrValue, key: str, span: Span) -> None:
         """A launch-spec attr: a scalar expression (or an integer)."""
-        if isinstance(value, bool) or not isinstance(value, int | Expr):
+        if isinstance(value, bool) or not isinstance(value, _LAUNCH_VALUES):
             raise ProgramError(f"{key}= must be a scalar expression, got {value!r}", span, PHASE)
         if isinstance(value, Expr):
             self.scalar(value, span)
