@@ -141,7 +141,7 @@ class ExprConverter:
         parts = dotted_parts(node)
         if parts is None or parts[0] in self.scope.bound:
             return None
-        return self.ctx.module.dsl_path(node)
+        return self.ctx.module.imports.dsl_path_of(parts)
 
     def is_receiver(self, node: ast.expr) -> bool:
         """Whether ``node`` is the stripped ``self`` parameter."""

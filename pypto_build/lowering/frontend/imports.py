@@ -46,6 +46,9 @@ class ImportTable:
 
     def __init__(self, bindings: Mapping[str, str]) -> None:
         self._bindings = dict(bindings)
+        #: The canonical DSL path of each dotted chain asked of (:meth:`dsl_path_of`): a file
+        #: spells the same few DSL names at every call and annotation.
+        self._dsl_paths: dict[tuple[str, ...], str | None] = {}
 
     @classmethod
     def from_module(cls, module: ast.Module) -> ImportTable:
@@ -77,5 +80,15 @@ class ImportTable:
 
     def dsl_path(self, node: ast.expr) -> str | None:
         """The canonical ``pl.``/``pld.`` path of ``node``, or None if it is not a DSL name."""
-        qualified = self.qualified(node)
-        return None if qualified is None else canonical_dsl_path(qualified)
+        parts = dotted_parts(node)
+        return None if parts is None else self.dsl_path_of(parts)
+
+    def dsl_path_of(self, parts: list[str]) -> str | None:
+        """:meth:`dsl_path` of the chain :func:`dotted_parts` split into ``parts``."""
+        key = tuple(parts)
+        if key in self._dsl_paths:
+            return self._dsl_paths[key]
+        root = self._bindings.get(parts[0])
+        found = None if root is None else canonical_dsl_path(".".join([root, *parts[1:]]))
+        self._dsl_paths[key] = found
+        return found
