@@ -31,6 +31,7 @@ the manifest by their path relative to the source root.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -437,11 +438,14 @@ def _sub_build(plan: _Plan, source: SourceProgram, orch: Function) -> _SubBuild:
         return known[1]
     own = _Plan(plan.reads)
     files = _chip_sub_build(own, source, orch)
-    prefix = RELATIVE.sub_build(orch.name).root
-    orchestration = RELATIVE_SUB_BUILD.orchestration(orch.name).as_posix()
+    # Every path of ``files`` is a normalised relative POSIX path (``as_posix`` of the layout's
+    # paths), so joining it to the folder's is the text pathlib would make, without a path
+    # object per file of every sub-build.
+    prefix = RELATIVE.sub_build(orch.name).root.as_posix()
+    orchestration = _orchestration_path(orch.name)
     made = _SubBuild(
         tuple(
-            ((prefix / path).as_posix(), None if path == orchestration else data)
+            (f"{prefix}/{path}", None if path == orchestration else data)
             for path, data in files.items()
         ),
         own.inputs,
@@ -460,15 +464,14 @@ def _chip_sub_build(plan: _Plan, source: SourceProgram, orch: Function) -> dict[
     variants: dict[str, tuple[tuple[str, str], ...]] = {}
     for slot in slots:
         kernel = slot.kernel
-        path = RELATIVE_SUB_BUILD.kernel(slot.core_type.value, kernel.name).as_posix()
+        path = _kernel_path(slot.core_type.value, kernel.name)
         builtin = chip_builtin_kernel(kernel)
         if builtin is not None:
             files[path] = _builtin_kernel(plan, builtin)
             variants[kernel.name] = builtin.configuration
         else:
             files[path] = _external_kernel(plan, source, kernel)
-    orchestration = RELATIVE_SUB_BUILD.orchestration(orch.name).as_posix()
-    files[orchestration] = orchestration_for_any_chip(program, orch).encode()
+    files[_orchestration_path(orch.name)] = orchestration_for_any_chip(program, orch).encode()
     headers = _travelling_headers(files, plan.reads.headers)
     files.update(headers)
     include_dirs = (INCLUDE,) if headers else ()
@@ -488,15 +491,35 @@ def _chip_sub_build(plan: _Plan, source: SourceProgram, orch: Function) -> dict[
         orch.name, _signature(orch), params=_params(orch), ranks=_sized_for(slots)
     )
     config = render_kernel_config(entry, entries, runtime=RUNTIME)
-    files[RELATIVE_SUB_BUILD.kernel_config.as_posix()] = config.encode()
+    files[_KERNEL_CONFIG] = config.encode()
     return dict(sorted(files.items()))
+
+
+# The paths inside a sub-build that every sub-build names (its kernels are mostly the same few,
+# its headers always): each made once, not as path objects per sub-build.
+_KERNEL_CONFIG = RELATIVE_SUB_BUILD.kernel_config.as_posix()
+
+
+@functools.lru_cache(maxsize=1024)
+def _kernel_path(core_type: str, kernel: str) -> str:
+    return RELATIVE_SUB_BUILD.kernel(core_type, kernel).as_posix()
+
+
+@functools.lru_cache(maxsize=1024)
+def _orchestration_path(orch: str) -> str:
+    return RELATIVE_SUB_BUILD.orchestration(orch).as_posix()
+
+
+@functools.lru_cache(maxsize=256)
+def _header_path(name: str) -> str:
+    return (RELATIVE_SUB_BUILD.include / name).as_posix()
 
 
 def _travelling_headers(sources: Mapping[str, bytes], headers: HeaderFiles) -> dict[str, bytes]:
     """Our headers that ``sources`` (a sub-build's files by path) include, by their path inside
     the sub-build (``include/pypto_build/<name>``)."""
     closure = header_closure(sources.values(), headers)
-    return {(RELATIVE_SUB_BUILD.include / name).as_posix(): data for name, data in closure.items()}
+    return {_header_path(name): data for name, data in closure.items()}
 
 
 def _builtin_kernel(plan: _Plan, builtin: ChipBuiltinKernel) -> bytes:
@@ -636,9 +659,16 @@ def _make_folders(directory: str, made: set[str]) -> None:
     """Create ``directory`` and its missing parents; each gets :data:`_DIR_MODE`."""
     if directory in made:
         return
-    if not os.path.isdir(directory):
+    # Made first, its parents only when missing: in the staging folder most folders are new,
+    # and a test of each before making it doubled the calls into the file system.
+    try:
+        os.mkdir(directory)
+    except FileNotFoundError:
         _make_folders(os.path.dirname(directory), made)
         os.mkdir(directory)
+    except FileExistsError:
+        if not os.path.isdir(directory):
+            raise
     os.chmod(directory, _DIR_MODE)
     made.add(directory)
 
