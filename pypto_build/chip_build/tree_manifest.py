@@ -18,7 +18,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
 
 from pypto_build.chip_build.chips import get_chip
 from pypto_build.files import atomic_write_text, read_text, sha256_regular, walk_file_names
@@ -30,6 +32,32 @@ FORMAT_VERSION = 1
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: Folders of bytecode caches, which an installer or an import may add to a tree.
 _BYTECODE_CACHE = "__pycache__"
+
+
+#: Stands for the list of files while the rest of a manifest is encoded: a path, a hash or an
+#: input's name cannot hold a NUL character.
+_FILES = "\0files\0"
+#: One entry of the list of files as ``json.dumps(..., indent=2, sort_keys=True)`` writes it.
+_FILE_ENTRY = '    {{\n      "path": {},\n      "sha256": {},\n      "size": {}\n    }}'
+
+
+def _manifest_text(document: dict[str, object], files: list[dict[str, Any]]) -> str:
+    """``json.dumps(document, indent=2, sort_keys=True)``, its ``files`` (a tree lists
+    thousands) written by a template of one entry instead of the encoder's Python code, which
+    an indented document takes: the same text."""
+    marker = encode_basestring_ascii(_FILES)
+    text = json.dumps({**document, "files": _FILES}, indent=2, sort_keys=True)
+    if not files or text.count(marker) != 1:
+        return json.dumps(document, indent=2, sort_keys=True)
+    entries = ",\n".join(
+        _FILE_ENTRY.format(
+            encode_basestring_ascii(entry["path"]),
+            encode_basestring_ascii(entry["sha256"]),
+            int.__repr__(entry["size"]),
+        )
+        for entry in files
+    )
+    return text.replace(marker, f"[\n{entries}\n  ]")
 
 
 @dataclass(frozen=True)
@@ -107,7 +135,7 @@ def write_manifest(
     if binary_context is not None:
         document["binary_context"] = dict(binary_context)
     target = root / MANIFEST
-    atomic_write_text(target, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(target, _manifest_text(document, files) + "\n")
     return target
 
 
