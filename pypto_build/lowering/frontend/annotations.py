@@ -33,7 +33,21 @@ _EXPECTED = "expected pl.Tensor[...], pld.DistributedTensor[...] or pl.Scalar[..
 
 
 def param_type(node: ast.expr, ctx: ModuleContext) -> tuple[Type, ParamDirection]:
-    """A parameter annotation: a value type, optionally wrapped in ``pl.Out``/``pl.InOut``."""
+    """A parameter annotation: a value type, optionally wrapped in ``pl.Out``/``pl.InOut``.
+
+    The same text means the same annotation in one file (its imports and constants are the
+    file's), so one written on one line is converted once (a refused one every time,
+    for its diagnostic at its own place)."""
+    key = ctx.source.segment(node)
+    if key is None:
+        return _param_type(node, ctx)
+    found = ctx.param_types.get(key)
+    if found is None:
+        found = ctx.param_types[key] = _param_type(node, ctx)
+    return found
+
+
+def _param_type(node: ast.expr, ctx: ModuleContext) -> tuple[Type, ParamDirection]:
     if isinstance(node, ast.Subscript):
         direction = _DIRECTIONS.get(ctx.dsl_path(node.value) or "")
         if direction is not None:

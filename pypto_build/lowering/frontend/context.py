@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pypto_build.lowering.frontend.constants import ConstantTable, fold_int
 from pypto_build.lowering.frontend.imports import ImportTable
 from pypto_build.lowering.frontend.source import Source
-from pypto_build.lowering.ir import Function
+from pypto_build.lowering.ir import Function, ParamDirection, Type
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,11 @@ class ModuleContext:
     source: Source
     imports: ImportTable
     constants: ConstantTable
+    #: Each parameter annotation's type and direction by its text (:func:`param_type`): the
+    #: pipelines of a file declare the same few parameters each.
+    param_types: dict[str, tuple[Type, ParamDirection]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def dsl_path(self, node: ast.expr) -> str | None:
         return self.imports.dsl_path(node)

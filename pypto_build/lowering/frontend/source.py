@@ -33,6 +33,15 @@ class Source:
             return Span(self.filename, line, node.col_offset)
         return Span(self.filename, line, self.column(line, node.col_offset))
 
+    def segment(self, node: Located) -> str | None:
+        """The text of ``node`` when it is written on one ASCII line (else None)."""
+        line = node.lineno
+        if node.end_lineno != line or not (0 < line <= len(self.lines)):
+            return None
+        if not self._ascii_lines[line - 1] or node.end_col_offset is None:
+            return None
+        return self.lines[line - 1][node.col_offset : node.end_col_offset]
+
     @cached_property
     def _ascii_lines(self) -> tuple[bool, ...]:
         """Whether each line is ASCII, where byte and character columns agree: every node of
