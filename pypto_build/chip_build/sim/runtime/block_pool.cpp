@@ -86,7 +86,7 @@ struct Fiber {
 // What a carrier is doing, as the monitor sees it.
 enum class CarrierState : int32_t {
   kIdle,      // in its loop, not inside a fiber
-  kRunning,   // inside a fiber since entered_ns
+  kRunning,   // inside a fiber
   kReleased,  // its thread belongs to the fiber it runs; another carrier took its place
 };
 
@@ -95,16 +95,18 @@ struct Carrier {
   Fiber* running = nullptr;
   uint64_t yielded_ns = 0;  // when it last let go of its CPU
   std::atomic<CarrierState> state{CarrierState::kIdle};
-  std::atomic<uint64_t> entered_ns{0};   // when it last switched to a fiber
   std::atomic<uint64_t> entries{0};      // switches to a fiber so far
   std::atomic<clockid_t> cpu_clock{-1};  // its thread's CPU-time clock, once it runs
 };
 
 // What the monitor saw of a carrier when it last switched to a fiber.
+// Its time is the monitor's own, when it first saw the switch: reading the clock at every switch
+// costs more than the monitor's period lets the hold be underestimated by.
 struct Sighting {
   const Carrier* carrier = nullptr;
   uint64_t entries = 0;
   uint64_t cpu_ns = 0;
+  uint64_t seen_ns = 0;
 };
 
 uint64_t cpu_ns(clockid_t clock) {
@@ -115,71 +117,113 @@ uint64_t cpu_ns(clockid_t clock) {
   return static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(now.tv_nsec);
 }
 
+// A lock held for a few instructions: both carriers take a fiber from the ready queue at every
+// turn, and a std::mutex they contend for puts the loser to sleep in the kernel (a futex wait and
+// a wake-up, microseconds in a virtual machine) where the holder needs nanoseconds more. A waiter
+// that has spun for long yields its CPU, in case the holder was preempted.
+class SpinLock {
+ public:
+  void lock() {
+    while (held_.exchange(true, std::memory_order_acquire)) {
+      for (uint32_t spins = 1; held_.load(std::memory_order_relaxed); ++spins) {
+        if (spins % kSpinsPerYield == 0) {
+          sched_yield();
+        } else {
+          cpu_relax();
+        }
+      }
+    }
+  }
+  void unlock() { held_.store(false, std::memory_order_release); }
+
+ private:
+  static constexpr uint32_t kSpinsPerYield = 256;
+
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+
+  std::atomic<bool> held_{false};
+};
+
 // The fibers ready to run, taken by every carrier in turn.
 class ReadyQueue {
  public:
   void push(Fiber* fiber) {
-    bool wake = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<SpinLock> lock(lock_);
       ready_.push_back(fiber);
-      size_.store(ready_.size(), std::memory_order_release);
-      wake = sleeping_ > 0;
+      size_.store(ready_.size(), std::memory_order_seq_cst);
     }
-    if (wake) {
+    // Ordered after the store above, as a sleeper's count is before its check of the size
+    // (sleep): one of the two sees the other, so no push leaves a carrier asleep beside it.
+    if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
       filled_.notify_one();
     }
   }
 
-  // A fiber that handed back its turn, at the end of the queue.
-  void requeue(Fiber* fiber) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    fiber->round = round_;
-    ready_.push_back(fiber);
-    size_.store(ready_.size(), std::memory_order_release);
-  }
-
-  // The next fiber for `carrier` to run; blocks while there is none.
-  Fiber* take(Carrier* carrier) {
+  // The next fiber for `carrier` to run, after queueing `handed_back` (a fiber that handed back
+  // its turn, or null) at the end: one hold of the lock per turn. Blocks while there is none.
+  Fiber* take(Carrier* carrier, Fiber* handed_back) {
     for (;;) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (!ready_.empty()) {
-        Fiber* fiber = ready_.front();
-        if (fiber->round != round_) {
-          ready_.pop_front();
-          size_.store(ready_.size(), std::memory_order_release);
-          return fiber;
+      bool round_over = false;
+      {
+        std::lock_guard<SpinLock> lock(lock_);
+        if (handed_back != nullptr) {
+          handed_back->round = round_;
+          ready_.push_back(handed_back);
+          handed_back = nullptr;
         }
-        // Every fiber queued has had a turn since the round began: the next round begins, and
-        // the carrier lets go of its CPU once if it has not for a while.
-        ++round_;
-        lock.unlock();
-        const uint64_t now = now_ns();
-        if (now - carrier->yielded_ns >= static_cast<uint64_t>(kYieldEvery.count())) {
-          sched_yield();
-          carrier->yielded_ns = now_ns();
+        if (!ready_.empty()) {
+          Fiber* fiber = ready_.front();
+          if (fiber->round != round_) {
+            ready_.pop_front();
+            size_.store(ready_.size(), std::memory_order_seq_cst);
+            return fiber;
+          }
+          // Every fiber queued has had a turn since the round began: the next round begins.
+          ++round_;
+          round_over = true;
         }
+      }
+      if (!round_over) {
+        sleep();
         continue;
       }
-      lock.unlock();
-      const auto filled_up = [this] { return size_.load(std::memory_order_acquire) != 0; };
-      if (spin_until(filled_up, kSpinBudget)) {
-        continue;
+      // The carrier lets go of its CPU once if it has not for a while.
+      const uint64_t now = now_ns();
+      if (now - carrier->yielded_ns >= static_cast<uint64_t>(kYieldEvery.count())) {
+        sched_yield();
+        carrier->yielded_ns = now_ns();
       }
-      lock.lock();
-      ++sleeping_;
-      filled_.wait(lock, [this] { return !ready_.empty(); });
-      --sleeping_;
     }
   }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable filled_;
+  // Until a fiber is queued: yielding for a moment, then asleep.
+  void sleep() {
+    const auto filled_up = [this] { return size_.load(std::memory_order_seq_cst) != 0; };
+    if (spin_until(filled_up, kSpinBudget)) {
+      return;
+    }
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    sleeping_.fetch_add(1, std::memory_order_seq_cst);
+    filled_.wait(lock, filled_up);
+    sleeping_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  SpinLock lock_;
   std::deque<Fiber*> ready_;
-  std::atomic<size_t> size_{0};  // ready_.size(), read while spinning, without the mutex
-  int32_t sleeping_ = 0;         // carriers waiting on `filled_`: a push must notify one
   uint64_t round_ = 1;           // advanced each time every queued fiber has had a turn
+  std::atomic<size_t> size_{0};  // ready_.size(), read without the lock
+  std::mutex sleep_mutex_;       // only for sleeping carriers and their wake-up
+  std::condition_variable filled_;
+  std::atomic<int32_t> sleeping_{0};  // carriers asleep on `filled_`: a push must wake one
 };
 
 thread_local Carrier* t_carrier = nullptr;
@@ -312,13 +356,14 @@ class BlockPool {
     if (pthread_getcpuclockid(pthread_self(), &clock) == 0) {
       self->cpu_clock.store(clock, std::memory_order_release);
     }
+    Fiber* handed_back = nullptr;
     for (;;) {
-      Fiber* fiber = ready_.take(self);
+      Fiber* fiber = ready_.take(self, handed_back);
+      handed_back = nullptr;
       // Any fiber may run here, so this thread reports crashes as every block's thread must.
       prepare_thread_for_crash_reports();
       self->running = fiber;
       set_thread_context(fiber->saved);
-      self->entered_ns.store(now_ns(), std::memory_order_relaxed);
       self->entries.fetch_add(1, std::memory_order_relaxed);
       self->state.store(CarrierState::kRunning, std::memory_order_release);
       context_switch(&self->home, &fiber->context);
@@ -330,7 +375,7 @@ class BlockPool {
       if (fiber->finished) {
         finished(fiber);
       } else {
-        ready_.requeue(fiber);
+        handed_back = fiber;  // queued by the next take, under the same hold of the lock
       }
       if (released) {
         delete self;
@@ -357,17 +402,17 @@ class BlockPool {
     }
   }
 
-  // Whether `carrier` is inside a fiber that has taken too much CPU, or too long, since it was
-  // switched to; `seen` is what the monitor saw of it last time.
+  // Whether `carrier` is inside a fiber that has taken too much CPU, or too long, since the
+  // monitor first saw it there (within a period of the switch); `seen` is what it saw last time.
   static bool holds_too_long(const Carrier& carrier, Sighting* seen) {
     const uint64_t entries = carrier.entries.load(std::memory_order_relaxed);
     const uint64_t cpu = cpu_ns(carrier.cpu_clock.load(std::memory_order_acquire));
     if (carrier.state.load(std::memory_order_acquire) != CarrierState::kRunning ||
         seen->carrier != &carrier || seen->entries != entries) {
-      *seen = Sighting{&carrier, entries, cpu};
+      *seen = Sighting{&carrier, entries, cpu, now_ns()};
       return false;
     }
-    const uint64_t held = now_ns() - carrier.entered_ns.load(std::memory_order_relaxed);
+    const uint64_t held = now_ns() - seen->seen_ns;
     return cpu - seen->cpu_ns >= uint64_t(std::chrono::nanoseconds(kReleaseAfterCpu).count()) ||
            held >= uint64_t(std::chrono::nanoseconds(kReleaseAfter).count());
   }
